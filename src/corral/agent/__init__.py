@@ -1,0 +1,1 @@
+"""The agent on every GPU server: GPU discovery, task launch, logs, heartbeats."""

@@ -1,0 +1,176 @@
+"""The agent: registers its node, follows the head's desired state, reports its tasks.
+
+register ──▶ watch (long-poll desired state) ──▶ TaskSet.reconcile ──▶ start / stop
+    ▲          heartbeat (every interval, or at once when a task changes) ──▶ reports
+    └── re-register when the head declared the node lost; fence when the head is gone too long
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from corral import __version__
+from corral.agent import launch
+from corral.agent.gpus import Inventory
+from corral.agent.tasks import TaskSet
+from corral.api import DesiredState, HeartbeatRequest, RegisterRequest
+from corral.client.agent_api import AgentApi
+from corral.client.errors import ConflictError, CorralError, NotAllowedError, NotFoundError, Unreachable
+
+log = logging.getLogger(__name__)
+WATCH_WAIT_S = 25.0
+LOG_SHIP_INTERVAL_S = 0.2
+
+
+@dataclass(frozen=True)
+class AgentOptions:
+    name: str
+    work_dir: Path
+    labels: dict[str, str] = field(default_factory=dict)
+    advertise_addr: str = ""
+    heartbeat_interval_s: float | None = None  # None: what the head suggests
+    cpus: float = 0.0
+    memory_mb: int = 0
+
+
+class NodeLost(Exception):
+    """The head no longer accepts this node's credential or declared it lost: register again."""
+
+
+class Agent:
+    def __init__(self, options: AgentOptions, api: AgentApi, inventory: Inventory) -> None:
+        self.options = options
+        self.api = api
+        self.inventory = inventory
+        self.changed = asyncio.Event()
+        self.tracker = launch.DescendantTracker()
+        self.tasks = TaskSet(options.name, options.work_dir, self.changed, self.tracker)
+        self.version = -1
+        self.interval_s = options.heartbeat_interval_s or 2.0
+        self.lease_s = 15.0
+        self.last_contact = time.monotonic()
+        self._ship_lock = asyncio.Lock()
+
+    async def run(self) -> None:
+        """Serve until cancelled; on the way out, stop every task."""
+        launch.become_subreaper()
+        await self._kill_strays()
+        try:
+            while True:
+                await self._register()
+                try:
+                    await self._serve()
+                except NodeLost as exc:
+                    log.warning("the head dropped this node (%s): stopping its tasks and registering again", exc)
+                    await self.tasks.stop_all("stopped: the node was declared lost")
+        finally:
+            await self.tasks.stop_all("stopped: the agent is shutting down")
+            await self._ship_logs()
+
+    async def _kill_strays(self) -> None:
+        """Tasks of an earlier agent on this node that still run are stopped: the head re-places them."""
+        markers = await asyncio.to_thread(launch.markers_with_prefix, f"{self.options.name}:")
+        for marker in sorted(markers):
+            log.warning("stopping %s, left running by an earlier agent", marker)
+            await launch.terminate_tree([], marker, 2.0)
+
+    async def _register(self) -> None:
+        delay = 0.2
+        while True:
+            request = RegisterRequest(
+                name=self.options.name,
+                gpus=self.inventory.gpus,
+                cpus=self.options.cpus,
+                memory_mb=self.options.memory_mb,
+                labels=self.options.labels,
+                advertise_addr=self.options.advertise_addr,
+                gpu_source=self.inventory.source,
+                version=__version__,
+                running=self.tasks.reports(),
+            )
+            try:
+                reply = await self.api.register(request)
+                break
+            except Unreachable as exc:
+                log.warning("head unreachable, retrying in %.1fs: %s", delay, exc)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 5.0)
+        self.interval_s = self.options.heartbeat_interval_s or reply.heartbeat_interval_s
+        self.lease_s = reply.lease_s
+        self.last_contact = time.monotonic()
+        self.version = -1
+        log.info("registered as %s with %d GPUs (%s)", reply.node, len(self.inventory.gpus), self.inventory.source)
+        self._apply(reply.desired)
+
+    async def _serve(self) -> None:
+        async with asyncio.TaskGroup() as group:
+            group.create_task(self._watch())
+            group.create_task(self._heartbeat())
+            group.create_task(self._ship_logs_forever())
+            group.create_task(self._housekeeping())
+
+    def _apply(self, desired: DesiredState) -> None:
+        if desired.version <= self.version:
+            return
+        self.version = desired.version
+        self.tasks.reconcile(desired.tasks)
+
+    async def _watch(self) -> None:
+        while True:
+            try:
+                self._apply(await self.api.desired(self.options.name, self.version, WATCH_WAIT_S))
+            except (NotFoundError, NotAllowedError) as exc:
+                raise NodeLost(str(exc)) from None
+            except CorralError as exc:
+                log.debug("watch failed: %s", exc)
+                await asyncio.sleep(0.5)
+
+    async def _heartbeat(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.changed.wait(), self.interval_s)
+            self.changed.clear()
+            await self._ship_logs()  # a task's last lines reach the head before its exit does
+            reports = self.tasks.reports()
+            try:
+                desired = await self.api.heartbeat(
+                    self.options.name, HeartbeatRequest(tasks=reports, applied_version=self.version)
+                )
+            except (ConflictError, NotFoundError, NotAllowedError) as exc:
+                raise NodeLost(str(exc)) from None
+            except CorralError as exc:
+                await self._fence_if_cut_off(exc)
+                continue
+            self.last_contact = time.monotonic()
+            self.tasks.acknowledge(reports)
+            self._apply(desired)
+
+    async def _fence_if_cut_off(self, exc: CorralError) -> None:
+        silent = time.monotonic() - self.last_contact
+        log.warning("heartbeat failed (%.0fs without the head): %s", silent, exc)
+        if silent > self.lease_s and any(t.state != "EXITED" for t in self.tasks.tasks.values()):
+            log.error("no contact with the head for %.0fs (lease %.0fs): stopping all tasks", silent, self.lease_s)
+            await self.tasks.stop_all(f"fenced: no contact with the head for {silent:.0f}s")
+
+    async def _ship_logs(self) -> None:
+        async with self._ship_lock:
+            for local in list(self.tasks.tasks.values()):
+                for shipper in local.shippers:
+                    await shipper.ship(self.api, self.options.name)
+
+    async def _ship_logs_forever(self) -> None:
+        while True:
+            await asyncio.sleep(LOG_SHIP_INTERVAL_S)
+            await self._ship_logs()
+
+    async def _housekeeping(self) -> None:
+        """Track descendants (so a task's whole tree can be killed) and reap orphans we adopted."""
+        while True:
+            await asyncio.sleep(0.5)
+            await asyncio.to_thread(self.tracker.poll)
+            await asyncio.to_thread(launch.reap_orphans, self.tasks.own_pids())

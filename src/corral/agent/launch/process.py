@@ -1,0 +1,128 @@
+"""Starting one task process (one rank) and following it to its exit status."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from corral.agent.launch.procfs import MARKER_ENV, ProcKey, key_of
+
+# Processes started here and not yet reaped; ``reap_orphans`` must leave their exit status alone.
+_RUNNING: dict[int, asyncio.subprocess.Process] = {}
+
+
+class LaunchError(Exception):
+    """The process could not be started (missing executable or cwd, unwritable log, ...)."""
+
+
+@dataclass(frozen=True)
+class ProcessSpec:
+    """What to run, and where its output goes."""
+
+    command: str | list[str]
+    """A string runs through ``/bin/sh -c``; a list is the argv, run without a shell."""
+    env: Mapping[str, str]
+    """The complete environment; ``CORRAL_TASK_MARKER`` is added to it."""
+    cwd: Path
+    log_path: Path
+    """Receives stdout and stderr, interleaved, in append mode; created with its parents."""
+    marker: str
+    """Unique key of the task attempt, used to find every process of the task later."""
+
+
+class LaunchedProcess:
+    """Handle to one started process, the leader of its own session and process group."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, marker: str, key: ProcKey) -> None:
+        self._proc = proc
+        self.marker = marker
+        self.key = key
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit status once known (see ``exit_status``), else ``None``."""
+        code = self._proc.returncode
+        return None if code is None else exit_status(code)
+
+    async def wait(self) -> int:
+        """Wait for the process to exit; its exit status (see ``exit_status``)."""
+        code = await self._proc.wait()
+        _RUNNING.pop(self.pid, None)
+        return exit_status(code)
+
+    def __repr__(self) -> str:
+        return f"LaunchedProcess(pid={self.pid}, marker={self.marker!r}, returncode={self.returncode})"
+
+
+def exit_status(returncode: int) -> int:
+    """Shell convention: the exit code, or 128 + signal number for a process killed by a signal."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def describe_exit(status: int) -> str:
+    """``"exit code 3"`` or ``"killed by signal SIGKILL"`` for an ``exit_status`` value."""
+    if status > 128:
+        try:
+            return f"killed by signal {signal.Signals(status - 128).name}"
+        except ValueError:
+            pass
+    return f"exit code {status}"
+
+
+def running_pids() -> set[int]:
+    """Pids started by ``start`` whose exit has not been collected yet."""
+    for pid, proc in list(_RUNNING.items()):
+        if proc.returncode is not None:
+            _RUNNING.pop(pid, None)
+    return set(_RUNNING)
+
+
+async def start(spec: ProcessSpec) -> LaunchedProcess:
+    """Start the process in a new session, stdin from ``/dev/null``, output to the log file."""
+    if isinstance(spec.command, list) and not spec.command:
+        raise LaunchError("empty command")
+    env = {**spec.env, MARKER_ENV: spec.marker}
+    try:
+        spec.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_fd = os.open(spec.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise LaunchError(f"cannot open log file {spec.log_path}: {exc}") from exc
+    try:
+        proc = await _spawn(spec.command, env, spec.cwd, log_fd)
+    except OSError as exc:
+        raise LaunchError(f"cannot start {spec.command!r} in {spec.cwd}: {exc}") from exc
+    finally:
+        os.close(log_fd)
+    _RUNNING[proc.pid] = proc
+    return LaunchedProcess(proc, spec.marker, key_of(proc.pid))
+
+
+async def _spawn(command: str | list[str], env: dict[str, str], cwd: Path, log_fd: int) -> asyncio.subprocess.Process:
+    if isinstance(command, str):
+        return await asyncio.create_subprocess_shell(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log_fd,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+        )
+    return await asyncio.create_subprocess_exec(
+        *command,
+        stdin=subprocess.DEVNULL,
+        stdout=log_fd,
+        stderr=subprocess.STDOUT,
+        env=env,
+        cwd=cwd,
+        start_new_session=True,
+    )

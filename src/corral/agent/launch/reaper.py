@@ -1,0 +1,70 @@
+"""Making the agent the reaper of orphaned task processes, and collecting their exit status."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+from collections.abc import Collection
+
+from corral.agent.launch.process import running_pids
+from corral.agent.launch.procfs import read_info, snapshot
+
+_PR_SET_CHILD_SUBREAPER = 36
+_PR_GET_CHILD_SUBREAPER = 37
+
+
+def _prctl(option: int, arg: object) -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        result: int = libc.prctl(option, arg, 0, 0, 0)
+    except (OSError, AttributeError):
+        return False
+    return result == 0
+
+
+def become_subreaper() -> bool:
+    """Have orphaned descendants reparent to this process instead of init; ``False`` where unsupported.
+
+    From then on their zombies are this process's to reap: call ``reap_orphans`` periodically.
+    """
+    return _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+
+
+def is_subreaper() -> bool:
+    """Whether this process is a child subreaper."""
+    flag = ctypes.c_int(0)
+    return _prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(flag)) and flag.value != 0
+
+
+def reap_orphans(known_pids: Collection[int] = ()) -> list[int]:
+    """Reap zombie children that were reparented here (orphaned task descendants); the pids reaped.
+
+    Leaves alone: processes started by ``start`` and not yet awaited, ``known_pids``, and children
+    in this process's own session, which other code (``subprocess``, ``asyncio``) started and
+    waits for itself. Never calls ``waitpid(-1)``, so no other waiter loses an exit status.
+    """
+    me = os.getpid()
+    own_session = os.getsid(0)
+    skip = running_pids() | set(known_pids)
+    reaped: list[int] = []
+    for info in snapshot().values():
+        if info.ppid != me or info.state != "Z" or info.pid in skip or info.sid == own_session:
+            continue
+        if _reap(info.pid):
+            reaped.append(info.pid)
+    return reaped
+
+
+def _reap(pid: int) -> bool:
+    # Check again just before waiting: the pid must still be a zombie child of ours.
+    info = read_info(pid)
+    if info is None or info.ppid != os.getpid() or info.state != "Z":
+        return False
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return False
+    return done == pid

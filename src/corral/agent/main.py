@@ -1,0 +1,61 @@
+"""`corral agent`: run a node's agent in the foreground."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import socket
+from urllib.parse import urlsplit
+
+from corral.agent.agent import Agent, AgentOptions
+from corral.agent.gpus import FakeGpus, Inventory, NvmlGpus
+from corral.client.agent_api import AgentApi
+from corral.obs.logging import setup_logging
+
+log = logging.getLogger(__name__)
+
+
+def discover_gpus(fake_gpus: str | None, node: str) -> Inventory:
+    if fake_gpus:
+        return FakeGpus(fake_gpus, node).discover()
+    inventory = NvmlGpus().discover()
+    if not inventory.gpus:
+        log.warning(
+            "no GPU found (%s); running CPU-only jobs. Pass --fake-gpus 8xH100:80GB to pretend.", inventory.note
+        )
+    return inventory
+
+
+def address_towards(head_url: str) -> str:
+    """The local address this machine uses to reach the head (no packet is sent)."""
+    parts = urlsplit(head_url)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 80
+    try:
+        info = socket.getaddrinfo(host, port, type=socket.SOCK_DGRAM)[0]
+        with socket.socket(info[0], socket.SOCK_DGRAM) as probe:
+            probe.connect(info[4])
+            return str(probe.getsockname()[0])
+    except OSError:
+        return "127.0.0.1"
+
+
+def run(options: AgentOptions, head_url: str, token: str, inventory: Inventory) -> None:
+    setup_logging(f"agent:{options.name}")
+    options.work_dir.mkdir(parents=True, exist_ok=True)
+    asyncio.run(_main(options, head_url, token, inventory))
+
+
+async def _main(options: AgentOptions, head_url: str, token: str, inventory: Inventory) -> None:
+    api = AgentApi(head_url, token)
+    agent = Agent(options, api, inventory)
+    runner = asyncio.create_task(agent.run())
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, runner.cancel)
+    try:
+        await runner
+    except asyncio.CancelledError:
+        log.info("agent stopped")
+    finally:
+        await api.close()

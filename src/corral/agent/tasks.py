@@ -1,0 +1,173 @@
+"""The tasks this agent runs: start, supervise, stop, and report each one."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from corral.agent import launch
+from corral.agent.env import process_env
+from corral.agent.logship import LogShipper
+from corral.api import DesiredTask, TaskReport
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class LocalTask:
+    desired: DesiredTask
+    marker: str
+    task_dir: Path
+    processes: list[launch.LaunchedProcess] = field(default_factory=list)
+    shippers: list[LogShipper] = field(default_factory=list)
+    state: str = "STARTING"  # STARTING → RUNNING → EXITED
+    exit_code: int | None = None
+    detail: str = ""
+    stop_requested: bool = False
+    supervisor: asyncio.Task[None] | None = None
+    launched: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def key(self) -> str:
+        return self.desired.task_id
+
+    def report(self) -> TaskReport | None:
+        if self.state == "STARTING":
+            return None
+        state = "EXITED" if self.state == "EXITED" else "RUNNING"
+        return TaskReport(
+            task_id=self.key,
+            generation=self.desired.generation,
+            state=state,
+            exit_code=self.exit_code,
+            detail=self.detail,
+        )
+
+
+class TaskSet:
+    """Reconciles desired tasks with running ones; calls ``changed`` whenever a report is due."""
+
+    def __init__(self, node: str, work_dir: Path, changed: asyncio.Event, tracker: launch.DescendantTracker) -> None:
+        self.node = node
+        self.work_dir = work_dir
+        self.changed = changed
+        self.tracker = tracker
+        self.tasks: dict[str, LocalTask] = {}
+
+    def reconcile(self, desired: list[DesiredTask]) -> None:
+        wanted = {t.task_id: t for t in desired}
+        for task_id, task in wanted.items():
+            if task_id not in self.tasks:
+                self._start(task)
+        for local in list(self.tasks.values()):
+            if local.key not in wanted and local.state != "EXITED" and not local.stop_requested:
+                self.stop(local, "stopped: the head no longer wants it")
+
+    def _start(self, desired: DesiredTask) -> None:
+        task_dir = self.work_dir / "tasks" / desired.job_id / str(desired.generation) / f"node-{desired.node_rank}"
+        local = LocalTask(desired=desired, marker=f"{self.node}:{desired.task_id}", task_dir=task_dir)
+        self.tasks[local.key] = local
+        local.supervisor = asyncio.create_task(self._supervise(local), name=f"task {local.key}")
+
+    def stop(self, local: LocalTask, detail: str) -> None:
+        local.stop_requested = True
+        local.detail = detail
+        asyncio.create_task(self._terminate(local), name=f"stop {local.key}")  # noqa: RUF006
+
+    async def _terminate(self, local: LocalTask) -> None:
+        await local.launched.wait()  # processes still being started are stopped too
+        await launch.terminate_tree(local.processes, local.marker, local.desired.grace_s, tracker=self.tracker)
+
+    async def _supervise(self, local: LocalTask) -> None:
+        try:
+            await self._launch(local)
+        except (OSError, launch.LaunchError) as exc:
+            if local.processes:  # ranks started before the failing one must not linger
+                await launch.terminate_tree(local.processes, local.marker, 0.0)
+                await asyncio.gather(*(p.wait() for p in local.processes))
+            local.exit_code, local.detail = 127, f"could not start: {exc}"
+            local.state = "EXITED"
+            self.changed.set()
+            return
+        finally:
+            local.launched.set()
+        local.state = "RUNNING"
+        self.changed.set()
+        first_failure = await self._wait_all(local)
+        await launch.kill_leftovers(local.processes, local.marker, tracker=self.tracker)
+        self.tracker.forget(local.marker)
+        local.exit_code = first_failure or 0
+        if not local.stop_requested and first_failure:
+            local.detail = launch.describe_exit(first_failure)
+        local.state = "EXITED"
+        self.changed.set()
+
+    async def _launch(self, local: LocalTask) -> None:
+        desired = local.desired
+        cwd = _prepare_dirs(local)
+        for local_rank in range(desired.processes):
+            rank = desired.rank_offset + local_rank
+            log_path = local.task_dir.parent / f"rank-{rank}.log"
+            env = process_env(desired, local_rank, self.node, str(local.task_dir), local.marker)
+            spec = launch.ProcessSpec(command=desired.command, env=env, cwd=cwd, log_path=log_path, marker=local.marker)
+            local.processes.append(await launch.start(spec))
+            local.shippers.append(LogShipper(log_path, desired.job_id, desired.generation, rank))
+        self.tracker.watch(local.marker, local.processes)
+
+    async def _wait_all(self, local: LocalTask) -> int | None:
+        """Wait for every process; when one fails, the others on this node are stopped too.
+
+        Returns the exit status of the first process to fail, or None if all exited 0.
+        """
+        waits = {asyncio.create_task(p.wait()): p for p in local.processes}
+        pending = set(waits)
+        first_failure: int | None = None
+        while pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            failures = sorted(t.result() for t in done if t.result() != 0)
+            if failures and first_failure is None:
+                first_failure = failures[0]
+                if pending and not local.stop_requested:
+                    await launch.terminate_tree(
+                        [waits[t] for t in pending], local.marker, local.desired.grace_s, tracker=self.tracker
+                    )
+        return first_failure
+
+    def reports(self) -> list[TaskReport]:
+        return [r for r in (t.report() for t in self.tasks.values()) if r is not None]
+
+    def acknowledge(self, sent: list[TaskReport]) -> None:
+        """Forget exited tasks the head has now heard about."""
+        for report in sent:
+            local = self.tasks.get(report.task_id)
+            if report.state == "EXITED" and local is not None and local.state == "EXITED":
+                del self.tasks[report.task_id]
+
+    def own_pids(self) -> set[int]:
+        return {p.pid for t in self.tasks.values() for p in t.processes}
+
+    async def stop_all(self, detail: str) -> None:
+        for local in list(self.tasks.values()):
+            if local.state != "EXITED" and not local.stop_requested:
+                self.stop(local, detail)
+        supervisors = [t.supervisor for t in self.tasks.values() if t.supervisor is not None]
+        if supervisors:
+            await asyncio.gather(*supervisors, return_exceptions=True)
+
+
+def _prepare_dirs(local: LocalTask) -> Path:
+    """Create the task and checkpoint directories; return the directory to run in."""
+    desired = local.desired
+    local.task_dir.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):
+        Path(desired.checkpoint_dir).mkdir(parents=True, exist_ok=True)
+    if desired.workdir:
+        if Path(desired.workdir).is_dir():
+            return Path(desired.workdir)
+        log.warning(
+            "task %s: workdir %s does not exist here; running in %s", local.key, desired.workdir, local.task_dir
+        )
+    return local.task_dir

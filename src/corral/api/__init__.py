@@ -1,0 +1,36 @@
+"""Wire schemas shared by the head, the client, the agent and the CLI."""
+
+from corral.api.agents import (
+    AGENT_PROTOCOL_VERSION,
+    DesiredState,
+    DesiredTask,
+    GpuInfo,
+    HeartbeatRequest,
+    RegisterRequest,
+    RegisterResponse,
+    TaskReport,
+)
+from corral.api.jobs import AllocationOut, JobIds, JobOut, SubmitBatch, SubmitBatchOut, TaskOut
+from corral.api.nodes import GpuCount, GpuOut, JoinTokenOut, NodeOut, StatusOut
+
+__all__ = [
+    "AGENT_PROTOCOL_VERSION",
+    "AllocationOut",
+    "DesiredState",
+    "DesiredTask",
+    "GpuCount",
+    "GpuInfo",
+    "GpuOut",
+    "HeartbeatRequest",
+    "JobIds",
+    "JobOut",
+    "JoinTokenOut",
+    "NodeOut",
+    "RegisterRequest",
+    "RegisterResponse",
+    "StatusOut",
+    "SubmitBatch",
+    "SubmitBatchOut",
+    "TaskOut",
+    "TaskReport",
+]

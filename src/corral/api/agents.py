@@ -1,0 +1,79 @@
+"""Wire schemas between agents and the head: registration, heartbeats, desired tasks."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+AGENT_PROTOCOL_VERSION = 1
+
+
+class GpuInfo(BaseModel):
+    index: int = Field(ge=0)
+    type: str = Field(min_length=1)
+    memory_mb: int = Field(ge=0)
+    uuid: str = ""
+
+
+class TaskReport(BaseModel):
+    """What an agent knows of one task it runs or ran."""
+
+    task_id: str
+    generation: int
+    state: Literal["RUNNING", "EXITED"]
+    exit_code: int | None = None
+    detail: str = ""
+
+
+class RegisterRequest(BaseModel):
+    name: str = Field(min_length=1, max_length=63, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+    gpus: list[GpuInfo] = Field(default_factory=list)
+    cpus: float = Field(ge=0)
+    memory_mb: int = Field(ge=0)
+    labels: dict[str, str] = Field(default_factory=dict)
+    advertise_addr: str = ""
+    gpu_source: Literal["nvml", "fake", "none"] = "none"
+    version: str = ""
+    protocol: int = AGENT_PROTOCOL_VERSION
+    running: list[TaskReport] = Field(default_factory=list)
+
+
+class DesiredTask(BaseModel):
+    """One task the head wants the agent to run, with everything needed to start it."""
+
+    task_id: str
+    job_id: str
+    generation: int
+    node_rank: int
+    command: str | list[str]
+    launcher: Literal["per-gpu", "per-node"]
+    gpus: list[int]
+    env: dict[str, str]
+    rank_offset: int
+    processes: int
+    workdir: str | None = None
+    checkpoint_dir: str
+    grace_s: float
+
+
+class DesiredState(BaseModel):
+    """The tasks a node should run; `version` grows whenever that set changes."""
+
+    version: int
+    tasks: list[DesiredTask]
+
+
+class RegisterResponse(BaseModel):
+    node: str
+    node_token: str
+    heartbeat_interval_s: float
+    lease_s: float
+    desired: DesiredState
+
+
+class HeartbeatRequest(BaseModel):
+    """Every task the agent has (running, or exited and not yet acknowledged)."""
+
+    tasks: list[TaskReport] = Field(default_factory=list)
+    applied_version: int = Field(default=-1, description="the newest desired-state version the agent has acted on")

@@ -1,0 +1,69 @@
+"""Wire schemas for jobs: what the head answers and what clients send."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from corral.spec import JobSpec
+
+
+class AllocationOut(BaseModel):
+    node: str
+    gpus: list[int]
+    gpu_fraction: float = 1.0
+
+
+class TaskOut(BaseModel):
+    node_rank: int
+    node: str
+    state: str
+    generation: int
+    exit_code: int | None = None
+    detail: str = ""
+
+
+class JobOut(BaseModel):
+    """A job object, as `corral show -o json` prints it."""
+
+    id: str
+    name: str
+    state: str
+    user: str
+    team: str
+    priority: int
+    nodes: int
+    gpus_per_node: int | float
+    gpu_types: list[str]
+    submitted_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    exit_code: int | None = None
+    restarts: int = 0
+    reason: str = ""
+    allocation: list[AllocationOut] = Field(default_factory=list)
+    command: str | list[str]
+    launcher: str
+    cpus: float | None = None
+    memory_mb: int | None = None
+    time_limit_s: float | None = None
+    max_restarts: int = 0
+    env: dict[str, str] = Field(default_factory=dict)
+    workdir: str | None = None
+    checkpoint_dir: str = ""
+    tasks: list[TaskOut] = Field(default_factory=list)
+
+
+class SubmitBatch(BaseModel):
+    """Several jobs in one request, accepted or refused together."""
+
+    jobs: list[JobSpec] = Field(min_length=1, max_length=10_000)
+
+
+class SubmitBatchOut(BaseModel):
+    ids: list[str]
+
+
+class JobIds(BaseModel):
+    ids: list[str]

@@ -1,0 +1,54 @@
+"""Wire schemas for nodes and cluster status."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+
+class GpuOut(BaseModel):
+    index: int
+    type: str
+    memory_mb: int
+    allocated_to: str | None = None
+    allocated_fraction: float = 0.0
+    shared_by: list[str] = Field(default_factory=list)
+
+
+class NodeOut(BaseModel):
+    """A node object, as `corral nodes -o json` prints it."""
+
+    name: str
+    state: str
+    labels: dict[str, str]
+    gpus: list[GpuOut]
+    last_heartbeat: datetime | None
+    cpus: float
+    memory_mb: int
+    address: str
+    reason: str = ""
+    registered_at: datetime | None = None
+
+
+class GpuCount(BaseModel):
+    free: int
+    total: int
+
+
+class StatusOut(BaseModel):
+    """`corral status -o json`."""
+
+    version: str
+    head_url: str
+    uptime_s: float
+    nodes_ready: int
+    nodes_total: int
+    gpus_free: int
+    gpus_total: int
+    gpus_by_type: dict[str, GpuCount]
+    jobs_by_state: dict[str, int]
+
+
+class JoinTokenOut(BaseModel):
+    token: str

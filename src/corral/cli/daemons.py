@@ -1,0 +1,120 @@
+"""Daemons for real clusters: `corral head` and `corral agent` (both in the foreground)."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import click
+
+from corral.client.config import corral_home
+from corral.client.errors import InvalidRequest
+
+DEFAULT_PORT = 8470
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="address to listen on (0.0.0.0 for all)")
+@click.option("--port", type=int, default=DEFAULT_PORT, show_default=True)
+@click.option("--db", "db_url", help="database URL (default: SQLite under CORRAL_HOME; postgresql+psycopg://…)")
+@click.option("--public-url", help="URL clients and agents use to reach this head (default: from host and port)")
+@click.option("--heartbeat-interval", type=float, default=2.0, show_default=True, help="seconds, told to agents")
+@click.option(
+    "--node-timeout",
+    type=float,
+    default=10.0,
+    show_default=True,
+    help="seconds without a heartbeat before a node is NOT_READY",
+)
+@click.option(
+    "--grace",
+    type=float,
+    default=10.0,
+    show_default=True,
+    help="seconds between SIGTERM and SIGKILL when stopping tasks",
+)
+@click.option("--policy", default="default", show_default=True, help="scheduling policy: default or fifo")
+def head(
+    host: str,
+    port: int,
+    db_url: str | None,
+    public_url: str | None,
+    heartbeat_interval: float,
+    node_timeout: float,
+    grace: float,
+    policy: str,
+) -> None:
+    """Run the head (control plane) in the foreground."""
+    from corral.head.main import run
+    from corral.head.settings import HeadSettings
+    from corral.head.store.db import sqlite_url
+    from corral.sched import POLICIES
+
+    if policy not in POLICIES:
+        raise InvalidRequest(f"--policy: unknown policy {policy!r}; valid policies are {', '.join(POLICIES)}")
+    home = corral_home()
+    home.mkdir(parents=True, exist_ok=True)
+    settings = HeadSettings(
+        home=home,
+        db_url=db_url or sqlite_url(home / "corral.db"),
+        host=host,
+        port=port,
+        public_url=public_url or "",
+        heartbeat_interval_s=heartbeat_interval,
+        node_timeout_s=node_timeout,
+        agent_lease_s=max(node_timeout + 5.0, 15.0),
+        grace_s=grace,
+        policy=policy,
+    )
+    run(settings)
+
+
+@click.command()
+@click.option("--head", "head_url", required=True, envvar="CORRAL_HEAD", help="the head's URL")
+@click.option("--token", required=True, envvar="CORRAL_JOIN_TOKEN", help="the join token (`corral join-token`)")
+@click.option("--name", default=lambda: socket.gethostname().split(".")[0], show_default="host name")
+@click.option("--fake-gpus", help="pretend to have GPUs: COUNTxTYPE[:MEMORY],… e.g. 8xH100:80GB")
+@click.option("--labels", default="", help="topology and other labels: rack=r1,nvlink=nv0")
+@click.option("--advertise-addr", help="address other nodes reach this one at (default: the one facing the head)")
+@click.option(
+    "--work-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="where task directories and logs go (default: CORRAL_HOME/agents/NAME)",
+)
+@click.option("--heartbeat-interval", type=float, help="seconds between heartbeats (default: the head's setting)")
+def agent(
+    head_url: str,
+    token: str,
+    name: str,
+    fake_gpus: str | None,
+    labels: str,
+    advertise_addr: str | None,
+    work_dir: Path | None,
+    heartbeat_interval: float | None,
+) -> None:
+    """Run a node's agent in the foreground: report GPUs, run the tasks the head assigns."""
+    import psutil
+
+    from corral.agent.agent import AgentOptions
+    from corral.agent.main import address_towards, discover_gpus, run
+    from corral.spec import parse_gpu_groups, parse_labels
+
+    try:
+        if fake_gpus:
+            parse_gpu_groups(fake_gpus)
+    except ValueError as exc:
+        raise InvalidRequest(f"--fake-gpus: {exc}") from None
+    try:
+        parsed_labels = parse_labels(labels)
+    except ValueError as exc:
+        raise InvalidRequest(f"--labels: {exc}") from None
+    options = AgentOptions(
+        name=name,
+        work_dir=work_dir or corral_home() / "agents" / name,
+        labels=parsed_labels,
+        advertise_addr=advertise_addr or address_towards(head_url),
+        heartbeat_interval_s=heartbeat_interval,
+        cpus=float(psutil.cpu_count() or 1),
+        memory_mb=int(psutil.virtual_memory().total // (1024 * 1024)),
+    )
+    run(options, head_url, token, discover_gpus(fake_gpus, name))

@@ -1,0 +1,266 @@
+"""Job commands: submit, run, jobs, show, wait, cancel."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import click
+
+from corral.cli.context import api
+from corral.cli.render import (
+    ago,
+    allocation_text,
+    emit_json,
+    gpus_text,
+    output_option,
+    render,
+    styled_state,
+    table,
+)
+from corral.client.errors import InvalidRequest
+
+TERMINAL = ("SUCCEEDED", "FAILED", "CANCELLED", "TIMEOUT")
+STATES = ("PENDING", "RUNNING", *TERMINAL)
+
+
+def _spec_error(exc: Exception) -> InvalidRequest:
+    errors = getattr(exc, "errors", None)
+    lines = [str(e) for e in errors] if isinstance(errors, list) else [str(exc)]
+    return InvalidRequest("invalid job spec:\n  " + "\n  ".join(lines))
+
+
+def _validated(data: Any, source: str) -> dict[str, Any]:
+    """Validate here for a clear exit 2 even before the head is reached; send the user's own fields."""
+    from corral.spec import SpecError, parse_job_spec
+
+    try:
+        parse_job_spec(data, source)
+    except SpecError as exc:
+        raise _spec_error(exc) from None
+    body = {k: v for k, v in data.items() if k != "kind"}
+    body.setdefault("workdir", os.getcwd())
+    return body
+
+
+def _submitted(job: dict[str, Any], output: str) -> None:
+    if output == "json":
+        emit_json({"id": job["id"]})
+    else:
+        click.echo(job["id"])
+
+
+@click.command()
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@output_option
+def submit(file: str, output: str) -> None:
+    """Submit the job described by FILE (YAML; '-' reads standard input). Prints its id."""
+    from corral.spec import SpecError, load_yaml_document
+
+    try:
+        text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InvalidRequest(f"cannot read job file {file}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise InvalidRequest(f"job file {file} is not UTF-8 text") from None
+    try:
+        data = load_yaml_document(text, source=file)
+    except SpecError as exc:
+        raise _spec_error(exc) from None
+    job = api().submit(_validated(data, file), idempotency_key=str(uuid.uuid4()))
+    _submitted(job, output)
+
+
+def _parse_env(pairs: tuple[str, ...]) -> dict[str, str]:
+    from corral.spec import parse_env_pair
+
+    env = {}
+    for pair in pairs:
+        try:
+            key, value = parse_env_pair(pair)
+        except ValueError as exc:
+            raise InvalidRequest(f"--env: {exc}") from None
+        env[key] = value
+    return env
+
+
+@click.command(context_settings={"allow_interspersed_args": False})
+@click.option("--name", help="job name (default: the command's first word)")
+@click.option("--gpus", type=float, default=0, show_default=True, help="GPUs per node; 0.5 shares one GPU")
+@click.option("--gpu-type", "gpu_type", help="acceptable GPU types, preferred first: H100,A100")
+@click.option("--nodes", type=int, default=1, show_default=True, help="nodes in the gang")
+@click.option("--cpus", type=float, help="CPU cores per node to reserve")
+@click.option("--memory", help="host memory per node to reserve, e.g. 64GB")
+@click.option("--team", help="team charged for the job")
+@click.option("--priority", type=int, default=0, show_default=True, help="higher runs first")
+@click.option("--time-limit", "time_limit", help="wall-clock limit, e.g. 30m or 2h")
+@click.option("--max-restarts", "max_restarts", type=int, default=0, show_default=True)
+@click.option("--launcher", type=click.Choice(["per-node", "per-gpu"]), default="per-node", show_default=True)
+@click.option("--env", "env", multiple=True, metavar="K=V", help="environment variable (repeatable)")
+@output_option
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def run(
+    name: str | None,
+    gpus: float,
+    gpu_type: str | None,
+    nodes: int,
+    cpus: float | None,
+    memory: str | None,
+    team: str | None,
+    priority: int,
+    time_limit: str | None,
+    max_restarts: int,
+    launcher: str,
+    env: tuple[str, ...],
+    output: str,
+    command: tuple[str, ...],
+) -> None:
+    """Submit COMMAND as a job without writing a file. Prints its id.
+
+    Put the command after `--`. One argument runs through the shell (pipes, &&);
+    several run as an argument list.
+
+        corral run --gpus 1 -- python train.py --epochs 3
+    """
+    resources: dict[str, Any] = {"gpus": gpus}
+    if gpu_type:
+        resources["gpu_type"] = gpu_type
+    if cpus is not None:
+        resources["cpus"] = cpus
+    if memory is not None:
+        resources["memory"] = memory
+    spec: dict[str, Any] = {
+        "command": command[0] if len(command) == 1 else list(command),
+        "nodes": nodes,
+        "resources": resources,
+        "priority": priority,
+        "max_restarts": max_restarts,
+        "launcher": launcher,
+        "env": _parse_env(env),
+    }
+    for key, value in (("name", name), ("team", team), ("time_limit", time_limit)):
+        if value is not None:
+            spec[key] = value
+    job = api().submit(_validated(spec, "job"), idempotency_key=str(uuid.uuid4()))
+    _submitted(job, output)
+
+
+def _jobs_table(rows: list[dict[str, Any]]) -> None:
+    table(
+        None,
+        ["ID", "NAME", "STATE", "USER", "TEAM", "GPUS", "PRIO", "SUBMITTED", "NODES/REASON"],
+        [
+            [
+                j["id"],
+                j["name"],
+                styled_state(j["state"]),
+                j["user"],
+                j["team"],
+                gpus_text(j),
+                j["priority"],
+                ago(j["submitted_at"]),
+                allocation_text(j) if j["state"] == "RUNNING" else j.get("reason", ""),
+            ]
+            for j in rows
+        ],
+    )
+
+
+@click.command("jobs")
+@click.option("--all", "include_all", is_flag=True, help="include jobs that finished more than a day ago")
+@click.option(
+    "--state",
+    "states",
+    multiple=True,
+    type=click.Choice(STATES, case_sensitive=False),
+    help="only jobs in this state (repeatable)",
+)
+@output_option
+def jobs(include_all: bool, states: tuple[str, ...], output: str) -> None:
+    """List jobs: pending, running, and those that finished within a day (all with --all)."""
+    rows = api().jobs(include_all=include_all, states=[s.upper() for s in states])
+    render(output, rows, _jobs_table)
+
+
+def _show_table(job: dict[str, Any]) -> None:
+    fields = [
+        ("id", job["id"]),
+        ("name", job["name"]),
+        ("state", styled_state(job["state"])),
+        ("reason", job.get("reason", "")),
+        ("user / team", f"{job['user']} / {job['team']}"),
+        ("priority", job["priority"]),
+        ("gpus", gpus_text(job)),
+        ("launcher", job.get("launcher")),
+        ("command", job["command"] if isinstance(job["command"], str) else " ".join(job["command"])),
+        ("allocation", allocation_text(job) or "-"),
+        ("submitted", ago(job["submitted_at"])),
+        ("started", ago(job.get("started_at"))),
+        ("finished", ago(job.get("finished_at"))),
+        ("exit code", job.get("exit_code")),
+        ("restarts", f"{job['restarts']} of {job.get('max_restarts', 0)}"),
+        ("checkpoint dir", job.get("checkpoint_dir")),
+    ]
+    table(None, ["FIELD", "VALUE"], [[k, "-" if v is None else v] for k, v in fields])
+    if job.get("tasks"):
+        table(
+            "tasks",
+            ["RANK", "NODE", "STATE", "EXIT", "DETAIL"],
+            [[t["node_rank"], t["node"], t["state"], t.get("exit_code"), t.get("detail", "")] for t in job["tasks"]],
+        )
+
+
+@click.command()
+@click.argument("job_id", metavar="JOB")
+@output_option
+def show(job_id: str, output: str) -> None:
+    """Show one job: state, reason, allocation, exit code, tasks."""
+    render(output, api().job(job_id), _show_table)
+
+
+@click.command()
+@click.argument("job_ids", metavar="JOB...", nargs=-1, required=True)
+@click.option("--timeout", type=float, help="give up after SECONDS (exit 124)")
+@click.pass_context
+def wait(ctx: click.Context, job_ids: tuple[str, ...], timeout: float | None) -> None:
+    """Wait until every JOB has ended. Exit 0 if all SUCCEEDED, 1 otherwise, 124 on timeout."""
+    client = api()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    remaining = list(dict.fromkeys(job_ids))
+    final: dict[str, str] = {}
+    delay = 0.05
+    while remaining:
+        for job_id in list(remaining):
+            state = client.job(job_id)["state"]
+            if state in TERMINAL:
+                final[job_id] = state
+                remaining.remove(job_id)
+        if not remaining:
+            break
+        if deadline is not None and time.monotonic() >= deadline:
+            click.echo(f"timed out waiting for {' '.join(remaining)}", err=True)
+            ctx.exit(124)
+        time.sleep(delay if deadline is None else max(0.0, min(delay, deadline - time.monotonic())))
+        delay = min(delay * 1.5, 1.0)
+    bad = {j: s for j, s in final.items() if s != "SUCCEEDED"}
+    for job_id, state in bad.items():
+        click.echo(f"{job_id} ended {state}", err=True)
+    ctx.exit(1 if bad else 0)
+
+
+@click.command()
+@click.argument("job_ids", metavar="JOB...", nargs=-1, required=True)
+@output_option
+def cancel(job_ids: tuple[str, ...], output: str) -> None:
+    """Cancel jobs: their processes get SIGTERM, then SIGKILL after the grace period."""
+    rows = api().cancel(list(job_ids))
+    if output == "json":
+        emit_json(rows)
+        return
+    for job in rows:
+        note = "cancelled" if job["state"] == "CANCELLED" else f"already ended {job['state']}"
+        click.echo(f"{job['id']}: {note}")

@@ -1,0 +1,79 @@
+"""The ``corral`` command: a click group whose subcommands load on first use.
+
+Start-up time matters (``corral jobs`` should answer in well under 150 ms), so only
+click is imported up front; each command imports what it needs when it runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+from corral import __version__
+from corral.client.errors import CorralError
+
+COMMANDS: dict[str, str] = {
+    "up": "corral.cli.local:up",
+    "down": "corral.cli.local:down",
+    "status": "corral.cli.cluster:status",
+    "config": "corral.cli.cluster:config",
+    "join-token": "corral.cli.cluster:join_token",
+    "nodes": "corral.cli.cluster:nodes",
+    "head": "corral.cli.daemons:head",
+    "agent": "corral.cli.daemons:agent",
+    "submit": "corral.cli.jobs:submit",
+    "run": "corral.cli.jobs:run",
+    "jobs": "corral.cli.jobs:jobs",
+    "show": "corral.cli.jobs:show",
+    "logs": "corral.cli.logs:logs",
+    "wait": "corral.cli.jobs:wait",
+    "cancel": "corral.cli.jobs:cancel",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module_name, attr = target.split(":")
+        command = getattr(importlib.import_module(module_name), attr)
+        assert isinstance(command, click.Command)
+        return command
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="corral")
+def cli() -> None:
+    """Corral: one GPU cluster from many GPU servers.
+
+    Start a local cluster with `corral up`, submit work with `corral run` or
+    `corral submit`, and watch it with `corral jobs`, `corral logs` and `corral nodes`.
+    CORRAL_HOME (default ~/.corral) holds the local cluster; CORRAL_HEAD and
+    CORRAL_TOKEN point the client at another head.
+    """
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Run the CLI, turning client errors into their documented exit codes."""
+    try:
+        return cli.main(args=argv, prog_name="corral", standalone_mode=False)
+    except CorralError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2 if exc.exit_code in (1, 2) else exc.exit_code)
+    except BrokenPipeError:
+        sys.exit(0)

@@ -1,0 +1,102 @@
+"""Output: a rich table for people, or one JSON document with ``-o json``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+output_option = click.option(
+    "-o",
+    "--output",
+    "output",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="table for people, json for scripts (one JSON document on stdout)",
+)
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    from rich.console import Console  # imported on use: it is the slowest import of a short command
+    from rich.table import Table
+
+    grid = Table(title=title, box=None, header_style="bold", pad_edge=False, title_justify="left")
+    for column in columns:
+        grid.add_column(column, overflow="fold")
+    for row in rows:
+        grid.add_row(*("" if v is None else str(v) for v in row))
+    Console(soft_wrap=False).print(grid)
+
+
+def ago(value: str | None, now: datetime | None = None) -> str:
+    if not value:
+        return "-"
+    try:
+        then = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return value
+    if then.tzinfo is None:
+        then = then.replace(tzinfo=UTC)
+    seconds = max(0.0, ((now or datetime.now(UTC)) - then).total_seconds())
+    return duration(seconds) + " ago"
+
+
+def duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    if seconds < 3600:
+        return f"{seconds // 60:.0f}m{seconds % 60:02.0f}s"
+    if seconds < 86400:
+        return f"{seconds // 3600:.0f}h{(seconds % 3600) // 60:02.0f}m"
+    return f"{seconds // 86400:.0f}d{(seconds % 86400) // 3600:02.0f}h"
+
+
+def gpus_text(job: dict[str, Any]) -> str:
+    gpus = job.get("gpus_per_node", 0)
+    types = "|".join(job.get("gpu_types") or [])
+    if not gpus:
+        return "-"
+    per_node = f"{gpus}" + (f"×{types}" if types else "")
+    return per_node if job.get("nodes", 1) == 1 else f"{job['nodes']}×{per_node}"
+
+
+def allocation_text(job: dict[str, Any]) -> str:
+    parts = []
+    for alloc in job.get("allocation") or []:
+        gpus = ",".join(str(g) for g in alloc.get("gpus", []))
+        parts.append(f"{alloc['node']}[{gpus}]" if gpus else alloc["node"])
+    return " ".join(parts)
+
+
+STATE_STYLE = {
+    "PENDING": "yellow",
+    "RUNNING": "cyan",
+    "SUCCEEDED": "green",
+    "FAILED": "red",
+    "CANCELLED": "magenta",
+    "TIMEOUT": "red",
+    "READY": "green",
+    "NOT_READY": "red",
+    "DRAINED": "yellow",
+}
+
+
+def styled_state(state: str) -> str:
+    style = STATE_STYLE.get(state)
+    return f"[{style}]{state}[/]" if style else state
+
+
+def render(output: str, data: Any, as_table: Callable[[Any], None]) -> None:
+    if output == "json":
+        emit_json(data)
+    else:
+        as_table(data)

@@ -1,0 +1,64 @@
+"""The agents' side of the head API (async httpx): register, heartbeat, long-poll, ship logs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from corral.api import DesiredState, HeartbeatRequest, RegisterRequest, RegisterResponse
+from corral.client.calls import q
+from corral.client.errors import Unreachable, error_for
+
+
+class AgentApi:
+    def __init__(self, head_url: str, join_token: str, timeout_s: float = 10.0) -> None:
+        self.head_url = head_url.rstrip("/")
+        self._join_token = join_token
+        self._node_token = ""
+        self._timeout = timeout_s
+        self._http = httpx.AsyncClient(
+            base_url=self.head_url,
+            timeout=timeout_s,
+            limits=httpx.Limits(max_connections=8, max_keepalive_connections=8),
+        )
+
+    async def _send(self, method: str, path: str, token: str, **kwargs: Any) -> Any:
+        headers = {"Authorization": f"Bearer {token}"}
+        try:
+            response = await self._http.request(method, path, headers=headers, **kwargs)
+        except httpx.TransportError as exc:
+            raise Unreachable(f"cannot reach the head at {self.head_url}: {exc!r}") from None
+        if response.status_code >= 400:
+            raise error_for(response.status_code, response.content)
+        return response.json()
+
+    async def register(self, req: RegisterRequest) -> RegisterResponse:
+        data = await self._send("POST", "/v1/agents/register", self._join_token, json=req.model_dump(mode="json"))
+        reply = RegisterResponse.model_validate(data)
+        self._node_token = reply.node_token
+        return reply
+
+    async def heartbeat(self, node: str, req: HeartbeatRequest) -> DesiredState:
+        data = await self._send(
+            "POST", f"/v1/agents/{q(node)}/heartbeat", self._node_token, json=req.model_dump(mode="json")
+        )
+        return DesiredState.model_validate(data)
+
+    async def desired(self, node: str, after: int, wait_s: float) -> DesiredState:
+        data = await self._send(
+            "GET",
+            f"/v1/agents/{q(node)}/desired",
+            self._node_token,
+            params={"after": after, "wait": wait_s},
+            timeout=wait_s + self._timeout,
+        )
+        return DesiredState.model_validate(data)
+
+    async def ship_logs(self, node: str, job_id: str, generation: int, rank: int, offset: int, data: bytes) -> int:
+        path = f"/v1/agents/{q(node)}/logs/{q(job_id)}/{generation}/{rank}"
+        out = await self._send("PUT", path, self._node_token, params={"offset": offset}, content=data)
+        return int(out["size"])
+
+    async def close(self) -> None:
+        await self._http.aclose()

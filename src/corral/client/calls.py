@@ -1,0 +1,76 @@
+"""The head's API as request descriptions, shared by every transport (sans-I/O)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+from urllib.parse import quote, urlencode
+
+
+@dataclass(frozen=True)
+class Call:
+    method: str
+    path: str
+    params: Sequence[tuple[str, str]] = ()
+    json: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def target(self) -> str:
+        return self.path + ("?" + urlencode(list(self.params)) if self.params else "")
+
+
+class Transport(Protocol):
+    def send(self, call: Call) -> Any:
+        """Perform the call; return the decoded JSON body or raise a CorralError."""
+        ...
+
+    def stream(self, call: Call) -> Iterator[bytes]:
+        """Perform the call; yield the body as it arrives."""
+        ...
+
+
+def q(value: str) -> str:
+    return quote(value, safe="")
+
+
+class HeadApi:
+    """Typed-by-convention methods over any transport; results are plain JSON values."""
+
+    def __init__(self, transport: Transport) -> None:
+        self.transport = transport
+
+    def health(self) -> Any:
+        return self.transport.send(Call("GET", "/healthz"))
+
+    def submit(self, spec: dict[str, Any], idempotency_key: str | None = None) -> Any:
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+        return self.transport.send(Call("POST", "/v1/jobs", json=spec, headers=headers))
+
+    def submit_batch(self, specs: Sequence[dict[str, Any]]) -> list[str]:
+        out = self.transport.send(Call("POST", "/v1/jobs/batch", json={"jobs": list(specs)}))
+        return list(out["ids"])
+
+    def jobs(self, include_all: bool = False, states: Sequence[str] = ()) -> Any:
+        params = [("all", "true")] if include_all else []
+        params += [("state", s) for s in states]
+        return self.transport.send(Call("GET", "/v1/jobs", params=params))
+
+    def job(self, job_id: str) -> Any:
+        return self.transport.send(Call("GET", f"/v1/jobs/{q(job_id)}"))
+
+    def cancel(self, job_ids: Sequence[str]) -> Any:
+        return self.transport.send(Call("POST", "/v1/jobs/cancel", json={"ids": list(job_ids)}))
+
+    def logs(self, job_id: str, rank: int = 0, follow: bool = False, offset: int = 0) -> Iterator[bytes]:
+        params = [("rank", str(rank)), ("offset", str(offset))] + ([("follow", "true")] if follow else [])
+        return self.transport.stream(Call("GET", f"/v1/jobs/{q(job_id)}/logs", params=params))
+
+    def nodes(self) -> Any:
+        return self.transport.send(Call("GET", "/v1/nodes"))
+
+    def status(self) -> Any:
+        return self.transport.send(Call("GET", "/v1/status"))
+
+    def join_token(self) -> str:
+        return str(self.transport.send(Call("GET", "/v1/join-token"))["token"])

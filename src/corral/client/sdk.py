@@ -1,0 +1,65 @@
+"""The Python client for users and scripts: httpx with connection reuse."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+
+from corral.client.calls import Call, HeadApi
+from corral.client.config import HOW_TO_START, load_config
+from corral.client.errors import Unreachable, error_for
+
+
+class HttpxTransport:
+    def __init__(
+        self, head_url: str, token: str = "", timeout_s: float = 30.0, transport: httpx.BaseTransport | None = None
+    ) -> None:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.head_url = head_url
+        self._http = httpx.Client(base_url=head_url, headers=headers, timeout=timeout_s, transport=transport)
+
+    def send(self, call: Call) -> Any:
+        try:
+            response = self._http.request(
+                call.method, call.path, params=list(call.params), json=call.json, headers=call.headers
+            )
+        except httpx.TransportError as exc:
+            raise Unreachable(f"cannot reach the Corral head at {self.head_url} ({exc}); {HOW_TO_START}") from None
+        if response.status_code >= 400:
+            raise error_for(response.status_code, response.content)
+        return json.loads(response.content) if response.content else None
+
+    def stream(self, call: Call) -> Iterator[bytes]:
+        try:
+            with self._http.stream(call.method, call.path, params=list(call.params), timeout=None) as response:
+                if response.status_code >= 400:
+                    raise error_for(response.status_code, response.read())
+                yield from response.iter_raw()
+        except httpx.TransportError as exc:
+            raise Unreachable(f"lost the connection to {self.head_url}: {exc}") from None
+
+    def close(self) -> None:
+        self._http.close()
+
+
+class Client(HeadApi):
+    """``Client()`` uses CORRAL_HEAD/CORRAL_TOKEN or CORRAL_HOME's config; or pass them."""
+
+    def __init__(self, head_url: str | None = None, token: str | None = None, timeout_s: float = 30.0) -> None:
+        if head_url is None:
+            config = load_config()
+            head_url, token = config.head_url, token if token is not None else config.token
+        self._httpx = HttpxTransport(head_url, token or "", timeout_s)
+        super().__init__(self._httpx)
+
+    def close(self) -> None:
+        self._httpx.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()

@@ -1,0 +1,73 @@
+"""The head's FastAPI application and its lifespan (migrations, tokens, loops)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+from fastapi import FastAPI
+
+from corral import __version__
+from corral.clock import Clock, SystemClock
+from corral.head import errors
+from corral.head.loops import liveness_loop, schedule_loop
+from corral.head.notify import Notifier
+from corral.head.routers import agents, cluster, jobs
+from corral.head.runtime import HeadRuntime
+from corral.head.services.auth import TokenCache, bootstrap, write_client_config
+from corral.head.settings import HeadSettings
+from corral.head.store.db import Database
+from corral.sched import get_policy
+
+log = logging.getLogger(__name__)
+
+
+def create_app(settings: HeadSettings, clock: Clock | None = None, run_loops: bool = True) -> FastAPI:
+    """Build the head. ``run_loops=False`` leaves scheduling to the caller (tests drive cycles)."""
+    policy = get_policy(settings.policy)
+    settings.home.mkdir(parents=True, exist_ok=True)
+    db = Database(settings.db_url)
+    rt = HeadRuntime(settings=settings, db=db, clock=clock or SystemClock())
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await asyncio.to_thread(db.migrate)
+        admin, join = await asyncio.to_thread(bootstrap, rt)
+        if settings.write_client_config:
+            write_client_config(settings.home, settings.url, admin, join)
+        app.state.admin_token = admin
+        rt.notifier = Notifier(asyncio.get_running_loop())
+        tasks = []
+        if run_loops:
+            tasks = [asyncio.create_task(schedule_loop(rt, policy)), asyncio.create_task(liveness_loop(rt))]
+        log.info("head ready at %s", settings.url)
+        try:
+            yield
+        finally:
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            db.close()
+
+    app = FastAPI(
+        title="Corral head",
+        version=__version__,
+        lifespan=lifespan,
+        description="Control plane of a Corral GPU cluster: jobs, nodes, agents.",
+    )
+    app.state.runtime = rt
+    app.state.tokens = TokenCache()
+    errors.install(app)
+    app.include_router(jobs.router)
+    app.include_router(cluster.router)
+    app.include_router(agents.router)
+
+    @app.get("/healthz", tags=["cluster"])
+    def healthz() -> dict[str, str]:
+        return {"status": "ok", "version": __version__}
+
+    return app

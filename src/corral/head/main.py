@@ -1,0 +1,34 @@
+"""`corral head`: run the control plane in the foreground."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import socket
+
+import uvicorn
+
+from corral.head.app import create_app
+from corral.head.settings import HeadSettings
+from corral.obs.logging import setup_logging
+
+
+def run(settings: HeadSettings) -> None:
+    setup_logging("head")
+    app = create_app(settings)
+    # Bind first so that a port in use fails with a clear message before anything else starts.
+    family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((settings.host, settings.port))
+    except OSError as exc:
+        sock.close()
+        raise SystemExit(f"corral head: cannot listen on {settings.host}:{settings.port}: {exc.strerror}") from None
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, timeout_graceful_shutdown=3, lifespan="on", log_config=None
+    )
+    server = uvicorn.Server(config)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    logging.getLogger(__name__).info("listening on %s", settings.url)
+    server.run(sockets=[sock])

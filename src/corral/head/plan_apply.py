@@ -1,0 +1,158 @@
+"""Commit a scheduler Plan in one transaction, re-checking every placement against current state.
+
+The scheduler worked on a snapshot; between that read and this write a node may
+have left or a job may have been cancelled. What no longer fits is skipped (the
+next cycle sees the new state); the partial unique index on whole-GPU claims makes
+a double allocation impossible even if two writers race.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from corral.head.runtime import HeadRuntime
+from corral.head.services.common import bump_node, record_event
+from corral.head.services.lifecycle import LIVE_TASK_STATES
+from corral.head.store.tables import GpuClaimRow, JobRow, NodeRow, TaskRow
+from corral.model import EPSILON, JobState, NodeState, TaskState
+from corral.sched import Placement, Plan
+
+log = logging.getLogger(__name__)
+FIRST_MASTER_PORT = 29500
+LAST_MASTER_PORT = 39499
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    placed: int
+    skipped: int
+
+
+class _Usage:
+    """GPU fractions, CPUs and memory held on the nodes a plan touches, as of now."""
+
+    def __init__(self, session: Session, nodes: set[str]) -> None:
+        self.gpu: dict[tuple[str, int], float] = defaultdict(float)
+        self.cpus: dict[str, float] = defaultdict(float)
+        self.memory: dict[str, int] = defaultdict(int)
+        self.ports: dict[str, set[int]] = defaultdict(set)
+        for claim in session.scalars(select(GpuClaimRow).where(GpuClaimRow.node.in_(nodes))):
+            self.gpu[(claim.node, claim.gpu_index)] += claim.fraction
+        live = [s.value for s in LIVE_TASK_STATES]
+        for task in session.scalars(select(TaskRow).where(TaskRow.node.in_(nodes), TaskRow.state.in_(live))):
+            self.cpus[task.node] += task.cpus
+            self.memory[task.node] += task.memory_mb
+            if task.master_port and task.node_rank == 0:
+                self.ports[task.node].add(task.master_port)
+
+
+def apply_plan(rt: HeadRuntime, plan: Plan, known_reasons: Mapping[str, str]) -> ApplyResult:
+    now = rt.clock.now()
+    placed = skipped = 0
+    touched = {a.node for p in plan.placements for a in p.allocations}
+    with rt.write() as session:
+        nodes = {row.name: row for row in session.scalars(select(NodeRow).where(NodeRow.name.in_(touched)))}
+        usage = _Usage(session, touched)
+        for placement in plan.placements:
+            if _place(session, placement, nodes, usage, now):
+                placed += 1
+            else:
+                skipped += 1
+        for job_id, reason in plan.reasons.items():
+            if known_reasons.get(job_id) != reason.message:
+                session.execute(
+                    update(JobRow)
+                    .where(JobRow.id == job_id, JobRow.state == JobState.PENDING.value)
+                    .values(reason=reason.message)
+                )
+    if skipped:
+        log.info("plan apply skipped %d stale placements", skipped)
+    return ApplyResult(placed=placed, skipped=skipped)
+
+
+def _place(session: Session, placement: Placement, nodes: dict[str, NodeRow], usage: _Usage, now: datetime) -> bool:
+    job = session.scalar(select(JobRow).where(JobRow.id == placement.job_id))
+    if job is None or job.state != JobState.PENDING.value or _has_live_tasks(session, job.id):
+        return False
+    if not _still_fits(placement, nodes, usage):
+        return False
+    first = placement.allocations[0].node
+    port = _free_port(usage.ports[first])
+    usage.ports[first].add(port)
+    for rank, alloc in enumerate(placement.allocations):
+        task_id = f"{job.id}/{job.generation}/{rank}"
+        version = bump_node(session, alloc.node)
+        session.add(
+            TaskRow(
+                id=task_id,
+                job_id=job.id,
+                generation=job.generation,
+                node_rank=rank,
+                node=alloc.node,
+                state=TaskState.ASSIGNED.value,
+                gpus=list(alloc.gpus),
+                gpu_fraction=alloc.gpu_fraction,
+                cpus=alloc.cpus,
+                memory_mb=alloc.memory_mb,
+                master_addr=nodes[first].address or "127.0.0.1",
+                master_port=port,
+                assigned_version=version,
+                exit_code=None,
+                detail="",
+                assigned_at=now,
+                started_at=None,
+                finished_at=None,
+            )
+        )
+        session.flush()  # the claims below refer to the task row
+        for index in alloc.gpus:
+            session.add(
+                GpuClaimRow(
+                    node=alloc.node, gpu_index=index, fraction=alloc.gpu_fraction, job_id=job.id, task_id=task_id
+                )
+            )
+            usage.gpu[(alloc.node, index)] += alloc.gpu_fraction
+        usage.cpus[alloc.node] += alloc.cpus
+        usage.memory[alloc.node] += alloc.memory_mb
+    where = ", ".join(f"{a.node}[{','.join(map(str, a.gpus))}]" if a.gpus else a.node for a in placement.allocations)
+    job.reason = f"starting on {where}"
+    record_event(session, now, "job.placed", job.reason, job_id=job.id, generation=job.generation)
+    session.flush()
+    return True
+
+
+def _still_fits(placement: Placement, nodes: dict[str, NodeRow], usage: _Usage) -> bool:
+    for alloc in placement.allocations:
+        node = nodes.get(alloc.node)
+        if node is None or node.state != NodeState.READY.value:
+            return False
+        indices = {g["index"] for g in node.gpus}
+        for index in alloc.gpus:
+            if index not in indices or usage.gpu[(alloc.node, index)] + alloc.gpu_fraction > 1.0 + EPSILON:
+                return False
+        if alloc.cpus and usage.cpus[alloc.node] + alloc.cpus > node.cpus + EPSILON:
+            return False
+        if alloc.memory_mb and usage.memory[alloc.node] + alloc.memory_mb > node.memory_mb:
+            return False
+    return True
+
+
+def _has_live_tasks(session: Session, job_id: str) -> bool:
+    live = [s.value for s in LIVE_TASK_STATES]
+    return (
+        session.scalar(select(TaskRow.id).where(TaskRow.job_id == job_id, TaskRow.state.in_(live)).limit(1)) is not None
+    )
+
+
+def _free_port(used: set[int]) -> int:
+    for port in range(FIRST_MASTER_PORT, LAST_MASTER_PORT + 1):
+        if port not in used:
+            return port
+    raise RuntimeError("no free rendezvous port left on the rank-0 node")

@@ -1,0 +1,1 @@
+"""Thin HTTP endpoints; the work happens in corral.head.services."""

@@ -1,0 +1,55 @@
+"""Request dependencies: the runtime and the caller's identity."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request
+
+from corral.head.runtime import HeadRuntime
+from corral.head.security import Principal, Role
+from corral.head.services.auth import TokenCache
+
+
+def runtime(request: Request) -> HeadRuntime:
+    rt: HeadRuntime = request.app.state.runtime
+    return rt
+
+
+def bearer(request: Request) -> str:
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise HTTPException(
+            401,
+            "missing bearer token: send 'Authorization: Bearer <token>' (see `corral config`)",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    return token.strip()
+
+
+def principal(request: Request, token: Annotated[str, Depends(bearer)]) -> Principal:
+    cache: TokenCache = request.app.state.tokens
+    who = cache.lookup(runtime(request), token)
+    if who is None:
+        raise HTTPException(401, "unknown or revoked token", headers={"WWW-Authenticate": "Bearer"})
+    return who
+
+
+def user(who: Annotated[Principal, Depends(principal)]) -> Principal:
+    if who.role is Role.AGENT:
+        raise HTTPException(403, "the join token only registers agents; use a user or admin token")
+    return who
+
+
+def admin(who: Annotated[Principal, Depends(principal)]) -> Principal:
+    if not who.is_admin:
+        raise HTTPException(403, "only an admin may do this")
+    return who
+
+
+Runtime = Annotated[HeadRuntime, Depends(runtime)]
+User = Annotated[Principal, Depends(user)]
+Admin = Annotated[Principal, Depends(admin)]
+AnyPrincipal = Annotated[Principal, Depends(principal)]
+Bearer = Annotated[str, Depends(bearer)]

@@ -1,0 +1,125 @@
+"""/v1/jobs: submit, list, show, cancel, logs."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Query, Response
+from fastapi.responses import StreamingResponse
+
+from corral.api import JobIds, JobOut, SubmitBatch, SubmitBatchOut
+from corral.head.routers.deps import Runtime, User
+from corral.head.runtime import HeadRuntime
+from corral.head.security import Principal
+from corral.head.services import jobs as service
+from corral.head.services import logs
+from corral.head.services.common import Infeasible
+from corral.model import JobState
+from corral.spec import JobSpec
+
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+STATE_NAMES = ", ".join(s.value for s in JobState)
+
+
+@router.post("", status_code=201, response_model=JobOut)
+def submit(
+    spec: JobSpec,
+    rt: Runtime,
+    who: User,
+    response: Response,
+    idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+) -> JobOut:
+    """Submit one job. A repeated `Idempotency-Key` returns the job the first request made (200)."""
+    out, created = service.submit(rt, who, [spec], idempotency_key)
+    if not created:
+        response.status_code = 200
+    return out[0]
+
+
+@router.post("/batch", status_code=201, response_model=SubmitBatchOut)
+def submit_batch(batch: SubmitBatch, rt: Runtime, who: User) -> SubmitBatchOut:
+    """Submit many jobs in one request: all are accepted, or none."""
+    out, _ = service.submit(rt, who, batch.jobs)
+    return SubmitBatchOut(ids=[job.id for job in out])
+
+
+@router.get("", response_model=list[JobOut])
+def list_jobs(
+    rt: Runtime,
+    who: User,
+    all: Annotated[bool, Query(description="include jobs that finished more than a day ago")] = False,
+    state: Annotated[list[str] | None, Query(description=f"only these states: {STATE_NAMES}")] = None,
+    limit: Annotated[int, Query(ge=1, le=100_000)] = 10_000,
+) -> list[JobOut]:
+    states = [s.upper() for s in state or []]
+    bad = [s for s in states if s not in JobState.__members__]
+    if bad:
+        raise Infeasible("state", f"unknown state {bad[0]!r}; valid states are {STATE_NAMES}")
+    return service.list_jobs(rt, who, all, states, limit)
+
+
+@router.get("/{job_id}", response_model=JobOut)
+def show(job_id: str, rt: Runtime, who: User) -> JobOut:
+    return service.show(rt, who, job_id)
+
+
+@router.post("/{job_id}/cancel", response_model=JobOut)
+def cancel(job_id: str, rt: Runtime, who: User) -> JobOut:
+    return service.cancel(rt, who, [job_id])[0]
+
+
+@router.post("/cancel", response_model=list[JobOut])
+def cancel_many(ids: JobIds, rt: Runtime, who: User) -> list[JobOut]:
+    return service.cancel(rt, who, ids.ids)
+
+
+@router.get("/{job_id}/logs")
+async def job_logs(
+    job_id: str,
+    rt: Runtime,
+    who: User,
+    rank: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    follow: bool = False,
+) -> StreamingResponse:
+    """A rank's stdout and stderr (latest attempt); with `follow`, streamed until the job ends."""
+    job = await asyncio.to_thread(service.show, rt, who, job_id)
+    logs.check_rank(job.nodes, _processes(job), rank)
+    return StreamingResponse(_stream(rt, who, job, rank, offset, follow), media_type="text/plain; charset=utf-8")
+
+
+def _processes(job: JobOut) -> int:
+    gpus = job.gpus_per_node
+    return int(gpus) if job.launcher == "per-gpu" and gpus >= 1 else 1
+
+
+async def _stream(
+    rt: HeadRuntime, who: Principal, job: JobOut, rank: int, offset: int, follow: bool
+) -> AsyncIterator[bytes]:
+    generation = max((t.generation for t in job.tasks), default=0)
+    path = logs.latest_log(rt, job.id, generation, rank)
+    while True:
+        chunk = logs.read_from(path, offset)
+        if chunk:
+            offset += len(chunk)
+            yield chunk
+            continue
+        if not follow:
+            return
+        job = await asyncio.to_thread(service.show, rt, who, job.id)
+        newest = max((t.generation for t in job.tasks), default=generation)
+        if newest != generation:
+            generation, path, offset = newest, None, 0
+            yield f"\n--- attempt {newest} (restart {job.restarts}) ---\n".encode()
+        if path is None:
+            path = logs.latest_log(rt, job.id, generation, rank)
+            if path is not None and logs.log_path(rt, job.id, generation, rank) != path:
+                path = None  # an older attempt's file: wait for this attempt's own
+        if JobState(job.state).terminal and all(t.state in ("EXITED", "LOST") for t in job.tasks):
+            chunk = logs.read_from(path, offset)
+            if chunk:
+                yield chunk
+            return
+        await asyncio.sleep(0.2)

@@ -1,0 +1,43 @@
+"""The head's shared runtime: settings, database, clock and wake-ups, passed to services."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from sqlalchemy.orm import Session
+
+from corral.clock import Clock
+from corral.head.notify import Notifier
+from corral.head.settings import HeadSettings
+from corral.head.store.db import Database
+
+
+@dataclass
+class HeadRuntime:
+    settings: HeadSettings
+    db: Database
+    clock: Clock
+    notifier: Notifier | None = None
+    started_monotonic: float = field(default=0.0)
+
+    def __post_init__(self) -> None:
+        self.started_monotonic = self.clock.monotonic()
+
+    @contextmanager
+    def read(self) -> Iterator[Session]:
+        with self.db.read() as session:
+            yield session
+
+    @contextmanager
+    def write(self) -> Iterator[Session]:
+        """A write transaction; after it commits, wake the agents and loops it concerns."""
+        with self.db.write() as session:
+            yield session
+        bumped: dict[str, int] = session.info.pop("bumped_nodes", {})
+        wake = session.info.pop("wake_scheduler", False)
+        if self.notifier is not None:
+            self.notifier.nodes_changed(bumped.items())
+            if wake:
+                self.notifier.wake_scheduler()

@@ -1,0 +1,1 @@
+"""The head's business logic, one module per resource; routers stay thin."""

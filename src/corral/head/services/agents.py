@@ -1,0 +1,198 @@
+"""Agents: registration, heartbeats with task reports, and the desired state of each node."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from corral.api import DesiredState, DesiredTask, HeartbeatRequest, RegisterRequest, RegisterResponse, TaskReport
+from corral.head.runtime import HeadRuntime
+from corral.head.security import hash_token, new_token, same_token
+from corral.head.services.common import Conflict, NotAllowed, NotFound, record_event, wake_scheduler
+from corral.head.services.lifecycle import LIVE_TASK_STATES, release, task_exited, task_lost, task_running
+from corral.head.store.tables import JobRow, NodeRow, TaskRow
+from corral.model import NodeState, TaskState
+
+
+def register(rt: HeadRuntime, req: RegisterRequest) -> RegisterResponse:
+    """(Re-)register a node; live tasks it no longer runs are lost, and its jobs requeued or failed."""
+    now = rt.clock.now()
+    token = new_token("cn")
+    with rt.write() as session:
+        row = session.get(NodeRow, req.name)
+        gpus = [g.model_dump() for g in sorted(req.gpus, key=lambda g: g.index)]
+        if row is None:
+            row = NodeRow(
+                name=req.name,
+                registered_at=now,
+                desired_version=0,
+                state=NodeState.READY.value,
+                labels={},
+                gpus=[],
+                cpus=0,
+                memory_mb=0,
+                token_hash="",
+                reason="",
+                last_heartbeat=now,
+            )
+            session.add(row)
+            record_event(session, now, "node.registered", f"node {req.name} joined", node=req.name)
+        else:
+            record_event(session, now, "node.reregistered", f"node {req.name} registered again", node=req.name)
+        row.gpus, row.labels, row.cpus, row.memory_mb = gpus, dict(req.labels), req.cpus, req.memory_mb
+        row.address, row.gpu_source, row.token_hash = req.advertise_addr, req.gpu_source, hash_token(token)
+        row.last_heartbeat = now
+        if row.state != NodeState.DRAINED.value:
+            row.state, row.reason = NodeState.READY.value, ""
+        session.flush()
+        still_running = {(r.task_id, r.generation) for r in req.running if r.state == "RUNNING"}
+        for task in _live_tasks(session, req.name):
+            if (task.id, task.generation) in still_running or task.state == TaskState.ASSIGNED.value:
+                continue  # assigned but never started: the desired state below hands it over
+            if task.state == TaskState.STOPPING.value:
+                release(session, task, TaskState.EXITED, now, None, "stopped: its node restarted")
+            else:
+                _lose(session, task, now, f"node {req.name} restarted and no longer runs it")
+        wake_scheduler(session)
+        session.flush()
+        desired = desired_state(session, rt, row)
+    return RegisterResponse(
+        node=req.name,
+        node_token=token,
+        heartbeat_interval_s=rt.settings.heartbeat_interval_s,
+        lease_s=rt.settings.agent_lease_s,
+        desired=desired,
+    )
+
+
+def authenticate_node(session: Session, node: str, token: str) -> NodeRow:
+    row = session.get(NodeRow, node)
+    if row is None:
+        raise NotFound(f"no node {node!r}; register first")
+    if not same_token(token, row.token_hash):
+        raise NotAllowed(f"bad credential for node {node!r}; register again")
+    return row
+
+
+def heartbeat(rt: HeadRuntime, node: str, token: str, req: HeartbeatRequest) -> DesiredState:
+    now = rt.clock.now()
+    with rt.write() as session:
+        row = authenticate_node(session, node, token)
+        if row.state == NodeState.NOT_READY.value:
+            raise Conflict(f"node {node} was declared lost ({row.reason}); stop its tasks and register again")
+        row.last_heartbeat = now
+        reported = {r.task_id: r for r in req.tasks}
+        for report in req.tasks:
+            _apply_report(session, report, now)
+        for task in _live_tasks(session, node):
+            if task.id not in reported and task.assigned_version <= req.applied_version:
+                if task.state == TaskState.STOPPING.value:
+                    release(session, task, TaskState.EXITED, now, None, "stopped before it started")
+                else:
+                    _lose(session, task, now, f"the agent on {node} does not run it")
+        session.flush()
+        return desired_state(session, rt, row)
+
+
+def _apply_report(session: Session, report: TaskReport, now: datetime) -> None:
+    task = session.get(TaskRow, report.task_id)
+    if task is None or task.generation != report.generation:
+        return  # a stale attempt; the desired state no longer lists it, so the agent stops it
+    job = session.scalar(select(JobRow).where(JobRow.id == task.job_id))
+    if job is None or task.state not in [s.value for s in LIVE_TASK_STATES]:
+        return
+    if report.state == "RUNNING":
+        task_running(session, task, job, now)
+    else:
+        task_exited(session, task, job, now, report.exit_code, report.detail)
+
+
+def _lose(session: Session, task: TaskRow, now: datetime, why: str) -> None:
+    job = session.scalar(select(JobRow).where(JobRow.id == task.job_id))
+    if job is not None:
+        task_lost(session, task, job, now, why)
+
+
+def _live_tasks(session: Session, node: str) -> list[TaskRow]:
+    return list(
+        session.scalars(
+            select(TaskRow).where(TaskRow.node == node, TaskRow.state.in_([s.value for s in LIVE_TASK_STATES]))
+        )
+    )
+
+
+def current_version(rt: HeadRuntime, node: str, token: str) -> int:
+    with rt.read() as session:
+        return authenticate_node(session, node, token).desired_version
+
+
+def read_desired(rt: HeadRuntime, node: str, token: str) -> DesiredState:
+    with rt.read() as session:
+        row = authenticate_node(session, node, token)
+        return desired_state(session, rt, row)
+
+
+def desired_state(session: Session, rt: HeadRuntime, node: NodeRow) -> DesiredState:
+    """The tasks this node should run now, each with what it needs to start."""
+    tasks = list(
+        session.scalars(
+            select(TaskRow)
+            .where(TaskRow.node == node.name, TaskRow.state.in_([TaskState.ASSIGNED.value, TaskState.RUNNING.value]))
+            .order_by(TaskRow.id)
+        )
+    )
+    out = []
+    for task in tasks:
+        job = session.scalar(select(JobRow).where(JobRow.id == task.job_id))
+        if job is not None:
+            out.append(desired_task(rt, job, task))
+    return DesiredState(version=node.desired_version, tasks=out)
+
+
+def desired_task(rt: HeadRuntime, job: JobRow, task: TaskRow) -> DesiredTask:
+    spec = job.spec
+    launcher = spec.get("launcher", "per-node")
+    whole = int(job.gpus_per_node) if job.gpus_per_node >= 1 else 0
+    processes = whole if launcher == "per-gpu" and whole > 0 else 1
+    checkpoint_dir = str(rt.settings.checkpoints / job.id)
+    env = dict(spec.get("env", {}))
+    env.update(
+        {
+            "CORRAL_JOB_ID": job.id,
+            "CORRAL_JOB_NAME": job.name,
+            "CORRAL_USER": job.user,
+            "CORRAL_TEAM": job.team,
+            "CORRAL_HEAD": rt.settings.url,
+            "WORLD_SIZE": str(processes * job.nodes),
+            "NNODES": str(job.nodes),
+            "NODE_RANK": str(task.node_rank),
+            "LOCAL_WORLD_SIZE": str(processes),
+            "MASTER_ADDR": task.master_addr,
+            "MASTER_PORT": str(task.master_port),
+            "CORRAL_GPUS_PER_NODE": _gpus_text(job.gpus_per_node),
+            "CORRAL_CHECKPOINT_DIR": checkpoint_dir,
+            "CORRAL_RESTART_COUNT": str(job.restarts),
+            "CORRAL_GENERATION": str(task.generation),
+        }
+    )
+    return DesiredTask(
+        task_id=task.id,
+        job_id=job.id,
+        generation=task.generation,
+        node_rank=task.node_rank,
+        command=spec["command"],
+        launcher=launcher,
+        gpus=list(task.gpus),
+        env=env,
+        rank_offset=task.node_rank * processes,
+        processes=processes,
+        workdir=spec.get("workdir"),
+        checkpoint_dir=checkpoint_dir,
+        grace_s=rt.settings.grace_s,
+    )
+
+
+def _gpus_text(gpus: float) -> str:
+    return str(int(gpus)) if float(gpus).is_integer() else str(gpus)

@@ -1,0 +1,97 @@
+"""Tokens: the admin's and the agents' join token, created on first start; lookups by hash."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+from pathlib import Path
+
+from sqlalchemy import select
+
+from corral.head.runtime import HeadRuntime
+from corral.head.security import Principal, Role, hash_token, new_token
+from corral.head.store.tables import MetaRow, TokenRow
+
+CLIENT_CONFIG = "client.json"
+
+
+class TokenCache:
+    """Token hash → principal, so a request costs no database read once seen."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, Principal] = {}
+
+    def lookup(self, rt: HeadRuntime, token: str) -> Principal | None:
+        digest = hash_token(token)
+        hit = self._known.get(digest)
+        if hit is not None:
+            return hit
+        with rt.read() as session:
+            row = session.get(TokenRow, digest)
+        if row is None:
+            return None
+        principal = Principal(user=row.user, role=Role(row.role))
+        self._known[digest] = principal
+        return principal
+
+
+def bootstrap(rt: HeadRuntime) -> tuple[str, str]:
+    """Make sure an admin token and a join token exist; return (admin token, join token).
+
+    The admin token's plain text lives only in the client config under CORRAL_HOME;
+    if that file is gone, a new admin token is made.
+    """
+    now = rt.clock.now()
+    config = read_client_config(rt.settings.home)
+    with rt.write() as session:
+        join = session.get(MetaRow, "join_token")
+        if join is None:
+            join = MetaRow(key="join_token", value=new_token("cj"))
+            session.add(join)
+            session.add(
+                TokenRow(hash=hash_token(join.value), user="agent", role=Role.AGENT.value, name="join", created_at=now)
+            )
+        admin = config.get("token")
+        if not admin or session.get(TokenRow, hash_token(admin)) is None:
+            admin = new_token("ca")
+            session.add(
+                TokenRow(hash=hash_token(admin), user=local_user(), role=Role.ADMIN.value, name="admin", created_at=now)
+            )
+        join_token = join.value
+    return admin, join_token
+
+
+def join_token(rt: HeadRuntime) -> str:
+    with rt.read() as session:
+        value = session.scalar(select(MetaRow.value).where(MetaRow.key == "join_token"))
+    if value is None:
+        raise LookupError("the head has no join token yet")
+    return value
+
+
+def local_user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "admin"
+
+
+def read_client_config(home: Path) -> dict[str, str]:
+    try:
+        data = json.loads((home / CLIENT_CONFIG).read_text())
+    except (FileNotFoundError, ValueError):
+        return {}
+    return {k: str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def write_client_config(home: Path, head_url: str, token: str, join: str) -> None:
+    """Write the config atomically, readable only by its owner (it holds the admin token)."""
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / CLIENT_CONFIG
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        json.dump({"head_url": head_url, "token": token, "join_token": join}, handle, indent=2)
+        handle.write("\n")
+    os.replace(tmp, path)

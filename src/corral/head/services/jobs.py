@@ -1,0 +1,195 @@
+"""Jobs: submit (with feasibility and idempotency), list, show, cancel."""
+
+from __future__ import annotations
+
+import secrets
+import string
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from sqlalchemy import or_, select
+from sqlalchemy.orm import Session
+
+from corral.api import AllocationOut, JobOut, TaskOut
+from corral.head.runtime import HeadRuntime
+from corral.head.security import Principal
+from corral.head.services.common import Infeasible, NotAllowed, NotFound, record_event, wake_scheduler
+from corral.head.services.convert import node_model, request_of
+from corral.head.services.lifecycle import end_job
+from corral.head.store.tables import JobRow, NodeRow, TaskRow
+from corral.model import TERMINAL_JOB_STATES, JobState
+from corral.sched import never_fits
+from corral.spec import JobSpec
+
+_ID_ALPHABET = string.ascii_lowercase + string.digits
+DEFAULT_TEAM = "default"
+RECENT_WINDOW = timedelta(hours=24)
+
+
+def new_job_id() -> str:
+    return "j-" + "".join(secrets.choice(_ID_ALPHABET) for _ in range(8))
+
+
+def submit(
+    rt: HeadRuntime, who: Principal, specs: Sequence[JobSpec], idempotency_key: str | None = None
+) -> tuple[list[JobOut], bool]:
+    """Accept jobs (all or none); a repeated idempotency key returns the first submission's job."""
+    now = rt.clock.now()
+    with rt.write() as session:
+        if idempotency_key:
+            existing = session.scalar(
+                select(JobRow).where(JobRow.user == who.user, JobRow.idempotency_key == idempotency_key)
+            )
+            if existing is not None:
+                return [to_out(session, existing, rt)], False
+        _check_feasible(session, specs)
+        rows = [_new_row(spec, who, now, idempotency_key if len(specs) == 1 else None) for spec in specs]
+        session.add_all(rows)
+        for row in rows:
+            record_event(session, now, "job.submitted", f"submitted by {who.user}", job_id=row.id)
+        wake_scheduler(session)
+        session.flush()
+        return [to_out(session, row, rt, tasks=[]) for row in rows], True
+
+
+def _new_row(spec: JobSpec, who: Principal, now: datetime, idempotency_key: str | None) -> JobRow:
+    return JobRow(
+        id=new_job_id(),
+        name=spec.display_name,
+        user=who.user,
+        team=spec.team or DEFAULT_TEAM,
+        priority=spec.priority,
+        state=JobState.PENDING.value,
+        spec=spec.model_dump(mode="json", by_alias=False),
+        nodes=spec.nodes,
+        gpus_per_node=spec.resources.gpus,
+        gpu_types=list(spec.resources.gpu_type),
+        submitted_at=now,
+        started_at=None,
+        finished_at=None,
+        exit_code=None,
+        restarts=0,
+        generation=0,
+        reason="waiting for the scheduler",
+        idempotency_key=idempotency_key,
+    )
+
+
+def _check_feasible(session: Session, specs: Sequence[JobSpec]) -> None:
+    nodes = [node_model(row) for row in session.scalars(select(NodeRow))]
+    if not nodes:
+        return  # a cluster still starting: accept, the job waits with a reason
+    for index, spec in enumerate(specs):
+        problem = never_fits(request_of(spec), nodes)
+        if problem is not None:
+            prefix = f"jobs[{index}]." if len(specs) > 1 else ""
+            raise Infeasible(f"{prefix}resources", f"can never run on this cluster: {problem}")
+
+
+def get_row(session: Session, job_id: str, who: Principal) -> JobRow:
+    row = session.scalar(select(JobRow).where(JobRow.id == job_id))
+    if row is None or (not who.is_admin and row.user != who.user):
+        raise NotFound(f"no job {job_id!r}")
+    return row
+
+
+def show(rt: HeadRuntime, who: Principal, job_id: str) -> JobOut:
+    with rt.read() as session:
+        return to_out(session, get_row(session, job_id, who), rt)
+
+
+def list_jobs(rt: HeadRuntime, who: Principal, include_all: bool, states: Sequence[str], limit: int) -> list[JobOut]:
+    now = rt.clock.now()
+    with rt.read() as session:
+        query = select(JobRow)
+        if not who.is_admin:
+            query = query.where(JobRow.user == who.user)
+        if states:
+            query = query.where(JobRow.state.in_(list(states)))
+        elif not include_all:
+            terminal = [s.value for s in TERMINAL_JOB_STATES]
+            query = query.where(or_(JobRow.state.not_in(terminal), JobRow.finished_at >= now - RECENT_WINDOW))
+        rows = list(session.scalars(query.order_by(JobRow.seq.desc()).limit(limit)))
+        rows.reverse()
+        tasks = _tasks_by_job(session, rows)
+        return [to_out(session, row, rt, tasks=tasks.get(row.id, [])) for row in rows]
+
+
+def cancel(rt: HeadRuntime, who: Principal, job_ids: Sequence[str]) -> list[JobOut]:
+    now = rt.clock.now()
+    with rt.write() as session:
+        rows = []
+        for job_id in job_ids:
+            row = session.scalar(select(JobRow).where(JobRow.id == job_id))
+            if row is None:
+                raise NotFound(f"no job {job_id!r}")
+            if not who.is_admin and row.user != who.user:
+                raise NotAllowed(f"job {job_id} belongs to {row.user}; only its owner or an admin may cancel it")
+            rows.append(row)
+        for row in rows:
+            if not JobState(row.state).terminal:
+                end_job(session, row, JobState.CANCELLED, now, f"cancelled by {who.user}")
+        session.flush()
+        return [to_out(session, row, rt) for row in rows]
+
+
+def _tasks_by_job(session: Session, rows: Sequence[JobRow]) -> dict[str, list[TaskRow]]:
+    by_job: dict[str, list[TaskRow]] = defaultdict(list)
+    generation = {row.id: row.generation for row in rows}
+    ids = list(generation)
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        for task in session.scalars(select(TaskRow).where(TaskRow.job_id.in_(chunk))):
+            if task.generation == generation[task.job_id]:
+                by_job[task.job_id].append(task)
+    return by_job
+
+
+def to_out(session: Session, row: JobRow, rt: HeadRuntime, tasks: list[TaskRow] | None = None) -> JobOut:
+    if tasks is None:
+        tasks = list(
+            session.scalars(select(TaskRow).where(TaskRow.job_id == row.id, TaskRow.generation == row.generation))
+        )
+    tasks = sorted(tasks, key=lambda t: t.node_rank)
+    spec = row.spec
+    resources = spec.get("resources", {})
+    gpus = row.gpus_per_node
+    return JobOut(
+        id=row.id,
+        name=row.name,
+        state=row.state,
+        user=row.user,
+        team=row.team,
+        priority=row.priority,
+        nodes=row.nodes,
+        gpus_per_node=int(gpus) if float(gpus).is_integer() else gpus,
+        gpu_types=list(row.gpu_types),
+        submitted_at=row.submitted_at,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+        exit_code=row.exit_code,
+        restarts=row.restarts,
+        reason=row.reason,
+        allocation=[AllocationOut(node=t.node, gpus=list(t.gpus), gpu_fraction=t.gpu_fraction) for t in tasks],
+        command=spec["command"],
+        launcher=spec.get("launcher", "per-node"),
+        cpus=resources.get("cpus"),
+        memory_mb=resources.get("memory_mb"),
+        time_limit_s=spec.get("time_limit_s"),
+        max_restarts=spec.get("max_restarts", 0),
+        env=spec.get("env", {}),
+        workdir=spec.get("workdir"),
+        checkpoint_dir=str(rt.settings.checkpoints / row.id),
+        tasks=[
+            TaskOut(
+                node_rank=t.node_rank,
+                node=t.node,
+                state=t.state,
+                generation=t.generation,
+                exit_code=t.exit_code,
+                detail=t.detail,
+            )
+            for t in tasks
+        ],
+    )

@@ -1,0 +1,142 @@
+"""Job and task lifecycle: what happens when tasks start, exit or are lost.
+
+Every function runs inside the caller's write transaction. A job is RUNNING only
+when every task of its current generation runs; one failing task tears the gang
+down, then the job is requeued (restarts left) or ends FAILED.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from corral.head.services.common import bump_node, record_event, wake_scheduler
+from corral.head.store.tables import GpuClaimRow, JobRow, TaskRow
+from corral.model import JobState, TaskState, check_job_transition
+
+LIVE_TASK_STATES = (TaskState.ASSIGNED, TaskState.RUNNING, TaskState.STOPPING)
+WANTED_TASK_STATES = (TaskState.ASSIGNED, TaskState.RUNNING)
+
+
+def describe_exit(code: int | None) -> str:
+    if code is None:
+        return "no exit code"
+    if code > 128:
+        names = {9: "SIGKILL", 15: "SIGTERM", 6: "SIGABRT", 11: "SIGSEGV", 2: "SIGINT", 1: "SIGHUP"}
+        signum = code - 128
+        return f"killed by signal {names.get(signum, str(signum))} (exit code {code})"
+    return f"exit code {code}"
+
+
+def current_tasks(session: Session, job: JobRow) -> list[TaskRow]:
+    return list(
+        session.scalars(
+            select(TaskRow)
+            .where(TaskRow.job_id == job.id, TaskRow.generation == job.generation)
+            .order_by(TaskRow.node_rank)
+        )
+    )
+
+
+def set_job_state(session: Session, job: JobRow, state: JobState, now: datetime, reason: str) -> None:
+    check_job_transition(JobState(job.state), state)
+    old = job.state
+    job.state = state.value
+    job.reason = reason
+    if state is JobState.RUNNING:
+        job.started_at = now
+    if state.terminal:
+        job.finished_at = now
+    record_event(session, now, "job." + state.value.lower(), reason, job_id=job.id, previous=old)
+
+
+def release(
+    session: Session, task: TaskRow, state: TaskState, now: datetime, exit_code: int | None, detail: str
+) -> None:
+    """The task's processes are gone (or its node is): free its GPUs."""
+    task.state = state.value
+    task.exit_code = exit_code
+    task.detail = detail
+    task.finished_at = now
+    session.execute(delete(GpuClaimRow).where(GpuClaimRow.task_id == task.id))
+    wake_scheduler(session)
+
+
+def stop_tasks(session: Session, job: JobRow, now: datetime) -> None:
+    """Ask the agents to stop every wanted task of the job (SIGTERM, grace, SIGKILL)."""
+    for task in session.scalars(
+        select(TaskRow).where(TaskRow.job_id == job.id, TaskRow.state.in_([s.value for s in WANTED_TASK_STATES]))
+    ):
+        task.state = TaskState.STOPPING.value
+        task.assigned_version = bump_node(session, task.node)
+
+
+def end_job(
+    session: Session, job: JobRow, state: JobState, now: datetime, reason: str, exit_code: int | None = None
+) -> None:
+    """Finish a job for good and tear its tasks down."""
+    job.exit_code = exit_code
+    set_job_state(session, job, state, now, reason)
+    stop_tasks(session, job, now)
+
+
+def fail_or_requeue(session: Session, job: JobRow, now: datetime, why: str, exit_code: int | None) -> None:
+    """One task failed or was lost: tear the gang down, then requeue or fail the job."""
+    if JobState(job.state).terminal:
+        return
+    stop_tasks(session, job, now)
+    spec_restarts = int(job.spec.get("max_restarts", 0))
+    if job.restarts < spec_restarts:
+        job.restarts += 1
+        job.generation += 1
+        job.exit_code = None
+        set_job_state(
+            session, job, JobState.PENDING, now, f"requeued (restart {job.restarts} of {spec_restarts}): {why}"
+        )
+        wake_scheduler(session)
+    else:
+        job.exit_code = exit_code
+        suffix = f"; no restarts left (max_restarts={spec_restarts})" if spec_restarts else ""
+        set_job_state(session, job, JobState.FAILED, now, why + suffix)
+
+
+def task_running(session: Session, task: TaskRow, job: JobRow, now: datetime) -> None:
+    if task.state != TaskState.ASSIGNED.value:
+        return
+    task.state = TaskState.RUNNING.value
+    task.started_at = now
+    if job.state == JobState.PENDING.value and job.generation == task.generation:
+        tasks = current_tasks(session, job)
+        if all(t.state == TaskState.RUNNING.value for t in tasks):
+            nodes = ", ".join(sorted({t.node for t in tasks}))
+            set_job_state(session, job, JobState.RUNNING, now, f"running on {nodes}")
+
+
+def task_exited(
+    session: Session, task: TaskRow, job: JobRow, now: datetime, exit_code: int | None, detail: str
+) -> None:
+    was_wanted = task.state in (TaskState.ASSIGNED.value, TaskState.RUNNING.value)
+    release(session, task, TaskState.EXITED, now, exit_code, detail)
+    if not was_wanted or job.generation != task.generation or JobState(job.state).terminal:
+        return
+    if exit_code == 0:
+        tasks = current_tasks(session, job)
+        if all(t.state == TaskState.EXITED.value and t.exit_code == 0 for t in tasks):
+            if job.state == JobState.PENDING.value:  # finished before every rank was seen running
+                job.started_at = job.started_at or task.started_at or now
+            job.exit_code = 0
+            set_job_state(session, job, JobState.SUCCEEDED, now, "all tasks exited 0")
+        return
+    why = f"rank {task.node_rank} on node {task.node} failed: {describe_exit(exit_code)}"
+    if detail and detail != describe_exit(exit_code):
+        why += f" ({detail})"
+    fail_or_requeue(session, job, now, why, exit_code)
+
+
+def task_lost(session: Session, task: TaskRow, job: JobRow, now: datetime, why: str) -> None:
+    was_wanted = task.state in (TaskState.ASSIGNED.value, TaskState.RUNNING.value)
+    release(session, task, TaskState.LOST, now, None, why)
+    if was_wanted and job.generation == task.generation:
+        fail_or_requeue(session, job, now, f"rank {task.node_rank} lost: {why}", None)

@@ -1,0 +1,78 @@
+"""Node liveness and job time limits: the checks that run on the clock, not on requests."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy import select
+
+from corral.head.runtime import HeadRuntime
+from corral.head.services.common import record_event, wake_scheduler
+from corral.head.services.lifecycle import LIVE_TASK_STATES, end_job, task_lost
+from corral.head.store.tables import JobRow, NodeRow, TaskRow
+from corral.model import JobState, NodeState
+
+
+def check_nodes(rt: HeadRuntime) -> list[str]:
+    """Declare nodes without a heartbeat for the node timeout NOT_READY; their tasks are lost."""
+    now = rt.clock.now()
+    deadline = now - timedelta(seconds=rt.settings.node_timeout_s)
+    with rt.read() as session:
+        late = list(
+            session.scalars(
+                select(NodeRow.name).where(
+                    NodeRow.state != NodeState.NOT_READY.value, NodeRow.last_heartbeat < deadline
+                )
+            )
+        )
+    if not late:
+        return []
+    with rt.write() as session:
+        for name in late:
+            row = session.get(NodeRow, name)
+            if row is None or row.last_heartbeat is None or row.last_heartbeat >= deadline:
+                continue
+            silent = (now - row.last_heartbeat).total_seconds()
+            why = f"no heartbeat for {silent:.0f}s (node timeout {rt.settings.node_timeout_s:.0f}s)"
+            if row.state != NodeState.DRAINED.value:
+                row.state = NodeState.NOT_READY.value
+            row.reason = why
+            record_event(session, now, "node.not_ready", why, node=name)
+            live = [s.value for s in LIVE_TASK_STATES]
+            for task in session.scalars(select(TaskRow).where(TaskRow.node == name, TaskRow.state.in_(live))):
+                job = session.scalar(select(JobRow).where(JobRow.id == task.job_id))
+                if job is not None:
+                    task_lost(session, task, job, now, f"node {name} stopped answering: {why}")
+            wake_scheduler(session)
+    return late
+
+
+def check_time_limits(rt: HeadRuntime) -> list[str]:
+    """End RUNNING jobs that passed their time limit with state TIMEOUT."""
+    now = rt.clock.now()
+    with rt.read() as session:
+        running = list(session.scalars(select(JobRow).where(JobRow.state == JobState.RUNNING.value)))
+    over = [
+        job.id
+        for job in running
+        if job.spec.get("time_limit_s")
+        and job.started_at is not None
+        and (now - job.started_at).total_seconds() > float(job.spec["time_limit_s"])
+    ]
+    if not over:
+        return []
+    with rt.write() as session:
+        for job_id in over:
+            job = session.scalar(select(JobRow).where(JobRow.id == job_id))
+            if job is not None and job.state == JobState.RUNNING.value:
+                limit = float(job.spec["time_limit_s"])
+                end_job(session, job, JobState.TIMEOUT, now, f"exceeded its time limit of {_human(limit)}")
+    return over
+
+
+def _human(seconds: float) -> str:
+    if seconds >= 3600 and seconds % 3600 == 0:
+        return f"{int(seconds // 3600)}h"
+    if seconds >= 60 and seconds % 60 == 0:
+        return f"{int(seconds // 60)}m"
+    return f"{seconds:g}s"

@@ -1,0 +1,74 @@
+"""Nodes as users see them: list and cluster status."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from sqlalchemy import func, select
+
+from corral import __version__
+from corral.api import GpuCount, GpuOut, NodeOut, StatusOut
+from corral.head.runtime import HeadRuntime
+from corral.head.store.tables import GpuClaimRow, JobRow, NodeRow
+from corral.model import EPSILON, JobState, NodeState
+
+
+def list_nodes(rt: HeadRuntime) -> list[NodeOut]:
+    with rt.read() as session:
+        rows = list(session.scalars(select(NodeRow).order_by(NodeRow.name)))
+        claims: dict[tuple[str, int], list[GpuClaimRow]] = defaultdict(list)
+        for claim in session.scalars(select(GpuClaimRow)):
+            claims[(claim.node, claim.gpu_index)].append(claim)
+    return [_node_out(row, claims) for row in rows]
+
+
+def _node_out(row: NodeRow, claims: dict[tuple[str, int], list[GpuClaimRow]]) -> NodeOut:
+    gpus = []
+    for gpu in row.gpus:
+        held = claims.get((row.name, gpu["index"]), [])
+        jobs = sorted({c.job_id for c in held})
+        gpus.append(
+            GpuOut(
+                index=gpu["index"],
+                type=gpu["type"],
+                memory_mb=gpu["memory_mb"],
+                allocated_to=jobs[0] if jobs else None,
+                allocated_fraction=min(1.0, sum(c.fraction for c in held)),
+                shared_by=jobs if len(jobs) > 1 else [],
+            )
+        )
+    return NodeOut(
+        name=row.name,
+        state=row.state,
+        labels=dict(row.labels),
+        gpus=gpus,
+        last_heartbeat=row.last_heartbeat,
+        cpus=row.cpus,
+        memory_mb=row.memory_mb,
+        address=row.address,
+        reason=row.reason,
+        registered_at=row.registered_at,
+    )
+
+
+def status(rt: HeadRuntime) -> StatusOut:
+    nodes = list_nodes(rt)
+    with rt.read() as session:
+        counts = dict(session.execute(select(JobRow.state, func.count()).group_by(JobRow.state)).tuples().all())
+    by_type: dict[str, Counter[str]] = defaultdict(Counter)
+    for node in nodes:
+        for gpu in node.gpus:
+            by_type[gpu.type]["total"] += 1
+            if node.state == NodeState.READY.value and gpu.allocated_fraction < EPSILON:
+                by_type[gpu.type]["free"] += 1
+    return StatusOut(
+        version=__version__,
+        head_url=rt.settings.url,
+        uptime_s=round(rt.clock.monotonic() - rt.started_monotonic, 3),
+        nodes_ready=sum(1 for n in nodes if n.state == NodeState.READY.value),
+        nodes_total=len(nodes),
+        gpus_free=sum(c["free"] for c in by_type.values()),
+        gpus_total=sum(c["total"] for c in by_type.values()),
+        gpus_by_type={t: GpuCount(free=c["free"], total=c["total"]) for t, c in sorted(by_type.items())},
+        jobs_by_state={s.value: int(counts.get(s.value, 0)) for s in JobState},
+    )

@@ -1,0 +1,41 @@
+"""The head's settings, from command-line options and defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class HeadSettings:
+    home: Path
+    db_url: str
+    host: str = "127.0.0.1"
+    port: int = 8470
+    public_url: str = ""  # what clients should use; derived from host/port when empty
+    heartbeat_interval_s: float = 2.0
+    node_timeout_s: float = 10.0
+    agent_lease_s: float = 15.0
+    grace_s: float = 10.0
+    schedule_interval_s: float = 1.0
+    policy: str = "default"
+    checkpoint_root: Path | None = None
+    write_client_config: bool = True
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        if self.public_url:
+            return self.public_url.rstrip("/")
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
+        if ":" in host and not host.startswith("["):
+            host = f"[{host}]"
+        return f"http://{host}:{self.port}"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.home / "logs" / "jobs"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.checkpoint_root or (self.home / "checkpoints")

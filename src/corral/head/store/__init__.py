@@ -1,0 +1,1 @@
+"""Persistent state: SQLAlchemy tables, sessions and Alembic migrations."""

@@ -1,0 +1,30 @@
+"""Frozen domain values shared by the head, the scheduler and the simulator."""
+
+from corral.model.resources import EPSILON, FULL_GPU, Allocation, Gpu, Job, LiveAllocation, Node, Request
+from corral.model.states import (
+    JOB_TRANSITIONS,
+    TERMINAL_JOB_STATES,
+    IllegalTransition,
+    JobState,
+    NodeState,
+    TaskState,
+    check_job_transition,
+)
+
+__all__ = [
+    "EPSILON",
+    "FULL_GPU",
+    "JOB_TRANSITIONS",
+    "TERMINAL_JOB_STATES",
+    "Allocation",
+    "Gpu",
+    "IllegalTransition",
+    "Job",
+    "JobState",
+    "LiveAllocation",
+    "Node",
+    "NodeState",
+    "Request",
+    "TaskState",
+    "check_job_transition",
+]

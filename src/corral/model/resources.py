@@ -1,0 +1,92 @@
+"""Nodes, GPUs, resource requests and allocations as frozen values."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from corral.model.states import JobState, NodeState
+
+FULL_GPU = 1.0
+EPSILON = 1e-9
+
+
+@dataclass(frozen=True)
+class Gpu:
+    index: int
+    type: str
+    memory_mb: int
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    state: NodeState
+    gpus: tuple[Gpu, ...]
+    cpus: float = 0.0
+    memory_mb: int = 0
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    def gpu_types(self) -> set[str]:
+        return {g.type for g in self.gpus}
+
+    def count_of_type(self, gpu_type: str) -> int:
+        return sum(1 for g in self.gpus if g.type == gpu_type)
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a job needs: ``nodes`` × (GPUs, CPUs, memory) of one acceptable GPU type."""
+
+    nodes: int = 1
+    gpus_per_node: float = 0.0
+    gpu_types: tuple[str, ...] = ()  # acceptable types, preferred first; empty = any
+    cpus_per_node: float | None = None
+    memory_mb_per_node: int | None = None
+
+    @property
+    def fractional(self) -> bool:
+        return 0 < self.gpus_per_node < 1
+
+    @property
+    def gpu_slots_per_node(self) -> int:
+        return math.ceil(self.gpus_per_node)
+
+    @property
+    def total_gpus(self) -> float:
+        return self.nodes * self.gpus_per_node
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """The share of one node given to one task of a job."""
+
+    node: str
+    gpus: tuple[int, ...] = ()
+    gpu_fraction: float = FULL_GPU  # of each listed GPU; below 1 only for fractional jobs
+    cpus: float = 0.0
+    memory_mb: int = 0
+
+
+@dataclass(frozen=True)
+class Job:
+    """A job as the scheduler sees it."""
+
+    id: str
+    seq: int  # submit order
+    request: Request
+    priority: int = 0
+    submitted_at: datetime | None = None
+    state: JobState = JobState.PENDING
+    user: str = ""
+    team: str = ""
+
+
+@dataclass(frozen=True)
+class LiveAllocation:
+    """Resources held on a node by a job whose processes may still exist."""
+
+    job_id: str
+    allocation: Allocation

@@ -1,0 +1,1 @@
+"""Logging setup and metric names."""

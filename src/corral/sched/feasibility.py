@@ -1,0 +1,180 @@
+"""Could a request ever fit the registered nodes, were they all empty and ready?"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from corral.model import EPSILON, Node, Request
+from corral.sched import describe
+
+_MAX_OFFERS = 6  # node groups listed in "cluster offers: ..." before "and N more"
+
+
+def never_fits(request: Request, nodes: Sequence[Node]) -> str | None:
+    """Why ``request`` can never fit these registered nodes (any state), or None if it could.
+
+    With no registered nodes the answer is None: the cluster may still be starting.
+    """
+    return ClusterShapes(nodes).never_fits(request)
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """The full capacity of a node, ignoring its name, labels and state."""
+
+    gpus: tuple[tuple[str, int, int], ...]  # (type, memory_mb, count), sorted
+    cpus: float
+    memory_mb: int
+
+    @staticmethod
+    def of(node: Node) -> _Shape:
+        groups = Counter((g.type, g.memory_mb) for g in node.gpus)
+        return _Shape(tuple(sorted((t, m, c) for (t, m), c in groups.items())), node.cpus, node.memory_mb)
+
+    def count(self, gpu_type: str) -> int:
+        return sum(c for t, _, c in self.gpus if t == gpu_type)
+
+    def holds_gpus(self, request: Request, gpu_type: str | None) -> bool:
+        return request.gpus_per_node <= 0 or (
+            gpu_type is not None and self.count(gpu_type) >= request.gpu_slots_per_node
+        )
+
+    def holds(self, request: Request, gpu_type: str | None) -> bool:
+        cpus, memory_mb = request.cpus_per_node, request.memory_mb_per_node
+        return (
+            self.holds_gpus(request, gpu_type)
+            and (cpus is None or cpus <= self.cpus + EPSILON)
+            and (memory_mb is None or memory_mb <= self.memory_mb)
+        )
+
+    def describe(self, cpus: bool = False, memory: bool = False) -> str:
+        gpus = " + ".join(f"{c} {t}:{describe.memory(m)}" if m else f"{c} {t}" for t, m, c in self.gpus)
+        text = f"× {gpus}" if gpus else "without GPUs"
+        host = [describe.plural(self.cpus, "CPU")] if cpus else []
+        host += [f"{describe.memory(self.memory_mb)} memory"] if memory else []
+        if host:
+            text += f" ({', '.join(host)})"
+        return text
+
+
+class ClusterShapes:
+    """Registered nodes grouped by identical capacity, to answer "could it ever fit?" quickly."""
+
+    def __init__(self, nodes: Iterable[Node]) -> None:
+        self._shapes: Counter[_Shape] = Counter(_Shape.of(n) for n in nodes)
+        totals: Counter[str] = Counter()
+        for shape, nodes_of_shape in self._shapes.items():
+            for gpu_type, _, count in shape.gpus:
+                totals[gpu_type] += count * nodes_of_shape
+        self.gpu_types: tuple[str, ...] = tuple(sorted(totals, key=lambda t: (-totals[t], t)))  # most GPUs first
+
+    def acceptable_types(self, request: Request) -> tuple[str, ...]:
+        """The registered GPU types the request accepts, in its preference order."""
+        if request.gpu_types:
+            return tuple(t for t in request.gpu_types if t in self.gpu_types)
+        return self.gpu_types
+
+    def count_holding(self, request: Request) -> int:
+        """The most nodes that could each hold one node's share, all with one GPU type."""
+        if request.gpus_per_node <= 0:
+            return self._count(request, None)
+        return max((self._count(request, t) for t in self.acceptable_types(request)), default=0)
+
+    def never_fits(self, request: Request) -> str | None:
+        """Why the request can never fit these nodes, or None (also when there are no nodes)."""
+        if not self._shapes:
+            return None
+        return (
+            _invalid(request)
+            or self._type_problem(request)
+            or self._gpu_count_problem(request)
+            or self._host_problem(request)
+            or self._count_problem(request)
+        )
+
+    def offers(self, cpus: bool = False, memory: bool = False) -> str:
+        """``2 nodes × 8 H100:80GB, 1 node × 4 A100:40GB``: most common shapes first, then largest."""
+        groups: Counter[str] = Counter()
+        gpus: dict[str, int] = {}
+        for shape, count in self._shapes.items():
+            text = shape.describe(cpus, memory)
+            groups[text] += count
+            gpus[text] = sum(c for _, _, c in shape.gpus)
+        ordered = sorted(groups, key=lambda text: (-groups[text], -gpus[text], text))  # common, then large, first
+        items = [f"{describe.plural(groups[text], 'node')} {text}" for text in ordered]
+        if len(items) > _MAX_OFFERS:
+            items = [*items[:_MAX_OFFERS], f"and {len(items) - _MAX_OFFERS} more"]
+        return ", ".join(items)
+
+    def _count(self, request: Request, gpu_type: str | None) -> int:
+        return sum(n for shape, n in self._shapes.items() if shape.holds(request, gpu_type))
+
+    def _type_problem(self, request: Request) -> str | None:
+        if request.gpus_per_node <= 0:
+            return None
+        if not self.gpu_types:
+            gpus = describe.plural(request.gpus_per_node, "GPU")
+            return f"needs {gpus} per node but no registered node has GPUs ({self._offers(request)})"
+        if not self.acceptable_types(request):
+            kind = "type" if len(request.gpu_types) == 1 else "types"
+            wanted = describe.either(request.gpu_types)
+            return f"no node has GPU {kind} {wanted} (cluster offers: {', '.join(self.gpu_types)})"
+        return None
+
+    def _gpu_count_problem(self, request: Request) -> str | None:
+        if request.gpus_per_node <= 0:
+            return None
+        types = self.acceptable_types(request)
+        most, _, gpu_type = max((s.count(t), -rank, t) for s in self._shapes for rank, t in enumerate(types))
+        if most >= request.gpu_slots_per_node:
+            return None
+        wanted = describe.share(_gpus_only(request), request.gpu_types)
+        return f"needs {wanted} per node but the largest node has {most} {gpu_type} (cluster offers: {self.offers()})"
+
+    def _host_problem(self, request: Request) -> str | None:
+        types: Sequence[str | None] = self.acceptable_types(request) if request.gpus_per_node > 0 else [None]
+        suitable = [s for s in self._shapes for t in types if s.holds_gpus(request, t)]
+        where = (
+            "node"
+            if request.gpus_per_node <= 0
+            else f"node with {describe.share(_gpus_only(request), request.gpu_types)}"
+        )
+        cpus, memory_mb = request.cpus_per_node, request.memory_mb_per_node
+        if cpus is not None and cpus > (most := max(s.cpus for s in suitable)) + EPSILON:
+            wanted, offered = describe.plural(cpus, "CPU"), describe.number(most)
+        elif memory_mb is not None and memory_mb > (most_mb := max(s.memory_mb for s in suitable)):
+            wanted, offered = f"{describe.memory(memory_mb)} memory", describe.memory(most_mb)
+        else:
+            return None
+        return f"needs {wanted} per node but the largest {where} has {offered} ({self._offers(request)})"
+
+    def _count_problem(self, request: Request) -> str | None:
+        found = self.count_holding(request)
+        if found >= request.nodes:
+            return None
+        types = self.acceptable_types(request) if request.gpus_per_node > 0 else ()
+        each = describe.share(request, request.gpu_types)
+        if found == 0:
+            return f"no registered node has {each} ({self._offers(request)})"
+        one_type = ", all of one GPU type" if len(types) > 1 else ""
+        such = f"{describe.plural(found, 'such node')} {'is' if found == 1 else 'are'}"
+        wanted = f"{describe.plural(request.nodes, 'node')} with {each} each{one_type}"
+        return f"needs {wanted}; only {such} registered ({self._offers(request)})"
+
+    def _offers(self, request: Request) -> str:
+        offers = self.offers(request.cpus_per_node is not None, request.memory_mb_per_node is not None)
+        return f"cluster offers: {offers}"
+
+
+def _gpus_only(request: Request) -> Request:
+    return Request(gpus_per_node=request.gpus_per_node)
+
+
+def _invalid(request: Request) -> str | None:
+    if request.nodes < 1:
+        return f"needs at least 1 node, got {request.nodes}"
+    if request.gpus_per_node < 0:
+        return f"needs 0 or more GPUs per node, got {describe.number(request.gpus_per_node)}"
+    return None

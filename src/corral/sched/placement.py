@@ -1,0 +1,92 @@
+"""Where one job fits now: GPU type choice, best-fit node choice, gangs and fractional GPUs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from itertools import islice
+from typing import NamedTuple
+
+from corral.model import FULL_GPU, Allocation, Job, Request
+from corral.sched.plan import Placement
+from corral.sched.snapshot import CapacityView, NodeCapacity, Rank
+
+
+class Choice(NamedTuple):
+    """One node's share of a placement; lower ``key`` is a better fit."""
+
+    key: tuple[float, Rank, str]
+    node: NodeCapacity
+    gpus: tuple[int, ...]
+
+
+def find_placement(view: CapacityView, job: Job) -> Placement | None:
+    """The best placement for the job on what is free in the view now, or None."""
+    request = job.request
+    if request.gpus_per_node <= 0:
+        return _placement(job, None, _first(candidates(view, request, None), request.nodes))
+    if request.gpu_types:
+        for gpu_type in request.gpu_types:  # the job's preference order
+            chosen = _first(candidates(view, request, gpu_type), request.nodes)
+            if chosen:
+                return _placement(job, gpu_type, chosen)
+        return None
+    best: tuple[tuple[tuple[float, Rank, str], ...], str, list[Choice]] | None = None
+    for gpu_type in view.gpu_types:  # any type: the one that fits tightest, then by name
+        chosen = _first(candidates(view, request, gpu_type), request.nodes)
+        if chosen:
+            option = (tuple(c.key for c in chosen), gpu_type, chosen)
+            best = option if best is None or option[:2] < best[:2] else best
+    return None if best is None else _placement(job, best[1], best[2])
+
+
+def candidates(view: CapacityView, request: Request, gpu_type: str | None) -> Iterator[Choice]:
+    """Distinct nodes that could take one node's share of the request now, best fit first."""
+    if request.gpus_per_node <= 0 or gpu_type is None:
+        return _hosts(view, request)
+    if request.fractional:
+        return _fractional(view, request, gpu_type)
+    return _whole(view, request, gpu_type)
+
+
+def _whole(view: CapacityView, request: Request, gpu_type: str) -> Iterator[Choice]:
+    count = request.gpu_slots_per_node
+    for node in view.nodes_with_empty(gpu_type, count):
+        if node.fits_host(request):
+            yield Choice((0.0, node.gpu_rank, node.name), node, tuple(node.empty_gpus(gpu_type)[:count]))
+
+
+def _fractional(view: CapacityView, request: Request, gpu_type: str) -> Iterator[Choice]:
+    # Shared GPUs with the least room left first, so empty GPUs stay whole for whole-GPU jobs.
+    seen: set[str] = set()
+    for remaining, node, index in view.shared_with_room(gpu_type, request.gpus_per_node):
+        if node.name not in seen and node.fits_host(request):
+            seen.add(node.name)
+            yield Choice((remaining, node.gpu_rank, node.name), node, (index,))
+    for node in view.nodes_with_empty(gpu_type, 1):
+        if node.name not in seen and node.fits_host(request):
+            yield Choice((FULL_GPU, node.gpu_rank, node.name), node, (node.empty_gpus(gpu_type)[0],))
+
+
+def _hosts(view: CapacityView, request: Request) -> Iterator[Choice]:
+    for node in view.hosts():
+        if node.fits_host(request):
+            yield Choice((0.0, node.cpu_rank, node.name), node, ())
+
+
+def _first(choices: Iterator[Choice], count: int) -> list[Choice] | None:
+    """The first ``count`` choices, or None when there are fewer: a gang is all or nothing."""
+    chosen = list(islice(choices, count))
+    return chosen if len(chosen) == count else None
+
+
+def _placement(job: Job, gpu_type: str | None, chosen: list[Choice] | None) -> Placement | None:
+    if not chosen:
+        return None
+    request = job.request
+    fraction = request.gpus_per_node if request.fractional else FULL_GPU
+    cpus = request.cpus_per_node if request.cpus_per_node is not None else 0.0
+    memory_mb = request.memory_mb_per_node if request.memory_mb_per_node is not None else 0
+    allocations = tuple(
+        Allocation(node=c.node.name, gpus=c.gpus, gpu_fraction=fraction, cpus=cpus, memory_mb=memory_mb) for c in chosen
+    )
+    return Placement(job_id=job.id, gpu_type=gpu_type, allocations=allocations)

@@ -1,0 +1,64 @@
+"""Why each job left waiting was not placed, in words that say what it waits for."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from itertools import islice
+
+from corral.model import Job, NodeState, Request
+from corral.sched import describe
+from corral.sched.feasibility import ClusterShapes
+from corral.sched.placement import candidates
+from corral.sched.plan import NEVER_FITS, NO_NODES, RESOURCES, Reason
+from corral.sched.snapshot import CapacityView, Snapshot
+
+
+def explain(waiting: Sequence[Job], view: CapacityView, snapshot: Snapshot) -> dict[str, Reason]:
+    """A reason per waiting job (given in queue order), judged on what is left free in ``view``."""
+    if not waiting:
+        return {}
+    registered = ClusterShapes(snapshot.nodes)
+    unavailable = ClusterShapes(n for n in snapshot.nodes if n.state != NodeState.READY)
+    by_request: dict[Request, Reason] = {}
+    reasons: dict[str, Reason] = {}
+    for position, job in enumerate(waiting, start=1):
+        reason = by_request.get(job.request)
+        if reason is None:
+            reason = by_request[job.request] = _reason(job.request, view, snapshot, registered, unavailable)
+        if reason.code != NEVER_FITS:
+            reason = Reason(reason.code, f"{reason.message}; queue position {position} of {len(waiting)}")
+        reasons[job.id] = reason
+    return reasons
+
+
+def _reason(
+    request: Request, view: CapacityView, snapshot: Snapshot, registered: ClusterShapes, unavailable: ClusterShapes
+) -> Reason:
+    problem = registered.never_fits(request)
+    if problem is not None:
+        return Reason(NEVER_FITS, f"can never run on this cluster: {problem}")
+    if not view.nodes:
+        return Reason(NO_NODES, _no_nodes(snapshot))
+    return Reason(RESOURCES, _waiting_for(request, view, unavailable))
+
+
+def _no_nodes(snapshot: Snapshot) -> str:
+    if not snapshot.nodes:
+        return "waiting for a node to join: none is registered yet"
+    states = Counter(n.state for n in snapshot.nodes)
+    detail = ", ".join(f"{count} {state.lower().replace('_', ' ')}" for state, count in sorted(states.items()))
+    total = describe.plural(len(snapshot.nodes), "registered node")
+    return f"waiting for a node to become ready: none of the {total} is ready ({detail})"
+
+
+def _waiting_for(request: Request, view: CapacityView, unavailable: ClusterShapes) -> str:
+    nodes = request.nodes
+    types: Sequence[str | None] = (request.gpu_types or view.gpu_types) if request.gpus_per_node > 0 else [None]
+    have = max((sum(1 for _ in islice(candidates(view, request, t), nodes)) for t in types), default=0)
+    have_text = "none has" if have == 0 else f"{describe.plural(have, 'node')} {'has' if have == 1 else 'have'}"
+    text = f"waiting for {describe.plural(nodes, 'node')} with {describe.share(request, request.gpu_types, free=True)}"
+    text += f"{' each' if nodes > 1 else ''} ({have_text} that now)"
+    if down := unavailable.count_holding(request):
+        text += f"; {describe.plural(down, 'matching node')} {'is' if down == 1 else 'are'} drained or not ready"
+    return text

@@ -1,0 +1,205 @@
+"""The scheduler's input (``Snapshot``) and its mutable working copy (``CapacityView``)."""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_left, insort
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
+
+from corral.model import EPSILON, FULL_GPU, Allocation, Job, LiveAllocation, Node, NodeState, Request
+
+if TYPE_CHECKING:
+    from corral.sched.plan import Placement
+
+Rank = tuple[float, ...]
+"""Preference of a node: lower sorts first; the node name breaks ties."""
+
+NodeRanker = Callable[["NodeCapacity"], Rank]
+"""Ranks a node from its own free capacity only, so indexes can stay sorted by rank."""
+
+# Fractions are rounded so that apply/revert and summing in another order give equal floats.
+_DIGITS = 12
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything one scheduling cycle looks at, as read-only values."""
+
+    nodes: tuple[Node, ...] = ()
+    live: tuple[LiveAllocation, ...] = ()  # held now, including tasks still stopping
+    pending: tuple[Job, ...] = ()  # waiting to be placed, in any order
+
+    def __post_init__(self) -> None:
+        _check_unique("node", [n.name for n in self.nodes])
+        _check_unique("pending job", [j.id for j in self.pending])
+
+
+def _check_unique(what: str, names: list[str]) -> None:
+    if len(set(names)) != len(names):
+        dupes = sorted(name for name, count in Counter(names).items() if count > 1)
+        raise ValueError(f"duplicate {what} names in snapshot: {', '.join(dupes)}")
+
+
+class NodeCapacity:
+    """What is still free on one READY node. Change it only through ``CapacityView``."""
+
+    __slots__ = (
+        "_by_type",
+        "cpu_rank",
+        "free_cpus",
+        "free_gpus",
+        "free_memory_mb",
+        "gpu_rank",
+        "gpu_types",
+        "name",
+        "node",
+        "used",
+    )
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+        self.name = node.name
+        self.used: dict[int, float] = {g.index: 0.0 for g in node.gpus}  # allocated fraction per GPU index
+        self._by_type: dict[str, tuple[int, ...]] = {}
+        for gpu in sorted(node.gpus, key=lambda g: g.index):
+            self._by_type[gpu.type] = (*self._by_type.get(gpu.type, ()), gpu.index)
+        self.gpu_types = tuple(sorted(self._by_type))
+        self.free_gpus = len(node.gpus)  # GPUs with nothing allocated, any type
+        self.free_cpus = node.cpus
+        self.free_memory_mb = node.memory_mb
+        self.gpu_rank: Rank = ()
+        self.cpu_rank: Rank = ()
+
+    def indices(self, gpu_type: str) -> tuple[int, ...]:
+        return self._by_type.get(gpu_type, ())
+
+    def empty_gpus(self, gpu_type: str) -> list[int]:
+        """Indices of the GPUs of this type with nothing allocated, lowest first."""
+        return [i for i in self.indices(gpu_type) if self.used[i] <= EPSILON]
+
+    def shared_gpus(self, gpu_type: str) -> list[tuple[float, int]]:
+        """``(remaining, index)`` of the partly allocated GPUs of this type."""
+        return [
+            (_round(FULL_GPU - u), i)
+            for i in self.indices(gpu_type)
+            if EPSILON < (u := self.used[i]) < FULL_GPU - EPSILON
+        ]
+
+    def fits_host(self, request: Request) -> bool:
+        """Whether the request's CPUs and memory per node fit what is free here."""
+        cpus, memory = request.cpus_per_node, request.memory_mb_per_node
+        return (cpus is None or cpus <= self.free_cpus + EPSILON) and (memory is None or memory <= self.free_memory_mb)
+
+    def _add(self, alloc: Allocation, sign: int) -> None:
+        for index in alloc.gpus:
+            if index not in self.used:
+                continue  # a stale allocation on a GPU the node no longer reports
+            was_empty = self.used[index] <= EPSILON
+            self.used[index] = max(0.0, _round(self.used[index] + sign * alloc.gpu_fraction))
+            self.free_gpus += (self.used[index] <= EPSILON) - was_empty
+        self.free_cpus = _round(self.free_cpus - sign * alloc.cpus)
+        self.free_memory_mb -= sign * alloc.memory_mb
+
+
+def _round(value: float) -> float:
+    return round(value, _DIGITS)
+
+
+_NodeEntry = tuple[Rank, str]
+_GpuEntry = tuple[float, Rank, str, int]
+_T = TypeVar("_T", _NodeEntry, _GpuEntry)
+
+
+class CapacityView:
+    """Free capacity of the READY nodes, indexed per GPU type, for placing and what-if.
+
+    Indexes: per GPU type and count of empty GPUs of that type, the nodes sorted by
+    ``(gpu_rank, name)``; per GPU type, the partly allocated GPUs sorted by remaining
+    capacity; and all nodes sorted by ``(cpu_rank, name)`` for CPU-only work. A change to
+    one node re-sorts that node only.
+    """
+
+    def __init__(self, snapshot: Snapshot, gpu_ranker: NodeRanker, cpu_ranker: NodeRanker) -> None:
+        self._gpu_ranker = gpu_ranker
+        self._cpu_ranker = cpu_ranker
+        self.nodes: dict[str, NodeCapacity] = {
+            n.name: NodeCapacity(n) for n in sorted(snapshot.nodes, key=lambda n: n.name) if n.state == NodeState.READY
+        }
+        for live in sorted(snapshot.live, key=_live_order):
+            node = self.nodes.get(live.allocation.node)
+            if node is not None:
+                node._add(live.allocation, +1)
+        self.gpu_types: tuple[str, ...] = tuple(sorted({t for n in self.nodes.values() for t in n.gpu_types}))
+        self._empty: dict[str, dict[int, list[_NodeEntry]]] = {t: {} for t in self.gpu_types}
+        self._shared: dict[str, list[_GpuEntry]] = {t: [] for t in self.gpu_types}
+        self._hosts: list[_NodeEntry] = []
+        for node in self.nodes.values():
+            self._index(node)
+
+    def nodes_with_empty(self, gpu_type: str, count: int) -> Iterator[NodeCapacity]:
+        """Nodes with at least ``count`` empty GPUs of the type, preferred first."""
+        buckets = [b for c, b in self._empty.get(gpu_type, {}).items() if c >= count and b]
+        entries = buckets[0] if len(buckets) == 1 else heapq.merge(*buckets)
+        for _, name in entries:
+            yield self.nodes[name]
+
+    def shared_with_room(self, gpu_type: str, fraction: float) -> Iterator[tuple[float, NodeCapacity, int]]:
+        """Partly allocated GPUs of the type with ``fraction`` left: ``(remaining, node, index)``, tightest first."""
+        entries = self._shared.get(gpu_type, [])
+        for remaining, _, name, index in entries[bisect_left(entries, fraction - EPSILON, key=_remaining) :]:
+            yield remaining, self.nodes[name], index
+
+    def hosts(self) -> Iterator[NodeCapacity]:
+        """All nodes in CPU-only preference order."""
+        for _, name in self._hosts:
+            yield self.nodes[name]
+
+    def apply(self, placement: Placement) -> None:
+        """Take the placement's resources."""
+        self._change(placement, +1)
+
+    def revert(self, placement: Placement) -> None:
+        """Give back what ``apply`` took for the same placement."""
+        self._change(placement, -1)
+
+    def _change(self, placement: Placement, sign: int) -> None:
+        for alloc in placement.allocations:
+            node = self.nodes.get(alloc.node)
+            if node is None:
+                raise ValueError(f"placement of job {placement.job_id} names {alloc.node!r}, which is not a READY node")
+            self._unindex(node)
+            node._add(alloc, sign)
+            self._index(node)
+
+    def _index(self, node: NodeCapacity) -> None:
+        node.gpu_rank = self._gpu_ranker(node)
+        node.cpu_rank = self._cpu_ranker(node)
+        for gpu_type in node.gpu_types:
+            if empty := len(node.empty_gpus(gpu_type)):
+                insort(self._empty[gpu_type].setdefault(empty, []), (node.gpu_rank, node.name))
+            for remaining, index in node.shared_gpus(gpu_type):
+                insort(self._shared[gpu_type], (remaining, node.gpu_rank, node.name, index))
+        insort(self._hosts, (node.cpu_rank, node.name))
+
+    def _unindex(self, node: NodeCapacity) -> None:
+        for gpu_type in node.gpu_types:
+            if empty := len(node.empty_gpus(gpu_type)):
+                _remove(self._empty[gpu_type][empty], (node.gpu_rank, node.name))
+            for remaining, index in node.shared_gpus(gpu_type):
+                _remove(self._shared[gpu_type], (remaining, node.gpu_rank, node.name, index))
+        _remove(self._hosts, (node.cpu_rank, node.name))
+
+
+def _remove(entries: list[_T], entry: _T) -> None:
+    del entries[bisect_left(entries, entry)]
+
+
+def _remaining(entry: _GpuEntry) -> float:
+    return entry[0]
+
+
+def _live_order(live: LiveAllocation) -> tuple[str, str, tuple[int, ...]]:
+    return (live.allocation.node, live.job_id, live.allocation.gpus)

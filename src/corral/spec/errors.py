@@ -1,0 +1,77 @@
+"""Spec errors that name the field and what would be valid."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ValidationError
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One problem in user input: a dotted field path and a message."""
+
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}" if self.field else self.message
+
+
+class SpecError(ValueError):
+    """User input that does not make a valid spec; carries every field problem found."""
+
+    def __init__(self, errors: list[FieldError]) -> None:
+        self.errors = errors
+        super().__init__("; ".join(str(e) for e in errors))
+
+
+def field_path(loc: tuple[int | str, ...]) -> str:
+    """Turn a pydantic location into ``resources.gpus`` or ``command[0]``."""
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif part in ("function-after", "function-before", "function-plain", "function-wrap"):
+            continue
+        elif part.startswith(("function-", "constrained-")) or part in {"str", "list[str]", "int", "float"}:
+            continue  # union branch tags, not user field names
+        else:
+            path += f".{part}" if path else part
+    return path
+
+
+def _field_names(model: type[BaseModel]) -> list[str]:
+    return [info.alias or name for name, info in model.model_fields.items()]
+
+
+def _model_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """The nested model that a location's parent points into, if it is one."""
+    current: type[BaseModel] = model
+    for part in loc:
+        by_alias = {info.alias or name: info for name, info in current.model_fields.items()}
+        info = by_alias.get(str(part))
+        annotation = info.annotation if info is not None else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return None
+        current = annotation
+    return current
+
+
+def from_validation_error(exc: ValidationError, prefix: str = "", model: type[BaseModel] | None = None) -> SpecError:
+    """Collapse pydantic's errors into one message per field, union noise removed."""
+    seen: dict[str, str] = {}
+    for err in exc.errors(include_url=False):
+        path = field_path(tuple(err["loc"]))
+        if prefix:
+            path = f"{prefix}.{path}" if path else prefix
+        message = str(err["msg"])
+        if message.startswith("Value error, "):
+            message = message[len("Value error, ") :]
+        if err["type"] == "extra_forbidden":
+            message = "unknown field"
+            parent = _model_at(model, tuple(err["loc"])[:-1]) if model is not None else None
+            if parent is not None:
+                message += "; valid fields are " + ", ".join(_field_names(parent))
+        seen.setdefault(path, message)
+    return SpecError([FieldError(f, m) for f, m in seen.items()])

@@ -1,0 +1,183 @@
+"""JobSpec: what a user submits (a job file or ``corral run`` flags)."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+
+from corral.spec.errors import FieldError, SpecError, from_validation_error
+from corral.spec.quantities import parse_duration_s, parse_memory_mb
+
+Launcher = Literal["per-gpu", "per-node"]
+LAUNCHERS: tuple[str, ...] = ("per-gpu", "per-node")
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,62}$")
+_ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_NODES = 4096
+
+
+def _memory(value: Any) -> Any:
+    if value is None:
+        return None
+    return parse_memory_mb(value)
+
+
+def _duration(value: Any) -> Any:
+    if value is None:
+        return None
+    return parse_duration_s(value)
+
+
+class ResourcesSpec(BaseModel):
+    """Resources per node (per task)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    gpus: float = Field(default=0, ge=0, le=64, description="GPUs per node; a fraction below 1 shares one GPU")
+    gpu_type: list[str] = Field(default_factory=list, description="acceptable GPU types, preferred first")
+    cpus: float | None = Field(default=None, gt=0, le=4096, description="CPU cores per node to reserve")
+    memory_mb: Annotated[int | None, BeforeValidator(_memory)] = Field(
+        default=None, alias="memory", description="host memory per node to reserve, e.g. 64GB"
+    )
+
+    @field_validator("gpus")
+    @classmethod
+    def _whole_or_fraction(cls, value: float) -> float:
+        if value >= 1 and not float(value).is_integer():
+            raise ValueError(f"must be a whole number of GPUs or a fraction below 1 (such as 0.5), got {value}")
+        return value
+
+    @field_validator("gpu_type", mode="before")
+    @classmethod
+    def _type_list(cls, value: Any) -> Any:
+        if value is None:
+            return []
+        if isinstance(value, str):
+            return [t.strip() for t in value.split(",") if t.strip()]
+        return value
+
+    @field_validator("gpu_type")
+    @classmethod
+    def _type_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", name):
+                raise ValueError(f"bad GPU type {name!r}: expected a name such as H100 or A100")
+        if len(set(value)) != len(value):
+            raise ValueError("lists a GPU type twice")
+        return value
+
+
+class JobSpec(BaseModel):
+    """A batch job: one task per node, all nodes started together (a gang)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    name: str | None = Field(default=None, description="a short name; defaults to the command's first word")
+    command: str | list[str] = Field(description="a shell command line, or an argv list run without a shell")
+    nodes: int = Field(default=1, ge=1, le=MAX_NODES, description="nodes in the gang")
+    resources: ResourcesSpec = Field(default_factory=ResourcesSpec)
+    launcher: Launcher = Field(default="per-node", description="per-node: one process per node; per-gpu: one per GPU")
+    team: str | None = Field(default=None, description="the team charged for the job")
+    priority: int = Field(default=0, ge=-1000, le=1000, description="higher runs first")
+    time_limit_s: Annotated[float | None, BeforeValidator(_duration)] = Field(
+        default=None, alias="time_limit", description="wall-clock limit, e.g. 2h"
+    )
+    max_restarts: int = Field(default=0, ge=0, le=1000, description="requeues allowed after failure or node loss")
+    env: dict[str, str] = Field(default_factory=dict, description="extra environment variables")
+    workdir: str | None = Field(default=None, description="working directory on the node (default: a task directory)")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str | None) -> str | None:
+        if value is not None and not _NAME_RE.match(value):
+            raise ValueError(
+                f"bad name {value!r}: use 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit"
+            )
+        return value
+
+    @field_validator("command")
+    @classmethod
+    def _command(cls, value: str | list[str]) -> str | list[str]:
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("must not be empty: give a shell command line or a list of arguments")
+        if isinstance(value, list) and not value:
+            raise ValueError("must not be empty: give a shell command line or a list of arguments")
+        return value
+
+    @field_validator("team")
+    @classmethod
+    def _team(cls, value: str | None) -> str | None:
+        if value is not None and not _NAME_RE.match(value):
+            raise ValueError(f"bad team {value!r}: use letters, digits, '.', '_' or '-'")
+        return value
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env_values(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {
+                k: (str(v).lower() if isinstance(v, bool) else v if isinstance(v, str) else str(v))
+                for k, v in value.items()
+            }
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _env_keys(cls, value: dict[str, str]) -> dict[str, str]:
+        for key in value:
+            if not _ENV_KEY_RE.match(key):
+                raise ValueError(f"bad variable name {key!r}: use letters, digits and '_', not starting with a digit")
+        return value
+
+    @property
+    def display_name(self) -> str:
+        if self.name:
+            return self.name
+        first = self.command.split()[0] if isinstance(self.command, str) else self.command[0]
+        base = first.rsplit("/", 1)[-1]
+        cleaned = re.sub(r"[^A-Za-z0-9_.\-]", "-", base).strip("-.") or "job"
+        return cleaned[:63]
+
+    @property
+    def gpus_per_node(self) -> float:
+        return self.resources.gpus
+
+    @property
+    def whole_gpus_per_node(self) -> int:
+        """GPU slots per node: a fraction still occupies (part of) one slot."""
+        return math.ceil(self.resources.gpus)
+
+
+def parse_job_spec(data: Any, source: str = "job") -> JobSpec:
+    """Validate a decoded job document; raise SpecError naming each bad field."""
+    if not isinstance(data, dict):
+        kind = "empty" if data is None else type(data).__name__
+        raise SpecError(
+            [FieldError("", f"{source} must be a mapping of fields (name, command, resources, …), got {kind}")]
+        )
+    if data.get("kind") not in (None, "job"):
+        raise SpecError([FieldError("kind", f"expected 'job' for a batch job, got {data.get('kind')!r}")])
+    body = {k: v for k, v in data.items() if k != "kind"}
+    try:
+        return JobSpec.model_validate(body)
+    except ValidationError as exc:
+        raise from_validation_error(exc, model=JobSpec) from None
+
+
+def load_yaml_document(text: str, source: str = "job file") -> Any:
+    """Decode YAML text; syntax errors name the line and column."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise SpecError([FieldError("", f"{source} is not valid YAML{where}: {problem}")]) from None
+
+
+def load_job_yaml(text: str, source: str = "job file") -> JobSpec:
+    """Parse YAML text into a JobSpec."""
+    return parse_job_spec(load_yaml_document(text, source), source)

@@ -1,0 +1,142 @@
+"""Parsers for the quantities users write: memory sizes, durations, fake GPU inventories.
+
+Each parser raises ``ValueError`` with a message that says what was wrong and what
+would be valid, so that callers (pydantic validators, CLI options) can pass it on.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_MEMORY_UNITS_MB = {
+    "": 1.0 / (1024 * 1024),  # plain number of bytes
+    "b": 1.0 / (1024 * 1024),
+    "k": 1.0 / 1024,
+    "kb": 1.0 / 1024,
+    "kib": 1.0 / 1024,
+    "m": 1.0,
+    "mb": 1.0,
+    "mib": 1.0,
+    "g": 1024.0,
+    "gb": 1024.0,
+    "gib": 1024.0,
+    "t": 1024.0 * 1024,
+    "tb": 1024.0 * 1024,
+    "tib": 1024.0 * 1024,
+}
+_MEMORY_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+MEMORY_HELP = "a size such as 512MB, 64GB or 1.5TB"
+
+_DURATION_UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_DURATION_PART_RE = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
+DURATION_HELP = "a duration such as 90s, 30m, 2h, 1d, 1h30m or HH:MM:SS"
+
+
+def parse_memory_mb(value: str | int | float) -> int:
+    """Memory size in MiB; units are binary (1GB = 1024MB), as GPU vendors print them."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected {MEMORY_HELP}, got {value!r}")
+    if isinstance(value, int | float):
+        if value < 0:
+            raise ValueError(f"must not be negative, got {value}")
+        return int(value)  # a bare number is MiB
+    match = _MEMORY_RE.match(value)
+    if not match:
+        raise ValueError(f"expected {MEMORY_HELP}, got {value!r}")
+    number, unit = float(match.group(1)), match.group(2).lower()
+    if unit not in _MEMORY_UNITS_MB:
+        raise ValueError(f"unknown unit {match.group(2)!r} in {value!r}; expected {MEMORY_HELP}")
+    if unit == "":
+        return int(number)  # a bare number is MiB, like the int form
+    return round(number * _MEMORY_UNITS_MB[unit])
+
+
+def parse_duration_s(value: str | int | float) -> float:
+    """Duration in seconds from ``90``, ``90s``, ``2h``, ``1h30m`` or ``HH:MM:SS``."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected {DURATION_HELP}, got {value!r}")
+    if isinstance(value, int | float):
+        if value <= 0:
+            raise ValueError(f"must be positive, got {value}")
+        return float(value)
+    text = value.strip().lower()
+    seconds: float
+    if ":" in text:
+        parts = text.split(":")
+        if len(parts) > 3 or not all(p.isdigit() for p in parts):
+            raise ValueError(f"expected {DURATION_HELP}, got {value!r}")
+        seconds = 0.0
+        for part in parts:
+            seconds = seconds * 60 + int(part)
+    elif re.fullmatch(r"\d+(?:\.\d+)?", text):
+        seconds = float(text)
+    else:
+        pos, seconds = 0, 0.0
+        for match in _DURATION_PART_RE.finditer(text):
+            if match.start() != pos:
+                break
+            seconds += float(match.group(1)) * _DURATION_UNITS_S[match.group(2)]
+            pos = match.end()
+        if pos != len(text) or not text:
+            raise ValueError(f"expected {DURATION_HELP}, got {value!r}")
+    if seconds <= 0:
+        raise ValueError(f"must be positive, got {value!r}")
+    return seconds
+
+
+@dataclass(frozen=True)
+class GpuGroup:
+    """``count`` GPUs of one type, e.g. ``8xH100:80GB``."""
+
+    count: int
+    gpu_type: str
+    memory_mb: int
+
+
+FAKE_GPUS_HELP = "comma-separated COUNTxTYPE[:MEMORY] groups such as 8xH100:80GB or 4xA100:40GB,2xL4:24GB"
+_GPU_GROUP_RE = re.compile(r"^(\d+)x([A-Za-z0-9][A-Za-z0-9_.\-]*)(?::(.+))?$")
+DEFAULT_FAKE_GPU_MEMORY_MB = 80 * 1024
+
+
+def parse_gpu_groups(value: str) -> list[GpuGroup]:
+    """Parse a fake GPU inventory such as ``4xA100:40GB,2xL4:24GB``."""
+    groups: list[GpuGroup] = []
+    for raw in value.split(","):
+        item = raw.strip()
+        match = _GPU_GROUP_RE.match(item)
+        if not match:
+            raise ValueError(f"bad GPU group {item!r}: expected {FAKE_GPUS_HELP}")
+        count = int(match.group(1))
+        if count < 1:
+            raise ValueError(f"bad GPU group {item!r}: count must be at least 1")
+        memory_mb = DEFAULT_FAKE_GPU_MEMORY_MB
+        if match.group(3):
+            try:
+                memory_mb = parse_memory_mb(match.group(3))
+            except ValueError as exc:
+                raise ValueError(f"bad GPU group {item!r}: {exc}") from None
+        groups.append(GpuGroup(count=count, gpu_type=match.group(2), memory_mb=memory_mb))
+    return groups
+
+
+def parse_labels(value: str) -> dict[str, str]:
+    """Parse ``k=v,k2=v2`` node labels."""
+    labels: dict[str, str] = {}
+    for raw in value.split(","):
+        item = raw.strip()
+        if not item:
+            continue
+        key, sep, val = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"bad label {item!r}: expected key=value pairs such as rack=r1,nvlink=nv0")
+        labels[key.strip()] = val.strip()
+    return labels
+
+
+def parse_env_pair(value: str) -> tuple[str, str]:
+    """Parse one ``KEY=VALUE`` environment assignment."""
+    key, sep, val = value.partition("=")
+    if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+        raise ValueError(f"bad environment assignment {value!r}: expected KEY=VALUE with KEY a shell name")
+    return key, val
