@@ -371,7 +371,7 @@ def test_reason(snap: Snapshot, code: str, message: str) -> None:
     plan = run(snap)
     assert plan.placements == ()
     (reason,) = plan.reasons.values()
-    assert (reason.code, reason.message) == (code, message)
+    assert (reason.code, reason.describe()) == (code, message)
 
 
 def test_queue_position_counts_waiting_jobs_in_policy_order() -> None:
@@ -387,7 +387,7 @@ def test_queue_position_counts_waiting_jobs_in_policy_order() -> None:
     plan = run(snap)
     assert [p.job_id for p in plan.placements] == ["placed"]
     assert list(plan.reasons) == ["a", "b", "c"]
-    assert [r.message.rsplit("; ", 1)[1] for r in plan.reasons.values()] == [
+    assert [r.describe().rsplit("; ", 1)[1] for r in plan.reasons.values()] == [
         "queue position 1 of 3",
         "queue position 2 of 3",
         "queue position 3 of 3",

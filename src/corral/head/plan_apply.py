@@ -66,7 +66,7 @@ def apply_plan(rt: HeadRuntime, plan: Plan, known_reasons: Mapping[str, str]) ->
             else:
                 skipped += 1
         for job_id, reason in plan.reasons.items():
-            if known_reasons.get(job_id) != reason.message:
+            if known_reasons.get(job_id) != reason.message:  # written only when it says something new
                 session.execute(
                     update(JobRow)
                     .where(JobRow.id == job_id, JobRow.state == JobState.PENDING.value)

@@ -21,6 +21,9 @@ class HeadRuntime:
     clock: Clock
     notifier: Notifier | None = None
     started_monotonic: float = field(default=0.0)
+    # Each pending job's place in the queue as of the last scheduling cycle (not stored: it
+    # changes with every submit and finish, and is cheap to recompute).
+    queue_positions: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.started_monotonic = self.clock.monotonic()

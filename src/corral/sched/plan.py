@@ -23,6 +23,14 @@ class Reason:
 
     code: str
     message: str
+    position: int = 0  # place in the queue, 1-based; 0 when the job is not queued for resources
+    queue_length: int = 0
+
+    def describe(self) -> str:
+        """The message with the queue position, as users read it."""
+        if self.position:
+            return f"{self.message}; queue position {self.position} of {self.queue_length}"
+        return self.message
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ def explain(waiting: Sequence[Job], view: CapacityView, snapshot: Snapshot) -> d
         if reason is None:
             reason = by_request[job.request] = _reason(job.request, view, snapshot, registered, unavailable)
         if reason.code != NEVER_FITS:
-            reason = Reason(reason.code, f"{reason.message}; queue position {position} of {len(waiting)}")
+            reason = Reason(reason.code, reason.message, position, len(waiting))
         reasons[job.id] = reason
     return reasons
 

@@ -32,17 +32,16 @@ def submit(
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
 ) -> JobOut:
     """Submit one job. A repeated `Idempotency-Key` returns the job the first request made (200)."""
-    out, created = service.submit(rt, who, [spec], idempotency_key)
+    out, created = service.submit(rt, who, spec, idempotency_key)
     if not created:
         response.status_code = 200
-    return out[0]
+    return out
 
 
 @router.post("/batch", status_code=201, response_model=SubmitBatchOut)
 def submit_batch(batch: SubmitBatch, rt: Runtime, who: User) -> SubmitBatchOut:
     """Submit many jobs in one request: all are accepted, or none."""
-    out, _ = service.submit(rt, who, batch.jobs)
-    return SubmitBatchOut(ids=[job.id for job in out])
+    return SubmitBatchOut(ids=service.submit_many(rt, who, batch.jobs))
 
 
 @router.get("", response_model=list[JobOut])

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from corral.head.store.tables import JobRow, NodeRow
-from corral.model import Gpu, Job, JobState, Node, NodeState, Request
+from corral.head.store.tables import NodeRow
+from corral.model import Gpu, Node, NodeState, Request
 from corral.spec import JobSpec
 
 
@@ -35,28 +35,4 @@ def request_of(spec: JobSpec) -> Request:
         gpu_types=tuple(spec.resources.gpu_type),
         cpus_per_node=spec.resources.cpus,
         memory_mb_per_node=spec.resources.memory_mb,
-    )
-
-
-def request_of_row(row: JobRow) -> Request:
-    resources = row.spec.get("resources", {})
-    return Request(
-        nodes=row.nodes,
-        gpus_per_node=row.gpus_per_node,
-        gpu_types=tuple(row.gpu_types),
-        cpus_per_node=resources.get("cpus"),
-        memory_mb_per_node=resources.get("memory_mb"),
-    )
-
-
-def job_model(row: JobRow) -> Job:
-    return Job(
-        id=row.id,
-        seq=row.seq,
-        request=request_of_row(row),
-        priority=row.priority,
-        submitted_at=row.submitted_at,
-        state=JobState(row.state),
-        user=row.user,
-        team=row.team,
     )

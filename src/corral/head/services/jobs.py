@@ -7,8 +7,9 @@ import string
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import or_, select
+from sqlalchemy import insert, or_, select
 from sqlalchemy.orm import Session
 
 from corral.api import AllocationOut, JobOut, TaskOut
@@ -17,7 +18,7 @@ from corral.head.security import Principal
 from corral.head.services.common import Infeasible, NotAllowed, NotFound, record_event, wake_scheduler
 from corral.head.services.convert import node_model, request_of
 from corral.head.services.lifecycle import end_job
-from corral.head.store.tables import JobRow, NodeRow, TaskRow
+from corral.head.store.tables import EventRow, JobRow, NodeRow, TaskRow
 from corral.model import TERMINAL_JOB_STATES, JobState
 from corral.sched import never_fits
 from corral.spec import JobSpec
@@ -31,10 +32,8 @@ def new_job_id() -> str:
     return "j-" + "".join(secrets.choice(_ID_ALPHABET) for _ in range(8))
 
 
-def submit(
-    rt: HeadRuntime, who: Principal, specs: Sequence[JobSpec], idempotency_key: str | None = None
-) -> tuple[list[JobOut], bool]:
-    """Accept jobs (all or none); a repeated idempotency key returns the first submission's job."""
+def submit(rt: HeadRuntime, who: Principal, spec: JobSpec, idempotency_key: str | None = None) -> tuple[JobOut, bool]:
+    """Accept one job; a repeated idempotency key returns the first submission's job (created=False)."""
     now = rt.clock.now()
     with rt.write() as session:
         if idempotency_key:
@@ -42,15 +41,37 @@ def submit(
                 select(JobRow).where(JobRow.user == who.user, JobRow.idempotency_key == idempotency_key)
             )
             if existing is not None:
-                return [to_out(session, existing, rt)], False
-        _check_feasible(session, specs)
-        rows = [_new_row(spec, who, now, idempotency_key if len(specs) == 1 else None) for spec in specs]
-        session.add_all(rows)
-        for row in rows:
-            record_event(session, now, "job.submitted", f"submitted by {who.user}", job_id=row.id)
+                return to_out(session, existing, rt), False
+        _check_feasible(session, [spec])
+        row = _new_row(spec, who, now, idempotency_key)
+        session.add(row)
+        record_event(session, now, "job.submitted", f"submitted by {who.user}", job_id=row.id)
         wake_scheduler(session)
         session.flush()
-        return [to_out(session, row, rt, tasks=[]) for row in rows], True
+        return to_out(session, row, rt, tasks=[]), True
+
+
+def submit_many(rt: HeadRuntime, who: Principal, specs: Sequence[JobSpec]) -> list[str]:
+    """Accept many jobs in one transaction, all or none; answers their ids in order."""
+    now = rt.clock.now()
+    with rt.write() as session:
+        _check_feasible(session, specs)
+        rows = [_new_row(spec, who, now, None) for spec in specs]
+        session.execute(insert(JobRow), [_columns(row) for row in rows])
+        message = f"submitted by {who.user}"
+        session.execute(
+            insert(EventRow),
+            [
+                {"ts": now, "kind": "job.submitted", "job_id": r.id, "node": None, "message": message, "data": {}}
+                for r in rows
+            ],
+        )
+        wake_scheduler(session)
+        return [row.id for row in rows]
+
+
+def _columns(row: JobRow) -> dict[str, Any]:
+    return {column.key: getattr(row, column.key) for column in JobRow.__table__.columns if column.key != "seq"}
 
 
 def _new_row(spec: JobSpec, who: Principal, now: datetime, idempotency_key: str | None) -> JobRow:
@@ -65,6 +86,8 @@ def _new_row(spec: JobSpec, who: Principal, now: datetime, idempotency_key: str 
         nodes=spec.nodes,
         gpus_per_node=spec.resources.gpus,
         gpu_types=list(spec.resources.gpu_type),
+        cpus=spec.resources.cpus,
+        memory_mb=spec.resources.memory_mb,
         submitted_at=now,
         started_at=None,
         finished_at=None,
@@ -155,6 +178,10 @@ def to_out(session: Session, row: JobRow, rt: HeadRuntime, tasks: list[TaskRow] 
     spec = row.spec
     resources = spec.get("resources", {})
     gpus = row.gpus_per_node
+    reason = row.reason
+    position = rt.queue_positions.get(row.id) if row.state == JobState.PENDING.value else None
+    if position is not None:
+        reason = f"{reason}; queue position {position[0]} of {position[1]}"
     return JobOut(
         id=row.id,
         name=row.name,
@@ -170,7 +197,7 @@ def to_out(session: Session, row: JobRow, rt: HeadRuntime, tasks: list[TaskRow] 
         finished_at=row.finished_at,
         exit_code=row.exit_code,
         restarts=row.restarts,
-        reason=row.reason,
+        reason=reason,
         allocation=[AllocationOut(node=t.node, gpus=list(t.gpus), gpu_fraction=t.gpu_fraction) for t in tasks],
         command=spec["command"],
         launcher=spec.get("launcher", "per-node"),

@@ -54,7 +54,8 @@ def _node_out(row: NodeRow, claims: dict[tuple[str, int], list[GpuClaimRow]]) ->
 def status(rt: HeadRuntime) -> StatusOut:
     nodes = list_nodes(rt)
     with rt.read() as session:
-        counts = dict(session.execute(select(JobRow.state, func.count()).group_by(JobRow.state)).tuples().all())
+        rows = session.execute(select(JobRow.state, func.count()).group_by(JobRow.state))
+        counts = {state: int(count) for state, count in rows}
     by_type: dict[str, Counter[str]] = defaultdict(Counter)
     for node in nodes:
         for gpu in node.gpus:

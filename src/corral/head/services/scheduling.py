@@ -9,10 +9,10 @@ from sqlalchemy import select
 
 from corral.head.plan_apply import apply_plan
 from corral.head.runtime import HeadRuntime
-from corral.head.services.convert import job_model, node_model
+from corral.head.services.convert import node_model
 from corral.head.services.lifecycle import LIVE_TASK_STATES
 from corral.head.store.tables import JobRow, NodeRow, TaskRow
-from corral.model import Allocation, JobState, LiveAllocation
+from corral.model import Allocation, Job, JobState, LiveAllocation, Request
 from corral.sched import Policy, Snapshot, schedule
 
 
@@ -23,36 +23,74 @@ class CycleResult:
 
 
 def load_snapshot(rt: HeadRuntime) -> tuple[Snapshot, dict[str, str]]:
-    """The cluster as the scheduler needs it, plus each pending job's current reason."""
+    """The cluster as the scheduler needs it, plus each pending job's stored reason."""
+    fresh_after = rt.clock.now() - timedelta(seconds=rt.settings.node_timeout_s)
+    live_states = [s.value for s in LIVE_TASK_STATES]
     with rt.read() as session:
-        fresh_after = rt.clock.now() - timedelta(seconds=rt.settings.node_timeout_s)
         nodes = tuple(
             node_model(row, heard_since=fresh_after) for row in session.scalars(select(NodeRow).order_by(NodeRow.name))
         )
-        live_states = [s.value for s in LIVE_TASK_STATES]
-        tasks = list(session.scalars(select(TaskRow).where(TaskRow.state.in_(live_states))))
-        busy = {t.job_id for t in tasks}
-        live = tuple(
-            LiveAllocation(
-                t.job_id,
-                Allocation(
-                    node=t.node, gpus=tuple(t.gpus), gpu_fraction=t.gpu_fraction, cpus=t.cpus, memory_mb=t.memory_mb
-                ),
-            )
-            for t in tasks
+        tasks = session.execute(
+            select(
+                TaskRow.job_id, TaskRow.node, TaskRow.gpus, TaskRow.gpu_fraction, TaskRow.cpus, TaskRow.memory_mb
+            ).where(TaskRow.state.in_(live_states))
+        ).all()
+        pending_rows = session.execute(
+            select(
+                JobRow.id,
+                JobRow.seq,
+                JobRow.priority,
+                JobRow.nodes,
+                JobRow.gpus_per_node,
+                JobRow.gpu_types,
+                JobRow.cpus,
+                JobRow.memory_mb,
+                JobRow.submitted_at,
+                JobRow.user,
+                JobRow.team,
+                JobRow.reason,
+            ).where(JobRow.state == JobState.PENDING.value)
+        ).all()
+    busy = {t.job_id for t in tasks}  # a requeued job waits until its previous attempt is gone
+    live = tuple(
+        LiveAllocation(
+            t.job_id,
+            Allocation(
+                node=t.node, gpus=tuple(t.gpus), gpu_fraction=t.gpu_fraction, cpus=t.cpus, memory_mb=t.memory_mb
+            ),
         )
-        rows = [
-            r for r in session.scalars(select(JobRow).where(JobRow.state == JobState.PENDING.value)) if r.id not in busy
-        ]
-        pending = tuple(job_model(r) for r in rows)
-        reasons = {r.id: r.reason for r in rows}
-    return Snapshot(nodes=nodes, live=live, pending=pending), reasons
+        for t in tasks
+    )
+    waiting = [r for r in pending_rows if r.id not in busy]
+    pending = tuple(
+        Job(
+            id=r.id,
+            seq=r.seq,
+            priority=r.priority,
+            submitted_at=r.submitted_at,
+            user=r.user,
+            team=r.team,
+            request=Request(
+                nodes=r.nodes,
+                gpus_per_node=r.gpus_per_node,
+                gpu_types=tuple(r.gpu_types),
+                cpus_per_node=r.cpus,
+                memory_mb_per_node=r.memory_mb,
+            ),
+        )
+        for r in waiting
+    )
+    return Snapshot(nodes=nodes, live=live, pending=pending), {r.id: r.reason for r in waiting}
 
 
 def run_cycle(rt: HeadRuntime, policy: Policy) -> CycleResult:
     snapshot, reasons = load_snapshot(rt)
     if not snapshot.pending:
+        rt.queue_positions = {}
         return CycleResult(pending=0, placed=0)
     plan = schedule(snapshot, policy, rt.clock.now())
+    rt.queue_positions = {
+        job_id: (reason.position, reason.queue_length) for job_id, reason in plan.reasons.items() if reason.position
+    }
     result = apply_plan(rt, plan, reasons)
     return CycleResult(pending=len(snapshot.pending), placed=result.placed)

@@ -45,6 +45,8 @@ class JobRow(Base):
     nodes: Mapped[int] = mapped_column(Integer)
     gpus_per_node: Mapped[float] = mapped_column(Float)
     gpu_types: Mapped[list[Any]] = mapped_column(JSON)
+    cpus: Mapped[float | None] = mapped_column(Float)
+    memory_mb: Mapped[int | None] = mapped_column(Integer)
     submitted_at: Mapped[datetime]
     started_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]

@@ -45,6 +45,8 @@ def upgrade() -> None:
         sa.Column("nodes", sa.Integer(), nullable=False),
         sa.Column("gpus_per_node", sa.Float(), nullable=False),
         sa.Column("gpu_types", sa.JSON(), nullable=False),
+        sa.Column("cpus", sa.Float(), nullable=True),
+        sa.Column("memory_mb", sa.Integer(), nullable=True),
         sa.Column("submitted_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("started_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
