@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 
 from corral.head.runtime import HeadRuntime
 from corral.head.services.liveness import check_nodes, check_time_limits
@@ -12,20 +13,29 @@ from corral.head.services.scheduling import run_cycle
 from corral.sched import Policy
 
 log = logging.getLogger(__name__)
+MIN_PACED_CYCLE_S = 0.005  # cycles shorter than this run back to back
 
 
 async def schedule_loop(rt: HeadRuntime, policy: Policy) -> None:
-    """Run a cycle whenever something changed (submit, exit, node) and at least every interval."""
+    """Run a cycle whenever something changed (submit, exit, node) and at least every interval.
+
+    Under a stream of changes, cycles are paced so that they take at most about half of the
+    head's time: a cycle over a long queue must not starve the API that feeds it.
+    """
     assert rt.notifier is not None
     wanted = rt.notifier.schedule_wanted
     while True:
         wanted.clear()
+        started = time.perf_counter()
         try:
             await asyncio.to_thread(run_cycle, rt, policy)
         except Exception:
             log.exception("scheduling cycle failed")
+        took = time.perf_counter() - started
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(wanted.wait(), rt.settings.schedule_interval_s)
+        if took > MIN_PACED_CYCLE_S:
+            await asyncio.sleep(took)
 
 
 async def liveness_loop(rt: HeadRuntime, interval_s: float = 1.0) -> None:

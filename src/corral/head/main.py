@@ -18,7 +18,9 @@ def run(settings: HeadSettings) -> None:
     app = create_app(settings)
     # Bind first so that a port in use fails with a clear message before anything else starts.
     family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP explicitly: asyncio only disables Nagle on accepted sockets whose protocol says TCP,
+    # and without it every keep-alive response waits out the peer's delayed ACK (~40 ms).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((settings.host, settings.port))

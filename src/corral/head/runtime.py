@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from sqlalchemy.orm import Session
 
 from corral.clock import Clock
+from corral.head.jobcache import JobCache
 from corral.head.notify import Notifier
 from corral.head.settings import HeadSettings
 from corral.head.store.db import Database
@@ -24,6 +25,7 @@ class HeadRuntime:
     # Each pending job's place in the queue as of the last scheduling cycle (not stored: it
     # changes with every submit and finish, and is cheap to recompute).
     queue_positions: dict[str, tuple[int, int]] = field(default_factory=dict)
+    job_cache: JobCache = field(default_factory=JobCache)
 
     def __post_init__(self) -> None:
         self.started_monotonic = self.clock.monotonic()

@@ -12,7 +12,7 @@ from corral.head.runtime import HeadRuntime
 from corral.head.services.convert import node_model
 from corral.head.services.lifecycle import LIVE_TASK_STATES
 from corral.head.store.tables import JobRow, NodeRow, TaskRow
-from corral.model import Allocation, Job, JobState, LiveAllocation, Request
+from corral.model import Allocation, JobState, LiveAllocation
 from corral.sched import Policy, Snapshot, schedule
 
 
@@ -35,23 +35,12 @@ def load_snapshot(rt: HeadRuntime) -> tuple[Snapshot, dict[str, str]]:
                 TaskRow.job_id, TaskRow.node, TaskRow.gpus, TaskRow.gpu_fraction, TaskRow.cpus, TaskRow.memory_mb
             ).where(TaskRow.state.in_(live_states))
         ).all()
-        pending_rows = session.execute(
-            select(
-                JobRow.id,
-                JobRow.seq,
-                JobRow.priority,
-                JobRow.nodes,
-                JobRow.gpus_per_node,
-                JobRow.gpu_types,
-                JobRow.cpus,
-                JobRow.memory_mb,
-                JobRow.submitted_at,
-                JobRow.user,
-                JobRow.team,
-                JobRow.reason,
-            ).where(JobRow.state == JobState.PENDING.value)
+        waiting_rows = session.execute(
+            select(JobRow.id, JobRow.reason).where(JobRow.state == JobState.PENDING.value)
         ).all()
-    busy = {t.job_id for t in tasks}  # a requeued job waits until its previous attempt is gone
+        busy = {t.job_id for t in tasks}  # a requeued job waits until its previous attempt is gone
+        reasons = {r.id: r.reason for r in waiting_rows if r.id not in busy}
+        pending = rt.job_cache.jobs(session, list(reasons))
     live = tuple(
         LiveAllocation(
             t.job_id,
@@ -61,26 +50,7 @@ def load_snapshot(rt: HeadRuntime) -> tuple[Snapshot, dict[str, str]]:
         )
         for t in tasks
     )
-    waiting = [r for r in pending_rows if r.id not in busy]
-    pending = tuple(
-        Job(
-            id=r.id,
-            seq=r.seq,
-            priority=r.priority,
-            submitted_at=r.submitted_at,
-            user=r.user,
-            team=r.team,
-            request=Request(
-                nodes=r.nodes,
-                gpus_per_node=r.gpus_per_node,
-                gpu_types=tuple(r.gpu_types),
-                cpus_per_node=r.cpus,
-                memory_mb_per_node=r.memory_mb,
-            ),
-        )
-        for r in waiting
-    )
-    return Snapshot(nodes=nodes, live=live, pending=pending), {r.id: r.reason for r in waiting}
+    return Snapshot(nodes=nodes, live=live, pending=pending), reasons
 
 
 def run_cycle(rt: HeadRuntime, policy: Policy) -> CycleResult:

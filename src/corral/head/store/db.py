@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,6 +35,11 @@ class Database:
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         write_engine = self.engine.execution_options(sqlite_begin="IMMEDIATE") if self.is_sqlite else self.engine
         self._write_sessions = sessionmaker(write_engine, expire_on_commit=False)
+        # SQLite has one writer at a time, and a writer that finds the lock taken sleeps in steps
+        # of up to 100 ms. Queueing this process's writers on a lock instead keeps them prompt.
+        self._write_lock: threading.Lock | contextlib.nullcontext[None] = (
+            threading.Lock() if self.is_sqlite else contextlib.nullcontext()
+        )
 
     @contextmanager
     def read(self) -> Iterator[Session]:
@@ -42,7 +49,7 @@ class Database:
     @contextmanager
     def write(self) -> Iterator[Session]:
         """A transaction that commits on success and rolls back on any error."""
-        with self._write_sessions() as session:
+        with self._write_lock, self._write_sessions() as session:
             try:
                 yield session
                 session.commit()
