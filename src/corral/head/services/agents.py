@@ -85,7 +85,7 @@ def heartbeat(rt: HeadRuntime, node: str, token: str, req: HeartbeatRequest) -> 
         row.last_heartbeat = now
         reported = {r.task_id: r for r in req.tasks}
         for report in req.tasks:
-            _apply_report(session, report, now)
+            _apply_report(session, node, report, now)
         for task in _live_tasks(session, node):
             if task.id not in reported and task.assigned_version <= req.applied_version:
                 if task.state == TaskState.STOPPING.value:
@@ -96,10 +96,12 @@ def heartbeat(rt: HeadRuntime, node: str, token: str, req: HeartbeatRequest) -> 
         return desired_state(session, rt, row)
 
 
-def _apply_report(session: Session, report: TaskReport, now: datetime) -> None:
+def _apply_report(session: Session, node: str, report: TaskReport, now: datetime) -> None:
     task = session.get(TaskRow, report.task_id)
     if task is None or task.generation != report.generation:
         return  # a stale attempt; the desired state no longer lists it, so the agent stops it
+    if task.node != node:
+        return  # another node's task: only the node that runs a task may report on it
     job = session.scalar(select(JobRow).where(JobRow.id == task.job_id))
     if job is None or task.state not in [s.value for s in LIVE_TASK_STATES]:
         return

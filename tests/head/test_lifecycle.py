@@ -1,0 +1,398 @@
+"""Jobs through the head: placement, the desired state, gang start, exits, restarts and cancel."""
+
+import pytest
+
+
+@pytest.fixture
+def pair(head):
+    """Two 8-GPU nodes with distinct addresses."""
+    return head.register("n1", addr="10.0.0.1"), head.register("n2", addr="10.0.0.2")
+
+
+def gang(head, **extra):
+    spec = {"command": "torchrun train.py", "nodes": 2, "resources": {"gpus": 8}, **extra}
+    job = head.submit(spec)
+    assert head.cycle().placed == 1
+    return job["id"]
+
+
+def by_rank(head, job_id):
+    """{rank: (agent, desired task)} for the job's current tasks."""
+    out = {}
+    for agent in head.agents.values():
+        for task in agent.tasks():
+            if task["job_id"] == job_id:
+                out[task["node_rank"]] = (agent, task)
+    return out
+
+
+def start_all(head, job_id):
+    for agent, task in by_rank(head, job_id).values():
+        agent.beat([head.running(task)])
+
+
+def test_a_placed_gang_appears_in_each_nodes_desired_state(head, pair):
+    before = {a.name: a.desired()["version"] for a in pair}
+    job_id = gang(head)
+    ranks = by_rank(head, job_id)
+    assert sorted(ranks) == [0, 1]
+    assert {agent.name for agent, _ in ranks.values()} == {"n1", "n2"}
+
+    master_agent, _ = ranks[0]
+    master_addr = head.nodes()[master_agent.name]["address"]
+    for rank, (agent, task) in ranks.items():
+        assert agent.desired()["version"] > before[agent.name]
+        assert task["task_id"] == f"{job_id}/0/{rank}"
+        assert task["generation"] == 0
+        assert task["gpus"] == list(range(8))
+        assert task["command"] == "torchrun train.py"
+        assert task["processes"] == 1
+        assert task["rank_offset"] == rank
+        assert task["grace_s"] == 5.0
+        env = task["env"]
+        assert env["WORLD_SIZE"] == "2"
+        assert env["NNODES"] == "2"
+        assert env["NODE_RANK"] == str(rank)
+        assert env["MASTER_ADDR"] == master_addr
+        assert 29500 <= int(env["MASTER_PORT"]) < 40000
+        assert env["CORRAL_JOB_ID"] == job_id
+        assert env["CORRAL_CHECKPOINT_DIR"] == str(head.home / "checkpoints" / job_id)
+        assert env["CORRAL_CHECKPOINT_DIR"] == task["checkpoint_dir"]
+        assert env["CORRAL_RESTART_COUNT"] == "0"
+        assert env["CORRAL_GPUS_PER_NODE"] == "8"
+    assert ranks[0][1]["env"]["MASTER_PORT"] == ranks[1][1]["env"]["MASTER_PORT"]
+
+    job = head.job(job_id)
+    assert job["state"] == "PENDING"
+    assert job["reason"].startswith("starting on ")
+    assert sorted(a["node"] for a in job["allocation"]) == ["n1", "n2"]
+    assert [t["state"] for t in job["tasks"]] == ["ASSIGNED", "ASSIGNED"]
+    assert head.free_gpus("n1") == head.free_gpus("n2") == []
+
+
+def test_user_env_is_passed_and_cannot_override_corral_variables(head):
+    head.register("n1")
+    job = head.submit({"command": "x", "env": {"HF_HOME": "/data/hf", "WORLD_SIZE": "99"}})
+    head.cycle()
+    env = head.agents["n1"].tasks()[0]["env"]
+    assert env["HF_HOME"] == "/data/hf"
+    assert env["WORLD_SIZE"] == "1"
+    assert env["CORRAL_JOB_ID"] == job["id"]
+
+
+def test_per_gpu_launcher_counts_one_rank_per_gpu(head, pair):
+    job_id = gang(head, launcher="per-gpu", resources={"gpus": 4})
+    ranks = by_rank(head, job_id)
+    for rank, (_, task) in ranks.items():
+        assert task["processes"] == 4
+        assert task["rank_offset"] == 4 * rank
+        assert task["env"]["WORLD_SIZE"] == "8"
+        assert task["env"]["LOCAL_WORLD_SIZE"] == "4"
+        assert len(task["gpus"]) == 4
+
+
+def test_a_gang_runs_only_when_every_task_runs(head, pair):
+    job_id = gang(head)
+    ranks = by_rank(head, job_id)
+    agent, task = ranks[0]
+    agent.beat([head.running(task)])
+    job = head.job(job_id)
+    assert job["state"] == "PENDING"
+    assert job["started_at"] is None
+    assert [t["state"] for t in job["tasks"]] == ["RUNNING", "ASSIGNED"]
+
+    head.clock.advance(3)
+    agent, task = ranks[1]
+    agent.beat([head.running(task)])
+    job = head.job(job_id)
+    assert job["state"] == "RUNNING"
+    assert job["started_at"] == "2025-01-01T00:00:03Z"
+    assert job["reason"] == "running on n1, n2"
+
+
+def test_repeated_running_reports_change_nothing(head, pair):
+    job_id = gang(head)
+    start_all(head, job_id)
+    start_all(head, job_id)
+    assert head.job(job_id)["state"] == "RUNNING"
+
+
+def test_all_ranks_exit_zero_is_success_and_frees_the_gpus(head, pair):
+    job_id = gang(head)
+    start_all(head, job_id)
+    head.clock.advance(60)
+    ranks = by_rank(head, job_id)
+    agent, task = ranks[0]
+    agent.beat([head.exited(task, 0)])
+    assert head.job(job_id)["state"] == "RUNNING"
+    assert head.free_gpus(agent.name) == list(range(8))
+
+    agent, task = ranks[1]
+    agent.beat([head.exited(task, 0)])
+    job = head.job(job_id)
+    assert job["state"] == "SUCCEEDED"
+    assert job["exit_code"] == 0
+    assert job["finished_at"] == "2025-01-01T00:01:00Z"
+    assert head.free_gpus("n1") == head.free_gpus("n2") == list(range(8))
+    assert all(a.tasks() == [] for a in pair)
+
+
+def test_a_job_that_finishes_before_it_is_seen_running_still_succeeds(head):
+    agent = head.register("n1")
+    job = head.submit({"command": "true"})
+    head.cycle()
+    agent.beat([head.exited(agent.tasks()[0], 0)])
+    job = head.job(job["id"])
+    assert job["state"] == "SUCCEEDED"
+    assert job["started_at"] is not None
+
+
+def test_one_failing_rank_tears_the_gang_down_and_fails_the_job(head, pair):
+    job_id = gang(head)
+    start_all(head, job_id)
+    ranks = by_rank(head, job_id)
+    failed_agent, failed_task = ranks[1]
+    other_agent, other_task = ranks[0]
+    version = other_agent.desired()["version"]
+
+    failed_agent.beat([head.exited(failed_task, 3)])
+    job = head.job(job_id)
+    assert job["state"] == "FAILED"
+    assert job["exit_code"] == 3
+    assert job["reason"] == f"rank 1 on node {failed_agent.name} failed: exit code 3"
+    assert job["finished_at"] is not None
+    states = {t["node_rank"]: t["state"] for t in job["tasks"]}
+    assert states == {0: "STOPPING", 1: "EXITED"}
+
+    # The surviving rank leaves its node's desired state at once (a new version) ...
+    desired = other_agent.desired()
+    assert desired["version"] > version
+    assert desired["tasks"] == []
+    # ... but its GPUs stay held until the agent says the processes are gone.
+    assert head.free_gpus(failed_agent.name) == list(range(8))
+    assert head.free_gpus(other_agent.name) == []
+    other_agent.beat([head.running(other_task)], applied=version)
+    assert head.free_gpus(other_agent.name) == []
+    other_agent.beat([head.exited(other_task, 143)])
+    assert head.free_gpus(other_agent.name) == list(range(8))
+    job = head.job(job_id)
+    assert job["state"] == "FAILED"
+    assert job["exit_code"] == 3
+
+
+def test_a_signal_exit_is_named_in_the_reason(head):
+    agent = head.register("n1")
+    job = head.submit({"command": "x"})
+    head.cycle()
+    agent.beat([head.exited(agent.tasks()[0], 137, detail="out of memory")])
+    job = head.job(job["id"])
+    assert job["state"] == "FAILED"
+    assert "killed by signal SIGKILL (exit code 137)" in job["reason"]
+    assert "out of memory" in job["reason"]
+
+
+def test_gpus_free_when_the_agent_stops_listing_a_stopped_task(head, pair):
+    job_id = gang(head)
+    start_all(head, job_id)
+    ranks = by_rank(head, job_id)
+    failed_agent, failed_task = ranks[0]
+    other_agent, _ = ranks[1]
+    stale_version = other_agent.applied
+    failed_agent.beat([head.exited(failed_task, 1)])
+
+    # An agent that has not yet acted on the stop and omits the task keeps the GPUs held.
+    other_agent.beat([], applied=stale_version)
+    assert head.free_gpus(other_agent.name) == []
+    # Once it has applied the version that stopped the task, omitting it means it is gone.
+    current = other_agent.desired()["version"]
+    other_agent.beat([], applied=current)
+    assert head.free_gpus(other_agent.name) == list(range(8))
+    task = next(t for t in head.job(job_id)["tasks"] if t["node"] == other_agent.name)
+    assert task["state"] == "EXITED"
+
+
+def test_the_next_cycle_sees_gpus_only_once_they_are_freed(head):
+    agent = head.register("n1", gpus=8)
+    first = head.submit({"command": "a", "resources": {"gpus": 8}})
+    head.cycle()
+    task = agent.tasks()[0]
+    agent.beat([head.running(task)])
+    second = head.submit({"command": "b", "resources": {"gpus": 8}})
+    head.cycle()
+    head.cancel(first["id"])
+    assert head.cycle().placed == 0
+    assert head.job(second["id"])["state"] == "PENDING"
+    agent.beat([head.exited(task, 143)])
+    assert head.cycle().placed == 1
+    assert [t["job_id"] for t in agent.tasks()] == [second["id"]]
+
+
+def test_a_failed_rank_requeues_when_restarts_are_left(head, pair):
+    job_id = gang(head, max_restarts=2)
+    start_all(head, job_id)
+    ranks = by_rank(head, job_id)
+    failed_agent, failed_task = ranks[1]
+    other_agent, other_task = ranks[0]
+    failed_agent.beat([head.exited(failed_task, 3)])
+
+    job = head.job(job_id)
+    assert job["state"] == "PENDING"
+    assert job["restarts"] == 1
+    assert job["exit_code"] is None
+    assert job["reason"].startswith("requeued (restart 1 of 2): ")
+    assert f"rank 1 on node {failed_agent.name} failed: exit code 3" in job["reason"]
+    assert job["tasks"] == []  # the new attempt has no tasks yet
+
+    # The old attempt still holds the other node's GPUs: no room for the gang yet.
+    assert head.cycle().placed == 0
+    other_agent.beat([head.exited(other_task, 143)])
+    assert head.cycle().placed == 1
+
+    new = by_rank(head, job_id)
+    for rank, (_, task) in new.items():
+        assert task["task_id"] == f"{job_id}/1/{rank}"
+        assert task["generation"] == 1
+        assert task["env"]["CORRAL_RESTART_COUNT"] == "1"
+        assert task["env"]["CORRAL_GENERATION"] == "1"
+        assert task["env"]["CORRAL_CHECKPOINT_DIR"] == str(head.home / "checkpoints" / job_id)
+    start_all(head, job_id)
+    job = head.job(job_id)
+    assert job["state"] == "RUNNING"
+    assert {t["generation"] for t in job["tasks"]} == {1}
+
+
+def test_restarts_run_out_then_the_job_fails(head):
+    agent = head.register("n1")
+    job = head.submit({"command": "x", "max_restarts": 1})
+    for expected in ("PENDING", "FAILED"):
+        head.cycle()
+        agent.beat([head.exited(agent.tasks()[0], 2)])
+        assert head.job(job["id"])["state"] == expected
+    job = head.job(job["id"])
+    assert job["restarts"] == 1
+    assert job["exit_code"] == 2
+    assert job["reason"].endswith("no restarts left (max_restarts=1)")
+
+
+def test_reports_with_a_stale_generation_are_ignored(head):
+    agent = head.register("n1")
+    job = head.submit({"command": "x", "max_restarts": 1, "resources": {"gpus": 1}})
+    head.cycle()
+    old = agent.tasks()[0]
+    agent.beat([head.exited(old, 1)])
+    head.cycle()
+    new = agent.tasks()[0]
+    assert new["generation"] == 1
+
+    # The same task id with an older generation, and the old attempt's own report again.
+    stale = {**head.exited(new, 9), "generation": 0}
+    agent.beat([stale, head.exited(old, 9)])
+    job_now = head.job(job["id"])
+    assert job_now["state"] == "PENDING"
+    assert job_now["restarts"] == 1
+    assert [t["state"] for t in job_now["tasks"]] == ["ASSIGNED"]
+    assert head.free_gpus("n1") == list(range(1, 8))
+
+    agent.beat([head.running(new)])
+    assert head.job(job["id"])["state"] == "RUNNING"
+
+
+def test_a_node_cannot_report_on_another_nodes_task(head, pair):
+    job = head.submit({"command": "x", "resources": {"gpus": 8}})
+    head.cycle()
+    owner, other = pair if pair[0].tasks() else pair[::-1]
+    task = owner.tasks()[0]
+    other.beat([head.exited(task, 1)])
+    out = head.job(job["id"])
+    assert out["state"] == "PENDING"
+    assert out["tasks"][0]["state"] == "ASSIGNED"
+    other.beat([head.running(task)])
+    assert head.job(job["id"])["tasks"][0]["state"] == "ASSIGNED"
+    assert head.free_gpus(owner.name) == []
+
+
+def test_reports_for_unknown_tasks_are_ignored(head):
+    agent = head.register("n1")
+    ghost = {"task_id": "j-ghost/0/0", "generation": 0, "state": "EXITED", "exit_code": 1}
+    assert agent.beat([ghost])["tasks"] == []
+
+
+def test_an_assigned_task_the_agent_says_it_does_not_run_is_lost(head):
+    agent = head.register("n1")
+    job = head.submit({"command": "x", "resources": {"gpus": 2}})
+    head.cycle()
+    # The agent applied the version that assigned the task, yet does not list it.
+    agent.beat([], applied=agent.desired()["version"])
+    job = head.job(job["id"])
+    assert job["state"] == "FAILED"
+    assert "rank 0 lost: the agent on n1 does not run it" in job["reason"]
+    assert job["tasks"][0]["state"] == "LOST"
+    assert head.free_gpus("n1") == list(range(8))
+
+
+def test_an_agent_that_has_not_seen_the_assignment_keeps_it(head):
+    agent = head.register("n1")
+    job = head.submit({"command": "x"})
+    head.cycle()
+    agent.beat([], applied=agent.applied)  # the version from before the assignment
+    assert head.job(job["id"])["tasks"][0]["state"] == "ASSIGNED"
+
+
+def test_fractional_jobs_share_a_gpu(head):
+    agent = head.register("n1", gpus=1)
+    first = head.submit({"command": "a", "resources": {"gpus": 0.5}})
+    second = head.submit({"command": "b", "resources": {"gpus": 0.5}})
+    third = head.submit({"command": "c", "resources": {"gpus": 0.5}})
+    assert head.cycle().placed == 2
+    gpu = head.nodes()["n1"]["gpus"][0]
+    assert gpu["allocated_fraction"] == 1.0
+    assert sorted(gpu["shared_by"]) == sorted([first["id"], second["id"]])
+    assert all(t["gpus"] == [0] for t in agent.tasks())
+    assert head.job(third["id"])["state"] == "PENDING"
+    assert head.job(first["id"])["allocation"] == [{"node": "n1", "gpus": [0], "gpu_fraction": 0.5}]
+
+
+def test_cancel_ends_the_job_at_once_and_holds_gpus_until_the_exit(head, pair):
+    job_id = gang(head)
+    start_all(head, job_id)
+    ranks = by_rank(head, job_id)
+    head.clock.advance(5)
+    job = head.cancel(job_id)
+    assert job["state"] == "CANCELLED"
+    assert job["reason"] == "cancelled by " + job["user"]
+    assert job["finished_at"] == "2025-01-01T00:00:05Z"
+    assert [t["state"] for t in job["tasks"]] == ["STOPPING", "STOPPING"]
+    for agent, _ in ranks.values():
+        assert agent.tasks() == []
+        assert head.free_gpus(agent.name) == []
+
+    for agent, task in ranks.values():
+        agent.beat([head.exited(task, 143)])
+        assert head.free_gpus(agent.name) == list(range(8))
+    job = head.job(job_id)
+    assert job["state"] == "CANCELLED"
+    assert job["exit_code"] is None
+    assert [t["state"] for t in job["tasks"]] == ["EXITED", "EXITED"]
+
+
+def test_cancel_of_a_pending_job_keeps_it_from_being_placed(head):
+    head.register("n1")
+    job = head.submit({"command": "x"})
+    assert head.cancel(job["id"])["state"] == "CANCELLED"
+    assert head.cycle().placed == 0
+    assert head.agents["n1"].tasks() == []
+
+
+def test_cancel_of_a_finished_job_changes_nothing(head):
+    agent = head.register("n1")
+    job = head.submit({"command": "x"})
+    head.cycle()
+    agent.beat([head.exited(agent.tasks()[0], 0)])
+    assert head.cancel(job["id"])["state"] == "SUCCEEDED"
+
+
+def test_cancel_many(head):
+    first, second = head.submit({"command": "a"}), head.submit({"command": "b"})
+    response = head.client.post("/v1/jobs/cancel", json={"ids": [first["id"], second["id"]]}, headers=head.admin)
+    assert response.status_code == 200
+    assert [j["state"] for j in response.json()] == ["CANCELLED", "CANCELLED"]

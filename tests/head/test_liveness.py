@@ -1,0 +1,151 @@
+"""Clock-driven checks: lost nodes, and jobs past their time limit."""
+
+from corral.head.store.tables import NodeRow
+
+
+def run_on_n1(head, **extra):
+    """n1 runs an 8-GPU job; n2 joins afterwards and stays idle. Returns (job id, task, n1, n2)."""
+    n1 = head.register("n1")
+    job = head.submit({"command": "train", "resources": {"gpus": 8}, **extra})
+    head.cycle()
+    [task] = n1.tasks()
+    n1.beat([head.running(task)])
+    assert head.job(job["id"])["state"] == "RUNNING"
+    return job["id"], task, n1, head.register("n2")
+
+
+def test_a_silent_node_is_declared_not_ready_and_its_job_requeued(head):
+    job_id, _, _, n2 = run_on_n1(head, max_restarts=1)
+    head.clock.advance(6)
+    assert head.check_nodes() == []
+    n2.beat()
+    head.clock.advance(5)
+
+    assert head.check_nodes() == ["n1"]
+    node = head.nodes()["n1"]
+    assert node["state"] == "NOT_READY"
+    assert node["reason"] == "no heartbeat for 11s (node timeout 10s)"
+    assert head.nodes()["n2"]["state"] == "READY"
+
+    job = head.job(job_id)
+    assert job["state"] == "PENDING"
+    assert job["restarts"] == 1
+    assert job["reason"].startswith("requeued (restart 1 of 1): rank 0 lost: node n1 stopped answering")
+    assert head.free_gpus("n1") == list(range(8))
+    assert head.check_nodes() == []  # declared once
+
+
+def test_a_silent_node_fails_jobs_without_restarts_left(head):
+    job_id, _, _, n2 = run_on_n1(head)
+    head.clock.advance(11)
+    n2.beat()
+    head.check_nodes()
+    job = head.job(job_id)
+    assert job["state"] == "FAILED"
+    assert "node n1 stopped answering" in job["reason"]
+    assert job["tasks"][0]["state"] == "LOST"
+
+
+def test_a_lost_node_heartbeat_answers_409_until_it_registers_again(head):
+    n1 = head.register("n1")
+    head.clock.advance(11)
+    head.check_nodes()
+    response = n1.heartbeat()
+    assert response.status_code == 409
+    assert "register again" in response.json()["detail"]
+    assert head.nodes()["n1"]["state"] == "NOT_READY"
+
+    again = head.register("n1")
+    assert head.nodes()["n1"]["state"] == "READY"
+    assert head.nodes()["n1"]["reason"] == ""
+    assert again.heartbeat().status_code == 200
+    assert n1.heartbeat().status_code == 403  # the old credential is gone
+
+
+def test_a_requeued_job_moves_to_another_node(head):
+    job_id, _, _, n2 = run_on_n1(head, max_restarts=1)
+    head.clock.advance(11)
+    n2.beat()
+    head.check_nodes()
+    assert head.cycle().placed == 1
+    [task] = n2.tasks()
+    assert task["job_id"] == job_id
+    assert task["generation"] == 1
+    assert task["env"]["CORRAL_RESTART_COUNT"] == "1"
+
+
+def test_a_node_past_its_timeout_gets_no_work_even_before_the_check(head):
+    n1 = head.register("n1")
+    head.clock.advance(11)
+    job = head.submit({"command": "x", "resources": {"gpus": 1}})
+    assert head.cycle().placed == 0
+    assert "none of the 1 registered node is ready" in head.job(job["id"])["reason"]
+    n1.beat()
+    assert head.cycle().placed == 1
+
+
+def test_heartbeats_keep_a_node_ready(head):
+    n1 = head.register("n1")
+    for _ in range(5):
+        head.clock.advance(8)
+        n1.beat()
+        assert head.check_nodes() == []
+    assert head.nodes()["n1"]["last_heartbeat"] == "2025-01-01T00:00:40Z"
+
+
+def test_status_counts_not_ready_nodes_gpus_as_not_free(head):
+    head.register("n1")
+    n2 = head.register("n2")
+    head.clock.advance(11)
+    n2.beat()
+    head.check_nodes()
+    status = head.client.get("/v1/status", headers=head.admin).json()
+    assert status["nodes_ready"] == 1
+    assert status["nodes_total"] == 2
+    assert status["gpus_free"] == 8
+    assert status["gpus_total"] == 16
+
+
+def test_a_running_job_past_its_time_limit_times_out(head):
+    n1 = head.register("n1")
+    job = head.submit({"command": "x", "time_limit": "1m", "resources": {"gpus": 1}, "max_restarts": 3})
+    head.cycle()
+    head.clock.advance(30)  # time waiting to start does not count
+    task = n1.tasks()[0]
+    n1.beat([head.running(task)])
+    head.clock.advance(59)
+    n1.beat([head.running(task)])
+    assert head.check_time_limits() == []
+    head.clock.advance(2)
+    assert head.check_time_limits() == [job["id"]]
+
+    out = head.job(job["id"])
+    assert out["state"] == "TIMEOUT"
+    assert out["reason"] == "exceeded its time limit of 1m"
+    assert out["restarts"] == 0  # a timeout is final, not requeued
+    assert out["tasks"][0]["state"] == "STOPPING"
+    assert n1.tasks() == []
+    assert head.free_gpus("n1") == list(range(1, 8))
+    n1.beat([head.exited(task, 143)])
+    assert head.job(job["id"])["state"] == "TIMEOUT"
+    assert head.free_gpus("n1") == list(range(8))
+    assert head.check_time_limits() == []
+
+
+def test_jobs_without_a_time_limit_never_time_out(head):
+    n1 = head.register("n1")
+    job = head.submit({"command": "x"})
+    head.cycle()
+    n1.beat([head.running(n1.tasks()[0])])
+    head.clock.advance(10 * 86400)
+    assert head.check_time_limits() == []
+    assert head.job(job["id"])["state"] == "RUNNING"
+
+
+def test_a_node_that_never_heartbeats_after_registering_is_lost(head):
+    head.register("n1")
+    with head.rt.read() as session:
+        registered = session.get(NodeRow, "n1").last_heartbeat
+    assert registered == head.clock.now()
+    head.clock.advance(10.5)
+    assert head.check_nodes() == ["n1"]

@@ -1,0 +1,261 @@
+import pytest
+
+from corral.spec import FieldError, JobSpec, SpecError, load_job_yaml, parse_job_spec
+
+JOB_FILE = """\
+name: finetune
+command: python train.py --epochs 3      # string (run by a shell) or list
+nodes: 2                                 # gang: all nodes start together or none
+resources:
+  gpus: 8                                # per node; a fraction such as 0.5 shares one GPU
+  gpu_type: [H100, A100]                 # acceptable types, preferred first
+  cpus: 16
+  memory: 64GB
+launcher: per-gpu
+team: research
+priority: 10
+time_limit: 2h
+max_restarts: 3
+env: {HF_HOME: /data/hf}
+"""
+
+
+def errors_of(data) -> dict[str, str]:
+    with pytest.raises(SpecError) as info:
+        parse_job_spec(data)
+    return {e.field: e.message for e in info.value.errors}
+
+
+def the_error(data) -> FieldError:
+    with pytest.raises(SpecError) as info:
+        parse_job_spec(data)
+    assert len(info.value.errors) == 1, info.value.errors
+    return info.value.errors[0]
+
+
+def test_the_documented_job_file_parses():
+    spec = load_job_yaml(JOB_FILE)
+    assert spec.name == "finetune"
+    assert spec.command == "python train.py --epochs 3"
+    assert spec.nodes == 2
+    assert spec.resources.gpus == 8
+    assert spec.resources.gpu_type == ["H100", "A100"]
+    assert spec.resources.cpus == 16
+    assert spec.resources.memory_mb == 64 * 1024
+    assert spec.launcher == "per-gpu"
+    assert spec.team == "research"
+    assert spec.priority == 10
+    assert spec.time_limit_s == 7200
+    assert spec.max_restarts == 3
+    assert spec.env == {"HF_HOME": "/data/hf"}
+
+
+def test_defaults_for_a_minimal_job():
+    spec = parse_job_spec({"command": "python train.py"})
+    assert spec.nodes == 1
+    assert spec.resources.gpus == 0
+    assert spec.resources.gpu_type == []
+    assert spec.launcher == "per-node"
+    assert spec.priority == 0
+    assert spec.max_restarts == 0
+    assert spec.time_limit_s is None
+    assert spec.env == {}
+    assert spec.display_name == "python"
+
+
+@pytest.mark.parametrize(
+    ("command", "name"),
+    [("/usr/bin/python3 -m x", "python3"), (["./run.sh", "--fast"], "run.sh"), ("'$weird' arg", "weird")],
+)
+def test_display_name_defaults_to_the_commands_first_word(command, name):
+    assert parse_job_spec({"command": command}).display_name == name
+
+
+def test_kind_job_is_accepted_and_dropped():
+    assert parse_job_spec({"kind": "job", "command": "x"}).command == "x"
+
+
+def test_kind_service_is_refused_for_jobs():
+    error = the_error({"kind": "service", "command": "x"})
+    assert error.field == "kind"
+    assert "expected 'job'" in error.message
+    assert "'service'" in error.message
+
+
+def test_command_is_required():
+    error = the_error({"name": "x"})
+    assert error.field == "command"
+    assert "required" in error.message.lower()
+
+
+@pytest.mark.parametrize("command", ["", "   ", []])
+def test_empty_command_is_refused(command):
+    error = the_error({"command": command})
+    assert error.field == "command"
+    assert "must not be empty" in error.message
+
+
+def test_command_of_the_wrong_type_names_the_field_once():
+    error = the_error({"command": 5})
+    assert error.field == "command"
+
+
+def test_argv_command_is_kept_as_a_list():
+    assert parse_job_spec({"command": ["python", "-c", "print(1)"]}).command == ["python", "-c", "print(1)"]
+
+
+def test_unknown_top_level_field_lists_the_valid_fields():
+    error = the_error({"command": "x", "gpus": 1})
+    assert error.field == "gpus"
+    assert error.message.startswith("unknown field; valid fields are ")
+    for name in ("name", "command", "nodes", "resources", "launcher", "team", "priority", "time_limit", "env"):
+        assert name in error.message
+    assert "time_limit_s" not in error.message  # users write the alias
+
+
+def test_unknown_resources_field_lists_the_resources_fields():
+    error = the_error({"command": "x", "resources": {"gpu": 1}})
+    assert error.field == "resources.gpu"
+    assert error.message == "unknown field; valid fields are gpus, gpu_type, cpus, memory"
+
+
+@pytest.mark.parametrize("gpus", [0, 0.25, 0.5, 1, 2, 8, 2.0])
+def test_whole_gpus_or_a_fraction_below_one(gpus):
+    assert parse_job_spec({"command": "x", "resources": {"gpus": gpus}}).resources.gpus == gpus
+
+
+def test_fractional_gpu_occupies_one_slot():
+    spec = parse_job_spec({"command": "x", "resources": {"gpus": 0.5}})
+    assert spec.gpus_per_node == 0.5
+    assert spec.whole_gpus_per_node == 1
+
+
+@pytest.mark.parametrize("gpus", [1.5, 2.25])
+def test_fractions_above_one_are_refused(gpus):
+    error = the_error({"command": "x", "resources": {"gpus": gpus}})
+    assert error.field == "resources.gpus"
+    assert "whole number of GPUs or a fraction below 1" in error.message
+    assert str(gpus) in error.message
+
+
+@pytest.mark.parametrize("gpus", [-1, 65, "two"])
+def test_out_of_range_gpus_name_the_field(gpus):
+    assert the_error({"command": "x", "resources": {"gpus": gpus}}).field == "resources.gpus"
+
+
+@pytest.mark.parametrize(
+    ("value", "types"),
+    [("H100", ["H100"]), ("H100, A100", ["H100", "A100"]), (["L4", "A100"], ["L4", "A100"]), (None, [])],
+)
+def test_gpu_type_is_a_string_or_a_list(value, types):
+    assert parse_job_spec({"command": "x", "resources": {"gpu_type": value}}).resources.gpu_type == types
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(["H100", "H100"], "lists a GPU type twice"), ("H 100", "bad GPU type 'H 100'"), (["A100", "-x"], "'-x'")],
+)
+def test_bad_gpu_types_name_the_field(value, expected):
+    error = the_error({"command": "x", "resources": {"gpu_type": value}})
+    assert error.field == "resources.gpu_type"
+    assert expected in error.message
+
+
+def test_memory_and_time_limit_take_quantities():
+    spec = parse_job_spec({"command": "x", "resources": {"memory": "1.5TB"}, "time_limit": "1h30m"})
+    assert spec.resources.memory_mb == 1536 * 1024
+    assert spec.time_limit_s == 5400
+
+
+def test_bad_memory_names_the_field_and_the_format():
+    error = the_error({"command": "x", "resources": {"memory": "lots"}})
+    assert error.field == "resources.memory"
+    assert "expected a size such as 512MB, 64GB or 1.5TB" in error.message
+
+
+def test_bad_time_limit_names_the_field_and_the_format():
+    error = the_error({"command": "x", "time_limit": "soon"})
+    assert error.field == "time_limit"
+    assert "expected a duration such as" in error.message
+
+
+def test_bad_launcher_lists_the_launchers():
+    error = the_error({"command": "x", "launcher": "mpi"})
+    assert error.field == "launcher"
+    assert "per-gpu" in error.message
+    assert "per-node" in error.message
+
+
+def test_env_values_are_coerced_to_strings():
+    spec = parse_job_spec({"command": "x", "env": {"EPOCHS": 3, "LR": 0.5, "DEBUG": True, "OFF": False, "S": "s"}})
+    assert spec.env == {"EPOCHS": "3", "LR": "0.5", "DEBUG": "true", "OFF": "false", "S": "s"}
+
+
+def test_env_values_from_yaml_are_strings():
+    spec = load_job_yaml("command: x\nenv:\n  EPOCHS: 3\n  VERBOSE: yes\n")
+    assert spec.env == {"EPOCHS": "3", "VERBOSE": "true"}
+
+
+@pytest.mark.parametrize("key", ["1X", "A-B", "A B", ""])
+def test_bad_env_names_are_refused(key):
+    error = the_error({"command": "x", "env": {key: "v"}})
+    assert error.field == "env"
+    assert f"bad variable name {key!r}" in error.message
+    assert "letters, digits and '_'" in error.message
+
+
+def test_env_must_be_a_mapping():
+    assert the_error({"command": "x", "env": "A=1"}).field == "env"
+
+
+@pytest.mark.parametrize(("field", "value"), [("name", "has space"), ("name", "-lead"), ("team", "a/b")])
+def test_bad_names_say_what_is_allowed(field, value):
+    error = the_error({"command": "x", field: value})
+    assert error.field == field
+    assert repr(value) in error.message
+    assert "letters, digits" in error.message
+
+
+def test_every_problem_is_reported_at_once():
+    errors = errors_of({"command": "x", "nodes": 0, "priority": 5000, "resources": {"gpus": 1.5, "cpus": 0}})
+    assert set(errors) == {"nodes", "priority", "resources.gpus", "resources.cpus"}
+
+
+def test_spec_error_message_joins_field_messages():
+    with pytest.raises(SpecError) as info:
+        parse_job_spec({"command": "x", "nodes": 0})
+    assert str(info.value).startswith("nodes: ")
+    assert isinstance(info.value, ValueError)
+
+
+def test_yaml_syntax_error_names_the_line():
+    with pytest.raises(SpecError) as info:
+        load_job_yaml("name: x\ncommand: [a, b\nnodes: 2\n", source="train.yaml")
+    message = str(info.value)
+    assert message.startswith("train.yaml is not valid YAML at line 3")
+    assert "column" in message
+
+
+def test_yaml_indentation_error_names_the_line():
+    with pytest.raises(SpecError, match=r"not valid YAML at line 2"):
+        load_job_yaml("name: x\n  command: a\n")
+
+
+@pytest.mark.parametrize(("text", "kind"), [("", "empty"), ("- a\n- b\n", "list"), ("just words", "str")])
+def test_a_job_file_must_be_a_mapping(text, kind):
+    with pytest.raises(SpecError) as info:
+        load_job_yaml(text)
+    assert "must be a mapping of fields" in str(info.value)
+    assert str(info.value).endswith(f"got {kind}")
+
+
+def test_specs_are_frozen():
+    spec = parse_job_spec({"command": "x"})
+    with pytest.raises(ValueError):
+        spec.nodes = 3  # type: ignore[misc]
+
+
+def test_round_trip_through_json_keeps_the_spec():
+    spec = load_job_yaml(JOB_FILE)
+    dumped = spec.model_dump(mode="json", by_alias=True)
+    assert JobSpec.model_validate(dumped) == spec
