@@ -145,7 +145,7 @@ def test_a_user_sees_and_cancels_only_their_own_jobs(head):
     listed = head.client.get("/v1/jobs", headers=head.auth(alice)).json()
     assert [j["id"] for j in listed] == [mine["id"]]
     assert head.client.get(f"/v1/jobs/{theirs['id']}", headers=head.auth(alice)).status_code == 404
-    assert head.client.post(f"/v1/jobs/{theirs['id']}/cancel", headers=head.auth(alice)).status_code == 403
+    assert head.client.post(f"/v1/jobs/{theirs['id']}/cancel", headers=head.auth(alice)).status_code == 404
     assert head.job(theirs["id"])["state"] == "PENDING"
 
     assert head.client.post(f"/v1/jobs/{mine['id']}/cancel", headers=head.auth(alice)).json()["state"] == "CANCELLED"

@@ -205,3 +205,39 @@ def test_finished_jobs_drop_out_of_the_default_list_after_a_day(head):
     head.clock.advance(25 * 3600)
     assert head.client.get("/v1/jobs", headers=head.admin).json() == []
     assert [j["id"] for j in head.jobs()] == [job["id"]]
+
+
+def test_a_key_reused_for_a_different_job_is_refused(head):
+    headers = {**head.admin, "Idempotency-Key": "retry-2"}
+    first = head.client.post("/v1/jobs", json={"command": "python a.py"}, headers=headers)
+    second = head.client.post("/v1/jobs", json={"command": "python b.py"}, headers=headers)
+    assert first.status_code == 201
+    assert second.status_code == 409
+    assert first.json()["id"] in second.json()["detail"]
+    assert job_count(head) == 1
+
+
+def test_an_unknown_field_lists_the_valid_ones(head):
+    response = head.client.post("/v1/jobs", json={"command": "x", "gpus": 1}, headers=head.admin)
+    assert response.status_code == 422
+    [detail] = response.json()["detail"]
+    assert detail["field"] == "gpus"
+    assert "valid fields are name, command, nodes, resources" in detail["msg"]
+
+
+def test_an_unknown_field_inside_a_batch_lists_the_valid_ones(head):
+    jobs = [{"command": "a"}, {"command": "b", "resources": {"gpu": 1}}]
+    response = head.client.post("/v1/jobs/batch", json={"jobs": jobs}, headers=head.admin)
+    [detail] = response.json()["detail"]
+    assert detail["field"] == "jobs[1].resources.gpu"
+    assert "valid fields are gpus, gpu_type, cpus, memory" in detail["msg"]
+
+
+def test_a_body_that_is_not_json_says_so(head):
+    response = head.client.post(
+        "/v1/jobs", content=b'{"command": ', headers={**head.admin, "Content-Type": "application/json"}
+    )
+    assert response.status_code == 422
+    [detail] = response.json()["detail"]
+    assert detail["field"] == ""
+    assert "not valid JSON" in detail["msg"]

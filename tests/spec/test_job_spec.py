@@ -259,3 +259,19 @@ def test_round_trip_through_json_keeps_the_spec():
     spec = load_job_yaml(JOB_FILE)
     dumped = spec.model_dump(mode="json", by_alias=True)
     assert JobSpec.model_validate(dumped) == spec
+
+
+def test_an_env_variable_without_a_value_is_refused():
+    with pytest.raises(SpecError) as caught:
+        load_job_yaml("command: x\nenv: {FOO: }")
+    assert str(caught.value) == 'env: FOO has no value; write FOO: "" for an empty string'
+
+
+def test_an_env_value_must_be_a_scalar():
+    with pytest.raises(SpecError, match="env: FOO must be a string, number or boolean, not a list"):
+        load_job_yaml("command: x\nenv: {FOO: [1, 2]}")
+
+
+def test_gpus_must_be_a_number_not_a_boolean():
+    with pytest.raises(SpecError, match=r"resources\.gpus: must be a number of GPUs"):
+        load_job_yaml("command: x\nresources: {gpus: true}")

@@ -7,23 +7,49 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 
+from corral.api import SubmitBatch
 from corral.head.services.common import Conflict, Infeasible, NotAllowed, NotFound
+from corral.spec import JobSpec
+from corral.spec.errors import field_names as _field_names
 from corral.spec.errors import field_path
+from corral.spec.errors import model_at as _model_at
 
 
 def _clean(message: str) -> str:
     return message[len("Value error, ") :] if message.startswith("Value error, ") else message
 
 
-def _validation(_request: Request, exc: Exception) -> JSONResponse:
+# The body model of each route that takes one, so an unknown field's error can list the valid ones.
+_BODY_MODELS: dict[str, type[BaseModel]] = {"/v1/jobs": JobSpec, "/v1/jobs/batch": SubmitBatch}
+
+
+def _validation(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     detail: list[dict[str, Any]] = []
+    body_model = _BODY_MODELS.get(request.url.path)
     for err in exc.errors():
         loc = tuple(err.get("loc", ()))
         body_loc = loc[1:] if loc and loc[0] in ("body", "query", "path", "header") else loc
-        message = "unknown field" if err.get("type") == "extra_forbidden" else _clean(str(err.get("msg", "")))
-        detail.append({"loc": list(loc), "field": field_path(body_loc), "msg": message, "type": err.get("type")})
+        kind = err.get("type")
+        if kind == "json_invalid":
+            position = body_loc[0] if body_loc else "?"
+            detail.append(
+                {
+                    "loc": list(loc),
+                    "field": "",
+                    "type": kind,
+                    "msg": f"the body is not valid JSON (at character {position}): "
+                    f"{err.get('ctx', {}).get('error', 'syntax error')}",
+                }
+            )
+            continue
+        message = _clean(str(err.get("msg", "")))
+        if kind == "extra_forbidden":
+            parent = _model_at(body_model, body_loc[:-1]) if body_model is not None else None
+            message = "unknown field" + (f"; valid fields are {', '.join(_field_names(parent))}" if parent else "")
+        detail.append({"loc": list(loc), "field": field_path(body_loc), "msg": message, "type": kind})
     return JSONResponse(status_code=422, content={"detail": detail})
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
@@ -41,21 +42,28 @@ def field_path(loc: tuple[int | str, ...]) -> str:
     return path
 
 
-def _field_names(model: type[BaseModel]) -> list[str]:
+def field_names(model: type[BaseModel]) -> list[str]:
     return [info.alias or name for name, info in model.model_fields.items()]
 
 
-def _model_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> type[BaseModel] | None:
-    """The nested model that a location's parent points into, if it is one."""
-    current: type[BaseModel] = model
+def model_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """The nested model a location points into (through lists of models too), if it is one."""
+    current: Any = model
     for part in loc:
-        by_alias = {info.alias or name: info for name, info in current.model_fields.items()}
-        info = by_alias.get(str(part))
-        annotation = info.annotation if info is not None else None
-        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+        if isinstance(part, int):
+            args = get_args(current) if get_origin(current) is list else ()
+            if not args:
+                return None
+            current = args[0]
+            continue
+        if not (isinstance(current, type) and issubclass(current, BaseModel)):
             return None
-        current = annotation
-    return current
+        by_alias = {info.alias or name: info for name, info in current.model_fields.items()}
+        info = by_alias.get(part)
+        if info is None:
+            return None
+        current = info.annotation
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
 
 
 def from_validation_error(exc: ValidationError, prefix: str = "", model: type[BaseModel] | None = None) -> SpecError:
@@ -70,8 +78,8 @@ def from_validation_error(exc: ValidationError, prefix: str = "", model: type[Ba
             message = message[len("Value error, ") :]
         if err["type"] == "extra_forbidden":
             message = "unknown field"
-            parent = _model_at(model, tuple(err["loc"])[:-1]) if model is not None else None
+            parent = model_at(model, tuple(err["loc"])[:-1]) if model is not None else None
             if parent is not None:
-                message += "; valid fields are " + ", ".join(_field_names(parent))
+                message += "; valid fields are " + ", ".join(field_names(parent))
         seen.setdefault(path, message)
     return SpecError([FieldError(f, m) for f, m in seen.items()])

@@ -19,6 +19,12 @@ _ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_NODES = 4096
 
 
+def _env_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value if isinstance(value, str) else str(value)
+
+
 def _memory(value: Any) -> Any:
     if value is None:
         return None
@@ -42,6 +48,13 @@ class ResourcesSpec(BaseModel):
     memory_mb: Annotated[int | None, BeforeValidator(_memory)] = Field(
         default=None, alias="memory", description="host memory per node to reserve, e.g. 64GB"
     )
+
+    @field_validator("gpus", mode="before")
+    @classmethod
+    def _not_bool(cls, value: Any) -> Any:
+        if isinstance(value, bool):
+            raise ValueError("must be a number of GPUs such as 1, 8 or 0.5, not true/false")
+        return value
 
     @field_validator("gpus")
     @classmethod
@@ -117,12 +130,20 @@ class JobSpec(BaseModel):
     @field_validator("env", mode="before")
     @classmethod
     def _env_values(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            return {
-                k: (str(v).lower() if isinstance(v, bool) else v if isinstance(v, str) else str(v))
-                for k, v in value.items()
-            }
-        return value
+        if not isinstance(value, dict):
+            return value
+        empty = [k for k, v in value.items() if v is None]
+        if empty:
+            raise ValueError(f'{empty[0]} has no value; write {empty[0]}: "" for an empty string')
+        nested = [k for k, v in value.items() if isinstance(v, dict | list)]
+        if nested:
+            raise ValueError(
+                f"{nested[0]} must be a string, number or boolean, not a {type(value[nested[0]]).__name__}"
+            )
+        return {
+            k: (str(v).lower() if isinstance(v, bool) else v if isinstance(v, str) else str(v))
+            for k, v in value.items()
+        }
 
     @field_validator("env")
     @classmethod

@@ -10,12 +10,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import insert, or_, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from corral.api import AllocationOut, JobOut, TaskOut
 from corral.head.runtime import HeadRuntime
 from corral.head.security import Principal
-from corral.head.services.common import Infeasible, NotAllowed, NotFound, record_event, wake_scheduler
+from corral.head.services.common import Conflict, Infeasible, NotFound, record_event, wake_scheduler
 from corral.head.services.convert import node_model, request_of
 from corral.head.services.lifecycle import end_job
 from corral.head.store.tables import EventRow, JobRow, NodeRow, TaskRow
@@ -33,7 +34,19 @@ def new_job_id() -> str:
 
 
 def submit(rt: HeadRuntime, who: Principal, spec: JobSpec, idempotency_key: str | None = None) -> tuple[JobOut, bool]:
-    """Accept one job; a repeated idempotency key returns the first submission's job (created=False)."""
+    """Accept one job; a repeated idempotency key returns the first submission's job (created=False).
+
+    Reusing a key for a different job is refused (409): it is a client bug, not a retry.
+    """
+    try:
+        return _submit_once(rt, who, spec, idempotency_key)
+    except IntegrityError:
+        if not idempotency_key:
+            raise
+        return _submit_once(rt, who, spec, idempotency_key)  # a concurrent retry won the race: answer its job
+
+
+def _submit_once(rt: HeadRuntime, who: Principal, spec: JobSpec, idempotency_key: str | None) -> tuple[JobOut, bool]:
     now = rt.clock.now()
     with rt.write() as session:
         if idempotency_key:
@@ -41,6 +54,11 @@ def submit(rt: HeadRuntime, who: Principal, spec: JobSpec, idempotency_key: str 
                 select(JobRow).where(JobRow.user == who.user, JobRow.idempotency_key == idempotency_key)
             )
             if existing is not None:
+                if existing.spec != _spec_json(spec):
+                    raise Conflict(
+                        f"Idempotency-Key {idempotency_key!r} was used for job {existing.id} with a different "
+                        "spec; use a new key for a new job"
+                    )
                 return to_out(session, existing, rt), False
         _check_feasible(session, [spec])
         row = _new_row(spec, who, now, idempotency_key)
@@ -70,6 +88,10 @@ def submit_many(rt: HeadRuntime, who: Principal, specs: Sequence[JobSpec]) -> li
         return [row.id for row in rows]
 
 
+def _spec_json(spec: JobSpec) -> dict[str, Any]:
+    return spec.model_dump(mode="json", by_alias=False)
+
+
 def _columns(row: JobRow) -> dict[str, Any]:
     return {column.key: getattr(row, column.key) for column in JobRow.__table__.columns if column.key != "seq"}
 
@@ -82,7 +104,7 @@ def _new_row(spec: JobSpec, who: Principal, now: datetime, idempotency_key: str 
         team=spec.team or DEFAULT_TEAM,
         priority=spec.priority,
         state=JobState.PENDING.value,
-        spec=spec.model_dump(mode="json", by_alias=False),
+        spec=_spec_json(spec),
         nodes=spec.nodes,
         gpus_per_node=spec.resources.gpus,
         gpu_types=list(spec.resources.gpu_type),
@@ -145,10 +167,8 @@ def cancel(rt: HeadRuntime, who: Principal, job_ids: Sequence[str]) -> list[JobO
         rows = []
         for job_id in job_ids:
             row = session.scalar(select(JobRow).where(JobRow.id == job_id))
-            if row is None:
-                raise NotFound(f"no job {job_id!r}")
-            if not who.is_admin and row.user != who.user:
-                raise NotAllowed(f"job {job_id} belongs to {row.user}; only its owner or an admin may cancel it")
+            if row is None or (not who.is_admin and row.user != who.user):
+                raise NotFound(f"no job {job_id!r}")  # another user's job is not revealed
             rows.append(row)
         for row in rows:
             if not JobState(row.state).terminal:
