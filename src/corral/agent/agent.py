@@ -25,6 +25,7 @@ from corral.client.errors import ConflictError, CorralError, NotAllowedError, No
 log = logging.getLogger(__name__)
 WATCH_WAIT_S = 25.0
 LOG_SHIP_INTERVAL_S = 0.2
+FAREWELL_TIMEOUT_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,20 @@ class Agent:
                     await self.tasks.stop_all("stopped: the node was declared lost")
         finally:
             await self.tasks.stop_all("stopped: the agent is shutting down")
-            await self._ship_logs()
+            await self._say_goodbye()
+
+    async def _say_goodbye(self) -> None:
+        """Tell the head how the stopped tasks ended, so their jobs do not wait for the node timeout."""
+        try:
+            await asyncio.wait_for(self._final_report(), FAREWELL_TIMEOUT_S)
+        except (TimeoutError, CorralError) as exc:
+            log.warning("could not report the last task states to the head: %s", exc)
+
+    async def _final_report(self) -> None:
+        await self._ship_logs()
+        reports = self.tasks.reports()
+        if reports:
+            await self.api.heartbeat(self.options.name, HeartbeatRequest(tasks=reports, applied_version=self.version))
 
     async def _kill_strays(self) -> None:
         """Tasks of an earlier agent on this node that still run are stopped: the head re-places them."""
