@@ -396,3 +396,25 @@ def test_cancel_many(head):
     response = head.client.post("/v1/jobs/cancel", json={"ids": [first["id"], second["id"]]}, headers=head.admin)
     assert response.status_code == 200
     assert [j["state"] for j in response.json()] == ["CANCELLED", "CANCELLED"]
+
+
+def test_a_task_still_starting_is_not_declared_lost(head, pair):
+    job_id = head.submit({"command": "python train.py", "resources": {"gpus": 1}})["id"]
+    head.cycle()
+    [(agent, task)] = by_rank(head, job_id).values()
+    starting = {"task_id": task["task_id"], "generation": task["generation"], "state": "STARTING"}
+    agent.beat([starting], applied=agent.desired()["version"])
+    assert [t["state"] for t in head.job(job_id)["tasks"]] == ["ASSIGNED"]
+    assert head.job(job_id)["state"] == "PENDING"
+    agent.beat([head.running(task)])
+    assert head.job(job_id)["state"] == "RUNNING"
+
+
+def test_an_applied_task_the_agent_does_not_report_is_lost(head, pair):
+    job_id = head.submit({"command": "python train.py", "resources": {"gpus": 1}})["id"]
+    head.cycle()
+    [(agent, _task)] = by_rank(head, job_id).values()
+    agent.beat([], applied=agent.desired()["version"])
+    job = head.job(job_id)
+    assert job["state"] == "FAILED"
+    assert "does not run it" in job["reason"]

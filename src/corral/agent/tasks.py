@@ -34,10 +34,8 @@ class LocalTask:
     def key(self) -> str:
         return self.desired.task_id
 
-    def report(self) -> TaskReport | None:
-        if self.state == "STARTING":
-            return None
-        state = "EXITED" if self.state == "EXITED" else "RUNNING"
+    def report(self) -> TaskReport:
+        state = "EXITED" if self.state == "EXITED" else "STARTING" if self.state == "STARTING" else "RUNNING"
         return TaskReport(
             task_id=self.key,
             generation=self.desired.generation,
@@ -137,7 +135,7 @@ class TaskSet:
         return first_failure
 
     def reports(self) -> list[TaskReport]:
-        return [r for r in (t.report() for t in self.tasks.values()) if r is not None]
+        return [t.report() for t in self.tasks.values()]
 
     def acknowledge(self, sent: list[TaskReport]) -> None:
         """Forget exited tasks the head has now heard about."""

@@ -21,7 +21,7 @@ class TaskReport(BaseModel):
 
     task_id: str
     generation: int
-    state: Literal["RUNNING", "EXITED"]
+    state: Literal["STARTING", "RUNNING", "EXITED"]
     exit_code: int | None = None
     detail: str = ""
 

@@ -47,7 +47,7 @@ def register(rt: HeadRuntime, req: RegisterRequest) -> RegisterResponse:
         if row.state != NodeState.DRAINED.value:
             row.state, row.reason = NodeState.READY.value, ""
         session.flush()
-        still_running = {(r.task_id, r.generation) for r in req.running if r.state == "RUNNING"}
+        still_running = {(r.task_id, r.generation) for r in req.running if r.state != "EXITED"}
         for task in _live_tasks(session, req.name):
             if (task.id, task.generation) in still_running or task.state == TaskState.ASSIGNED.value:
                 continue  # assigned but never started: the desired state below hands it over
@@ -105,6 +105,8 @@ def _apply_report(session: Session, node: str, report: TaskReport, now: datetime
     job = session.scalar(select(JobRow).where(JobRow.id == task.job_id))
     if job is None or task.state not in [s.value for s in LIVE_TASK_STATES]:
         return
+    if report.state == "STARTING":
+        return  # known to the agent; RUNNING follows
     if report.state == "RUNNING":
         task_running(session, task, job, now)
     else:
