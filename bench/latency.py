@@ -77,8 +77,9 @@ def gang_latency(client: Client, work: Path, runs: int) -> list[float]:
     for i in range(runs):
         mark = work / f"gang-{i}"
         before = time.time()
-        job = client.submit({"command": f"date +%s.%N >> {mark}", "nodes": 2, "resources": {"gpus": 4},
-                             "workdir": str(work)})
+        job = client.submit(
+            {"command": f"date +%s.%N >> {mark}", "nodes": 2, "resources": {"gpus": 4}, "workdir": str(work)}
+        )
         lines = wait_for_lines(mark, 2)
         samples.append(max(float(x) for x in lines) - before)
         while client.job(job["id"])["state"] not in ("SUCCEEDED", "FAILED"):
@@ -115,8 +116,9 @@ def command_wall(home: Path, *args: str, repeat: int = 15) -> float:
     samples = []
     for _ in range(repeat):
         before = time.perf_counter()
-        subprocess.run(["corral", *args] if _on_path() else [*CORRAL, *args], env=env, check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            ["corral", *args] if _on_path() else [*CORRAL, *args], env=env, check=True, stdout=subprocess.DEVNULL
+        )
         samples.append(time.perf_counter() - before)
     return statistics.median(samples)
 
@@ -152,10 +154,13 @@ def main() -> None:
             corral(home, "down")
     result = {
         "loadavg": Path("/proc/loadavg").read_text().split()[:3],
-        "start_latency_ms": {"p50": percentile(start, 50) * 1000, "p99": percentile(start, 99) * 1000,
-                             "max": max(start) * 1000, "n": len(start)},
-        "gang_2x4_latency_ms": {"p50": percentile(gang, 50) * 1000, "p99": percentile(gang, 99) * 1000,
-                                "n": len(gang)},
+        "start_latency_ms": {
+            "p50": percentile(start, 50) * 1000,
+            "p99": percentile(start, 99) * 1000,
+            "max": max(start) * 1000,
+            "n": len(start),
+        },
+        "gang_2x4_latency_ms": {"p50": percentile(gang, 50) * 1000, "p99": percentile(gang, 99) * 1000, "n": len(gang)},
         "submissions": rates,
         "corral_jobs_wall_ms": wall_jobs_idle * 1000,
         "corral_help_wall_ms": wall_help * 1000,

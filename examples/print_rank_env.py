@@ -3,9 +3,21 @@
 import os
 import socket
 
-KEYS = ["CORRAL_JOB_ID", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK", "NNODES",
-        "MASTER_ADDR", "MASTER_PORT", "CUDA_VISIBLE_DEVICES", "CORRAL_NODE", "CORRAL_CHECKPOINT_DIR",
-        "CORRAL_RESTART_COUNT"]
+KEYS = [
+    "CORRAL_JOB_ID",
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "NODE_RANK",
+    "NNODES",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "CUDA_VISIBLE_DEVICES",
+    "CORRAL_NODE",
+    "CORRAL_CHECKPOINT_DIR",
+    "CORRAL_RESTART_COUNT",
+]
 
 rank = os.environ.get("RANK", "?")
 print(f"rank {rank} on {os.environ.get('CORRAL_NODE', socket.gethostname())}:", flush=True)
