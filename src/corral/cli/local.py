@@ -128,11 +128,15 @@ def _wait_nodes(api: HeadApi, names: list[str]) -> None:
 
 
 @click.command()
-@click.option("--agents", type=click.IntRange(0, 64), default=1, show_default=True, help="agents (nodes) to start")
+@click.option(
+    "--agents",
+    type=click.IntRange(0, 64),
+    help="agents (nodes) to run  [default: as many as the last `up`, or 1]",
+)
 @click.option("--fake-gpus", help="GPUs every agent pretends to have: 8xH100:80GB or 4xA100:40GB,2xL4:24GB")
 @click.option("--port", type=int, help=f"head port (default {DEFAULT_PORT}, or a free one if taken)")
 @click.option("--db", "db_url", help="database URL (default: SQLite under CORRAL_HOME)")
-def up(agents: int, fake_gpus: str | None, port: int | None, db_url: str | None) -> None:
+def up(agents: int | None, fake_gpus: str | None, port: int | None, db_url: str | None) -> None:
     """Start a local cluster (a head and N agents) in the background; prints the head URL.
 
     Running it again is harmless: what already runs is kept, missing agents are started.
@@ -151,7 +155,8 @@ def up(agents: int, fake_gpus: str | None, port: int | None, db_url: str | None)
     url = _ensure_head(home, state, port, db_url)
     config = read_config_file(home)
     api = HeadApi(LightTransport(url, config.get("token", "")))
-    names = _ensure_agents(home, state, url, config.get("join_token", ""), agents, fake_gpus)
+    count = agents if agents is not None else max(1, len(state.get("agents", [])))
+    names = _ensure_agents(home, state, url, config.get("join_token", ""), count, fake_gpus)
     _save_state(home, state)
     _wait_nodes(api, names)
     click.echo(url)

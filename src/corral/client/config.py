@@ -14,7 +14,7 @@ HOW_TO_START = "start a local cluster with `corral up`, or set CORRAL_HEAD and C
 
 
 def corral_home() -> Path:
-    return Path(os.environ.get("CORRAL_HOME") or Path.home() / ".corral").expanduser()
+    return Path(os.environ.get("CORRAL_HOME") or Path.home() / ".corral").expanduser().absolute()
 
 
 @dataclass(frozen=True)
