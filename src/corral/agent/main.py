@@ -11,7 +11,6 @@ from urllib.parse import urlsplit
 from corral.agent.agent import Agent, AgentOptions
 from corral.agent.gpus import FakeGpus, Inventory, NvmlGpus
 from corral.client.agent_api import AgentApi
-from corral.obs.logging import setup_logging
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +40,6 @@ def address_towards(head_url: str) -> str:
 
 
 def run(options: AgentOptions, head_url: str, token: str, inventory: Inventory) -> None:
-    setup_logging(f"agent:{options.name}")
     options.work_dir.mkdir(parents=True, exist_ok=True)
     asyncio.run(_main(options, head_url, token, inventory))
 

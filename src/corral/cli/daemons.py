@@ -97,6 +97,7 @@ def agent(
 
     from corral.agent.agent import AgentOptions
     from corral.agent.main import address_towards, discover_gpus, run
+    from corral.obs.logging import setup_logging
     from corral.spec import parse_gpu_groups, parse_labels
 
     try:
@@ -117,4 +118,5 @@ def agent(
         cpus=float(psutil.cpu_count() or 1),
         memory_mb=int(psutil.virtual_memory().total // (1024 * 1024)),
     )
+    setup_logging(f"agent:{name}")
     run(options, head_url, token, discover_gpus(fake_gpus, name))

@@ -14,3 +14,5 @@ def setup_logging(component: str, level: int = logging.INFO) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+    for chatty in ("httpx", "httpcore"):  # one line per request drowns what matters
+        logging.getLogger(chatty).setLevel(logging.WARNING)
