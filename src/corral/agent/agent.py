@@ -64,11 +64,9 @@ class Agent:
         try:
             while True:
                 await self._register()
-                try:
-                    await self._serve()
-                except NodeLost as exc:
-                    log.warning("the head dropped this node (%s): stopping its tasks and registering again", exc)
-                    await self.tasks.stop_all("stopped: the node was declared lost")
+                lost = await self._serve()
+                log.warning("the head dropped this node (%s): stopping its tasks and registering again", lost)
+                await self.tasks.stop_all("stopped: the node was declared lost")
         finally:
             await self.tasks.stop_all("stopped: the agent is shutting down")
             await self._say_goodbye()
@@ -121,12 +119,18 @@ class Agent:
         log.info("registered as %s with %d GPUs (%s)", reply.node, len(self.inventory.gpus), self.inventory.source)
         self._apply(reply.desired)
 
-    async def _serve(self) -> None:
-        async with asyncio.TaskGroup() as group:
-            group.create_task(self._watch())
-            group.create_task(self._heartbeat())
-            group.create_task(self._ship_logs_forever())
-            group.create_task(self._housekeeping())
+    async def _serve(self) -> str:
+        """Follow the head until it drops this node; answers why it did."""
+        lost = ""
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(self._watch())
+                group.create_task(self._heartbeat())
+                group.create_task(self._ship_logs_forever())
+                group.create_task(self._housekeeping())
+        except* NodeLost as dropped:
+            lost = str(dropped.exceptions[0])
+        return lost
 
     def _apply(self, desired: DesiredState) -> None:
         if desired.version <= self.version:
