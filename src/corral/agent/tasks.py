@@ -28,6 +28,7 @@ class LocalTask:
     detail: str = ""
     stop_requested: bool = False
     supervisor: asyncio.Task[None] | None = None
+    stopper: asyncio.Task[None] | None = None
     launched: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -73,7 +74,7 @@ class TaskSet:
     def stop(self, local: LocalTask, detail: str) -> None:
         local.stop_requested = True
         local.detail = detail
-        asyncio.create_task(self._terminate(local), name=f"stop {local.key}")  # noqa: RUF006
+        local.stopper = asyncio.create_task(self._terminate(local), name=f"stop {local.key}")
 
     async def _terminate(self, local: LocalTask) -> None:
         await local.launched.wait()  # processes still being started are stopped too
@@ -95,6 +96,10 @@ class TaskSet:
         local.state = "RUNNING"
         self.changed.set()
         first_failure = await self._wait_all(local)
+        if local.stopper is not None:
+            # A rank that exits on SIGTERM (a shell wrapper) must not cut its children's grace period
+            # short: the stop's own SIGTERM, grace and SIGKILL end them.
+            await asyncio.wait([local.stopper])
         await launch.kill_leftovers(local.processes, local.marker, tracker=self.tracker)
         self.tracker.forget(local.marker)
         local.exit_code = first_failure or 0

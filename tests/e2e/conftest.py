@@ -1,0 +1,314 @@
+"""Real clusters for end-to-end tests: a head and agents as subprocesses on 127.0.0.1.
+
+``local_cluster`` (one per session) is started with ``corral up --agents 2 --fake-gpus 4xH100:80GB``
+and stopped with ``corral down``; ``cluster`` hands it to one test and afterwards cancels what the
+test left running and waits until every GPU is free again. ``quick_cluster`` (one per module) is
+started from the daemons themselves (``corral head --grace 2`` and one ``corral agent`` with one
+GPU), for tests that wait out the grace period. Every cluster lives in its own CORRAL_HOME; when
+it is stopped, no process that names that directory may be left.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+T = TypeVar("T")
+
+CLI_TIMEOUT_S = 60.0
+START_TIMEOUT_S = 60.0
+TERMINAL = frozenset({"SUCCEEDED", "FAILED", "CANCELLED", "TIMEOUT"})
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def wait_for(predicate: Callable[[], T], timeout_s: float, what: str, interval_s: float = 0.1) -> T:
+    """Poll ``predicate`` until it returns something truthy; fail after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout_s:g}s waiting for {what} (last value: {value!r})")
+        time.sleep(interval_s)
+
+
+def _proc_state(pid: int) -> tuple[str, int] | None:
+    """(state letter, start time in clock ticks) of a process, or None if it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields[0], int(fields[19])
+
+
+def process_key(pid: int) -> tuple[int, int] | None:
+    """(pid, start time): tells a process apart from a later one that reuses its pid."""
+    state = _proc_state(pid)
+    return None if state is None or state[0] in "ZX" else (pid, state[1])
+
+
+def alive(key: tuple[int, int]) -> bool:
+    """Whether the process is still running (a zombie or a new process with the same pid is not it)."""
+    state = _proc_state(key[0])
+    return state is not None and state[0] not in "ZX" and state[1] == key[1]
+
+
+def processes_mentioning(*needles: str) -> dict[int, str]:
+    """Live processes (not zombies) whose command line or environment contains any needle: pid → cmdline."""
+    wanted = [n.encode() for n in needles]
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        pid = int(entry)
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            continue
+        if process_key(pid) is None:
+            continue
+        if any(n in cmdline or n in environ for n in wanted):
+            found[pid] = cmdline.replace(b"\0", b" ").decode(errors="replace").strip()
+    return found
+
+
+@dataclass
+class Cluster:
+    """A running cluster and the CLI pointed at it (through CORRAL_HOME only)."""
+
+    home: Path
+    url: str
+    workspace: Path
+    submitted: list[str] = field(default_factory=list)
+
+    # helpers for tests, which cannot import this module
+    wait_for = staticmethod(wait_for)
+    free_port = staticmethod(free_port)
+    process_key = staticmethod(process_key)
+    alive = staticmethod(alive)
+    processes_mentioning = staticmethod(processes_mentioning)
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k not in ("CORRAL_HEAD", "CORRAL_TOKEN", "CORRAL_JOIN_TOKEN")}
+        env["CORRAL_HOME"] = str(self.home)
+        env.update(extra)
+        return env
+
+    def cli(
+        self, *args: str, timeout: float = CLI_TIMEOUT_S, cwd: Path | None = None, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "corral", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=cwd or self.workspace,
+            env=env or self.env(),
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+
+    def ok(self, *args: str, **kwargs: Any) -> str:
+        """Run a command that must succeed; its stdout."""
+        result = self.cli(*args, **kwargs)
+        assert result.returncode == 0, f"corral {' '.join(args)} exited {result.returncode}: {result.stderr}"
+        return result.stdout
+
+    def json(self, *args: str, **kwargs: Any) -> Any:
+        """Run a command with ``-o json``; its stdout must be exactly one JSON document."""
+        return json.loads(self.ok(args[0], "-o", "json", *args[1:], **kwargs))
+
+    def run(self, *options: str, command: str, cwd: Path | None = None) -> str:
+        """``corral run OPTIONS -- COMMAND``; the new job's id."""
+        job_id = self.json("run", *options, "--", command, cwd=cwd)["id"]
+        assert isinstance(job_id, str)
+        self.submitted.append(job_id)
+        return job_id
+
+    def show(self, job_id: str) -> dict[str, Any]:
+        job = self.json("show", job_id)
+        assert isinstance(job, dict)
+        return job
+
+    def wait(self, *job_ids: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+        return self.cli("wait", *job_ids, "--timeout", str(timeout), timeout=timeout + 30)
+
+    def wait_ok(self, *job_ids: str, timeout: float = 60.0) -> None:
+        result = self.wait(*job_ids, timeout=timeout)
+        if result.returncode != 0:
+            with self.client() as client:
+                states = {j: (client.job(j)["state"], client.job(j)["reason"]) for j in job_ids}
+            raise AssertionError(f"wait exited {result.returncode} ({result.stderr.strip()}); jobs: {states}")
+
+    def config(self) -> dict[str, str]:
+        data = json.loads((self.home / "client.json").read_text())
+        assert isinstance(data, dict)
+        return data
+
+    def client(self) -> Any:
+        from corral.client.sdk import Client
+
+        return Client(self.url, self.config()["token"], timeout_s=30.0)
+
+    def processes(self) -> dict[int, str]:
+        """Every live process of this cluster: daemons (their command line or environment names the
+        home directory) and jobs (they inherit that environment, and CORRAL_HEAD names the URL)."""
+        return processes_mentioning(str(self.home), f"CORRAL_HEAD={self.url}\0")
+
+    def settle(self, timeout_s: float = 40.0) -> None:
+        """Cancel what this cluster's tests left unfinished; wait until no job is live and every GPU is free."""
+        with self.client() as client:
+            live = [j["id"] for j in client.jobs(include_all=True) if j["state"] not in TERMINAL]
+            if live:
+                client.cancel(live)
+
+            def idle() -> bool:
+                busy = [j["id"] for j in client.jobs() if j["state"] not in TERMINAL]
+                held = [g for n in client.nodes() for g in n["gpus"] if g["allocated_to"]]
+                return not busy and not held
+
+            wait_for(idle, timeout_s, "the cluster to be idle", interval_s=0.2)
+        self.submitted.clear()
+
+
+def _reap(home: Path, leftovers: dict[int, str]) -> None:
+    """SIGKILL what a stopped cluster left behind, so one failure does not leak into later runs."""
+    for pid in leftovers:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(AssertionError):
+        wait_for(lambda: not processes_mentioning(str(home)), 5.0, "killed leftovers to go")
+
+
+def _new_home(tmp_path_factory: pytest.TempPathFactory, prefix: str) -> Path:
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=tmp_path_factory.getbasetemp()))
+
+
+def _require_procfs() -> None:
+    if not Path("/proc/self/environ").exists():
+        pytest.skip("end-to-end tests find a cluster's processes through /proc (Linux)")
+
+
+@pytest.fixture(scope="session")
+def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """``corral up --agents 2 --fake-gpus 4xH100:80GB`` on a free port; ``corral down`` at the end."""
+    _require_procfs()
+    home = _new_home(tmp_path_factory, "corral-home-")
+    workspace = _new_home(tmp_path_factory, "corral-work-")
+    port = free_port()
+    cluster = Cluster(home=home, url=f"http://127.0.0.1:{port}", workspace=workspace)
+    try:
+        started = cluster.cli(
+            "up", "--agents", "2", "--fake-gpus", "4xH100:80GB", "--port", str(port), timeout=START_TIMEOUT_S
+        )
+        assert started.returncode == 0, f"corral up failed: {started.stderr}"
+        assert started.stdout.strip() == cluster.url
+        yield cluster
+    finally:
+        stopped = cluster.cli("down", timeout=START_TIMEOUT_S)
+        leftovers = cluster.processes()
+        if leftovers:
+            _reap(home, leftovers)
+        assert stopped.returncode == 0, f"corral down failed: {stopped.stderr}"
+        assert not leftovers, f"processes left after corral down: {leftovers}"
+
+
+@pytest.fixture
+def cluster(local_cluster: Cluster) -> Iterator[Cluster]:
+    """The session's cluster for one test; afterwards it is idle again."""
+    local_cluster.submitted.clear()
+    yield local_cluster
+    local_cluster.settle()
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/healthz", timeout=2.0) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def _spawn(cluster: Cluster, args: list[str], log_name: str) -> subprocess.Popen[bytes]:
+    log_dir = cluster.home / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    with (log_dir / log_name).open("ab") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "corral", *args],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=cluster.env(),
+            cwd=cluster.home,
+            start_new_session=True,
+        )
+
+
+def _stop(proc: subprocess.Popen[bytes], timeout_s: float = 30.0) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def quick_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """``corral head --grace 2`` and one ``corral agent`` (node ``solo``, one fake H100), started directly."""
+    _require_procfs()
+    home = _new_home(tmp_path_factory, "corral-quick-")
+    port = free_port()
+    cluster = Cluster(home=home, url=f"http://127.0.0.1:{port}", workspace=_new_home(tmp_path_factory, "corral-qw-"))
+    daemons: list[subprocess.Popen[bytes]] = []
+    try:
+        head = _spawn(cluster, ["head", "--host", "127.0.0.1", "--port", str(port), "--grace", "2"], "head.log")
+        daemons.append(head)
+        wait_for(
+            lambda: head.poll() is not None or (_healthy(cluster.url) and (home / "client.json").exists()),
+            START_TIMEOUT_S,
+            "the head to answer",
+        )
+        assert head.poll() is None, (home / "logs" / "head.log").read_text()
+        join_token = cluster.config()["join_token"]
+        agent_args = ["agent", "--head", cluster.url, "--token", join_token, "--name", "solo"]
+        agent_args += ["--fake-gpus", "1xH100:80GB", "--work-dir", str(home / "agents" / "solo")]
+        daemons.insert(0, _spawn(cluster, agent_args, "agent-solo.log"))
+        with cluster.client() as client:
+            wait_for(
+                lambda: any(n["name"] == "solo" and n["state"] == "READY" for n in client.nodes()),
+                START_TIMEOUT_S,
+                "the agent to register",
+                interval_s=0.2,
+            )
+        yield cluster
+    finally:
+        for proc in daemons:  # the agent first, so it can still tell the head how its tasks ended
+            _stop(proc)
+        leftovers = cluster.processes()
+        if leftovers:
+            _reap(home, leftovers)
+        assert not leftovers, f"processes left after stopping the daemons: {leftovers}"

@@ -1,0 +1,58 @@
+"""``corral up`` is idempotent, and ``corral down`` then ``corral up`` resumes the cluster with its history."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+
+def _daemons(cluster) -> dict[int, str]:
+    return {
+        pid: cmd for pid, cmd in cluster.processes().items() if " -m corral head " in cmd or " -m corral agent " in cmd
+    }
+
+
+def _summary(job) -> tuple:
+    return (job["id"], job["state"], job["exit_code"], job["restarts"], job["finished_at"])
+
+
+@pytest.mark.timeout(120)
+def test_up_is_idempotent_and_down_up_keeps_finished_jobs(cluster):
+    ok = cluster.run("--gpus", "1", command="echo kept")
+    bad = cluster.run("--gpus", "2", command="exit 3")
+    assert cluster.wait(ok, bad).returncode == 1
+    before = {j["id"]: j for j in cluster.json("jobs", "--all") if j["id"] in (ok, bad)}
+    assert (before[ok]["state"], before[bad]["state"], before[bad]["exit_code"]) == ("SUCCEEDED", "FAILED", 3)
+
+    daemons = _daemons(cluster)
+    assert len(daemons) == 3, daemons  # one head, two agents
+    again = cluster.cli("up", "--agents", "2", "--fake-gpus", "4xH100:80GB")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == cluster.url
+    assert _daemons(cluster) == daemons, "a second `corral up` must not start anything"
+
+    down = cluster.cli("down")
+    assert down.returncode == 0, down.stderr
+    assert cluster.processes() == {}, "corral down left processes running"
+    assert cluster.cli("jobs").returncode == 3
+
+    up = cluster.cli("up")  # no options: the same port, agents and GPUs as before
+    assert up.returncode == 0, up.stderr
+    assert up.stdout.strip() == cluster.url
+    restarted = _daemons(cluster)
+    assert len(restarted) == 3, restarted
+    assert not set(restarted) & set(daemons)
+
+    after = {j["id"]: j for j in cluster.json("jobs", "--all") if j["id"] in (ok, bad)}
+    assert {k: _summary(j) for k, j in after.items()} == {k: _summary(j) for k, j in before.items()}
+    shown = cluster.show(bad)
+    assert (shown["state"], shown["exit_code"]) == ("FAILED", 3)
+    assert "exit code 3" in shown["reason"]
+    assert cluster.ok("logs", ok) == "kept\n"
+
+    nodes = cluster.json("nodes")
+    assert sorted(n["name"] for n in nodes) == ["local-1", "local-2"]
+    assert all(len(n["gpus"]) == 4 and {g["type"] for g in n["gpus"]} == {"H100"} for n in nodes)
+    fresh = cluster.run("--nodes", "2", "--gpus", "4", command="echo $CORRAL_NODE")
+    cluster.wait_ok(fresh)
