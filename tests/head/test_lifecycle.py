@@ -418,3 +418,17 @@ def test_an_applied_task_the_agent_does_not_report_is_lost(head, pair):
     job = head.job(job_id)
     assert job["state"] == "FAILED"
     assert "does not run it" in job["reason"]
+
+
+def test_a_task_interrupted_by_its_agent_shutting_down_is_requeued_whatever_the_budget(head, pair):
+    job_id = head.submit({"command": "python train.py", "resources": {"gpus": 1}, "max_restarts": 0})["id"]
+    head.cycle()
+    [(agent, task)] = by_rank(head, job_id).values()
+    agent.beat([head.running(task)])
+    stopped = {**head.exited(task, 143, "stopped: the agent is shutting down"), "interrupted": True}
+    agent.beat([stopped])
+    job = head.job(job_id)
+    assert job["state"] == "PENDING"
+    assert job["restarts"] == 1
+    assert "agent is shutting down" in job["reason"]
+    assert head.cycle().placed == 1

@@ -96,7 +96,7 @@ def test_empty_command_is_refused(command):
 
 
 def test_command_of_the_wrong_type_names_the_field_once():
-    error = the_error({"command": 5})
+    error = the_error({"command": {"run": "x"}})
     assert error.field == "command"
 
 
@@ -275,3 +275,13 @@ def test_an_env_value_must_be_a_scalar():
 def test_gpus_must_be_a_number_not_a_boolean():
     with pytest.raises(SpecError, match=r"resources\.gpus: must be a number of GPUs"):
         load_job_yaml("command: x\nresources: {gpus: true}")
+
+
+def test_yaml_scalars_in_a_command_become_strings():
+    assert load_job_yaml("command: true").command == "true"
+    assert load_job_yaml("command: [python, train.py, --epochs, 3]").command == [
+        "python",
+        "train.py",
+        "--epochs",
+        "3",
+    ]

@@ -68,7 +68,7 @@ class Agent:
                 log.warning("the head dropped this node (%s): stopping its tasks and registering again", lost)
                 await self.tasks.stop_all("stopped: the node was declared lost")
         finally:
-            await self.tasks.stop_all("stopped: the agent is shutting down")
+            await self.tasks.stop_all("stopped: the agent is shutting down", interrupted=True)
             await self._say_goodbye()
 
     async def _say_goodbye(self) -> None:

@@ -27,6 +27,7 @@ class LocalTask:
     exit_code: int | None = None
     detail: str = ""
     stop_requested: bool = False
+    interrupted: bool = False  # stopped because the agent shuts down
     supervisor: asyncio.Task[None] | None = None
     stopper: asyncio.Task[None] | None = None
     launched: asyncio.Event = field(default_factory=asyncio.Event)
@@ -43,6 +44,7 @@ class LocalTask:
             state=state,
             exit_code=self.exit_code,
             detail=self.detail,
+            interrupted=self.interrupted,
         )
 
 
@@ -152,9 +154,10 @@ class TaskSet:
     def own_pids(self) -> set[int]:
         return {p.pid for t in self.tasks.values() for p in t.processes}
 
-    async def stop_all(self, detail: str) -> None:
+    async def stop_all(self, detail: str, interrupted: bool = False) -> None:
         for local in list(self.tasks.values()):
             if local.state != "EXITED" and not local.stop_requested:
+                local.interrupted = interrupted
                 self.stop(local, detail)
         supervisors = [t.supervisor for t in self.tasks.values() if t.supervisor is not None]
         if supervisors:

@@ -24,6 +24,9 @@ class TaskReport(BaseModel):
     state: Literal["STARTING", "RUNNING", "EXITED"]
     exit_code: int | None = None
     detail: str = ""
+    interrupted: bool = Field(
+        default=False, description="stopped by the agent's own shutdown, not by the job or the head"
+    )
 
 
 class RegisterRequest(BaseModel):

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -114,10 +115,15 @@ def _wait_head(url: str, pid: int, log_path: Path) -> None:
     raise CorralError(f"the head did not answer at {url} within {START_TIMEOUT_S:.0f}s; see {log_path}")
 
 
-def _wait_nodes(api: HeadApi, names: list[str]) -> None:
+def _wait_nodes(api: HeadApi, names: list[str], fresh: set[str], since: datetime) -> None:
+    """Wait until every agent is READY; the ones in ``fresh`` must have registered after ``since``."""
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
-        ready = {n["name"] for n in api.nodes() if n["state"] == "READY"}
+        ready = {
+            n["name"]
+            for n in api.nodes()
+            if n["state"] == "READY" and (n["name"] not in fresh or _heard_since(n["last_heartbeat"], since))
+        }
         if set(names) <= ready:
             return
         time.sleep(0.05)
@@ -156,10 +162,15 @@ def up(agents: int | None, fake_gpus: str | None, port: int | None, db_url: str 
     config = read_config_file(home)
     api = HeadApi(LightTransport(url, config.get("token", "")))
     count = agents if agents is not None else max(1, len(state.get("agents", [])))
-    names = _ensure_agents(home, state, url, config.get("join_token", ""), count, fake_gpus)
+    since = datetime.now(UTC)
+    names, started = _ensure_agents(home, state, url, config.get("join_token", ""), count, fake_gpus)
     _save_state(home, state)
-    _wait_nodes(api, names)
+    _wait_nodes(api, names, started, since)
     click.echo(url)
+
+
+def _heard_since(stamp: str | None, since: datetime) -> bool:
+    return stamp is not None and datetime.fromisoformat(stamp.replace("Z", "+00:00")) >= since
 
 
 def _ensure_head(home: Path, state: dict[str, Any], port: int | None, db_url: str | None) -> str:
@@ -186,12 +197,14 @@ def _ensure_head(home: Path, state: dict[str, Any], port: int | None, db_url: st
 
 def _ensure_agents(
     home: Path, state: dict[str, Any], url: str, join_token: str, count: int, fake_gpus: str | None
-) -> list[str]:
+) -> tuple[list[str], set[str]]:
+    """Start the agents that are not running; answers all their names and the ones just started."""
     agents: list[dict[str, Any]] = state.setdefault("agents", [])
     spec = fake_gpus if fake_gpus is not None else state.get("fake_gpus")
     state["fake_gpus"] = spec
     wanted = max(count, sum(1 for a in agents if _alive(a.get("pid"))))
-    names = []
+    names: list[str] = []
+    started: set[str] = set()
     for index in range(wanted):
         name = f"local-{index + 1}"
         names.append(name)
@@ -212,11 +225,12 @@ def _ensure_agents(
         if spec:
             args += ["--fake-gpus", spec]
         pid = _spawn(args, home / "logs" / f"agent-{name}.log", home)
+        started.add(name)
         if entry is None:
             agents.append({"name": name, "pid": pid})
         else:
             entry["pid"] = pid
-    return names
+    return names, started
 
 
 def _stop(pids: list[int], timeout_s: float) -> list[int]:

@@ -111,6 +111,19 @@ class JobSpec(BaseModel):
             )
         return value
 
+    @field_validator("command", mode="before")
+    @classmethod
+    def _command_scalars(cls, value: Any) -> Any:
+        """YAML reads `command: true` or `[python, train.py, --epochs, 3]` with non-strings in them."""
+        if isinstance(value, bool | int | float):
+            return _env_text(value)
+        if isinstance(value, list):
+            return [_env_text(v) if isinstance(v, bool | int | float) else v for v in value]
+        if not isinstance(value, str):
+            kind = "nothing" if value is None else f"a {type(value).__name__}"
+            raise ValueError(f"must be a shell command line (a string) or a list of arguments, not {kind}")
+        return value
+
     @field_validator("command")
     @classmethod
     def _command(cls, value: str | list[str]) -> str | list[str]:

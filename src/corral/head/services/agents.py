@@ -110,7 +110,7 @@ def _apply_report(session: Session, node: str, report: TaskReport, now: datetime
     if report.state == "RUNNING":
         task_running(session, task, job, now)
     else:
-        task_exited(session, task, job, now, report.exit_code, report.detail)
+        task_exited(session, task, job, now, report.exit_code, report.detail, report.interrupted)
 
 
 def _lose(session: Session, task: TaskRow, now: datetime, why: str) -> None:

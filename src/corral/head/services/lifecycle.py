@@ -82,21 +82,25 @@ def end_job(
     stop_tasks(session, job, now)
 
 
+def requeue(session: Session, job: JobRow, now: datetime, reason: str) -> None:
+    """Tear the current attempt down and queue a new one (a new generation)."""
+    stop_tasks(session, job, now)
+    job.restarts += 1
+    job.generation += 1
+    job.exit_code = None
+    set_job_state(session, job, JobState.PENDING, now, reason)
+    wake_scheduler(session)
+
+
 def fail_or_requeue(session: Session, job: JobRow, now: datetime, why: str, exit_code: int | None) -> None:
     """One task failed or was lost: tear the gang down, then requeue or fail the job."""
     if JobState(job.state).terminal:
         return
-    stop_tasks(session, job, now)
     spec_restarts = int(job.spec.get("max_restarts", 0))
     if job.restarts < spec_restarts:
-        job.restarts += 1
-        job.generation += 1
-        job.exit_code = None
-        set_job_state(
-            session, job, JobState.PENDING, now, f"requeued (restart {job.restarts} of {spec_restarts}): {why}"
-        )
-        wake_scheduler(session)
+        requeue(session, job, now, f"requeued (restart {job.restarts + 1} of {spec_restarts}): {why}")
     else:
+        stop_tasks(session, job, now)
         job.exit_code = exit_code
         suffix = f"; no restarts left (max_restarts={spec_restarts})" if spec_restarts else ""
         set_job_state(session, job, JobState.FAILED, now, why + suffix)
@@ -115,11 +119,22 @@ def task_running(session: Session, task: TaskRow, job: JobRow, now: datetime) ->
 
 
 def task_exited(
-    session: Session, task: TaskRow, job: JobRow, now: datetime, exit_code: int | None, detail: str
+    session: Session,
+    task: TaskRow,
+    job: JobRow,
+    now: datetime,
+    exit_code: int | None,
+    detail: str,
+    interrupted: bool = False,
 ) -> None:
+    """A task's processes are gone. ``interrupted``: its agent stopped it while shutting down, which
+    says nothing of the job, so the job is queued again whatever its restart budget."""
     was_wanted = task.state in (TaskState.ASSIGNED.value, TaskState.RUNNING.value)
     release(session, task, TaskState.EXITED, now, exit_code, detail)
     if not was_wanted or job.generation != task.generation or JobState(job.state).terminal:
+        return
+    if interrupted:
+        requeue(session, job, now, f"requeued: rank {task.node_rank} was stopped on node {task.node} ({detail})")
         return
     if exit_code == 0:
         tasks = current_tasks(session, job)
