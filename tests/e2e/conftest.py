@@ -276,17 +276,19 @@ def _stop(proc: subprocess.Popen[bytes], timeout_s: float = 30.0) -> None:
         proc.wait(10)
 
 
-@pytest.fixture(scope="module")
-def quick_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """``corral head --grace 2`` and one ``corral agent`` (node ``solo``, one fake H100), started directly."""
+@contextlib.contextmanager
+def _daemons(
+    tmp_path_factory: pytest.TempPathFactory, prefix: str, head_options: list[str], agents: dict[str, str]
+) -> Iterator[tuple[Cluster, dict[str, subprocess.Popen[bytes]]]]:
+    """A head started with ``head_options`` and one agent per ``agents`` entry (name → fake GPUs)."""
     _require_procfs()
-    home = _new_home(tmp_path_factory, "corral-quick-")
+    home = _new_home(tmp_path_factory, prefix)
     port = free_port()
-    cluster = Cluster(home=home, url=f"http://127.0.0.1:{port}", workspace=_new_home(tmp_path_factory, "corral-qw-"))
-    daemons: list[subprocess.Popen[bytes]] = []
+    cluster = Cluster(home=home, url=f"http://127.0.0.1:{port}", workspace=_new_home(tmp_path_factory, prefix + "w-"))
+    daemons: dict[str, subprocess.Popen[bytes]] = {}
     try:
-        head = _spawn(cluster, ["head", "--host", "127.0.0.1", "--port", str(port), "--grace", "2"], "head.log")
-        daemons.append(head)
+        head = _spawn(cluster, ["head", "--host", "127.0.0.1", "--port", str(port), *head_options], "head.log")
+        daemons["head"] = head
         wait_for(
             lambda: head.poll() is not None or (_healthy(cluster.url) and (home / "client.json").exists()),
             START_TIMEOUT_S,
@@ -294,21 +296,41 @@ def quick_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]
         )
         assert head.poll() is None, (home / "logs" / "head.log").read_text()
         join_token = cluster.config()["join_token"]
-        agent_args = ["agent", "--head", cluster.url, "--token", join_token, "--name", "solo"]
-        agent_args += ["--fake-gpus", "1xH100:80GB", "--work-dir", str(home / "agents" / "solo")]
-        daemons.insert(0, _spawn(cluster, agent_args, "agent-solo.log"))
+        for name, gpus in agents.items():
+            agent_args = ["agent", "--head", cluster.url, "--token", join_token, "--name", name]
+            agent_args += ["--fake-gpus", gpus, "--work-dir", str(home / "agents" / name)]
+            daemons[name] = _spawn(cluster, agent_args, f"agent-{name}.log")
         with cluster.client() as client:
             wait_for(
-                lambda: any(n["name"] == "solo" and n["state"] == "READY" for n in client.nodes()),
+                lambda: {n["name"] for n in client.nodes() if n["state"] == "READY"} >= set(agents),
                 START_TIMEOUT_S,
-                "the agent to register",
+                "the agents to register",
                 interval_s=0.2,
             )
-        yield cluster
+        yield cluster, daemons
     finally:
-        for proc in daemons:  # the agent first, so it can still tell the head how its tasks ended
+        for name, proc in reversed(list(daemons.items())):  # agents first: they tell the head how tasks ended
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGCONT)
             _stop(proc)
+            del name
         leftovers = cluster.processes()
         if leftovers:
             _reap(home, leftovers)
         assert not leftovers, f"processes left after stopping the daemons: {leftovers}"
+
+
+@pytest.fixture(scope="module")
+def quick_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """``corral head --grace 2`` and one ``corral agent`` (node ``solo``, one fake H100), started directly."""
+    with _daemons(tmp_path_factory, "corral-quick-", ["--grace", "2"], {"solo": "1xH100:80GB"}) as (cluster, _):
+        yield cluster
+
+
+@pytest.fixture
+def lossy_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, dict[str, Any]]]:
+    """Two one-GPU nodes (``n1``, ``n2``) under a head that declares a node lost after 2 s of silence."""
+    options = ["--node-timeout", "2", "--heartbeat-interval", "0.5", "--grace", "1"]
+    agents = {"n1": "1xH100:80GB", "n2": "1xH100:80GB"}
+    with _daemons(tmp_path_factory, "corral-lossy-", options, agents) as (cluster, daemons):
+        yield cluster, daemons

@@ -64,3 +64,24 @@ def test_failed_first_attempt_is_requeued_with_the_same_checkpoint_dir(cluster):
     lines = [line.split(" ", 1) for line in attempts.read_text().splitlines()]
     assert [count for count, _ in lines] == ["0", "1"]
     assert lines[0][1] == lines[1][1] == job["checkpoint_dir"]
+
+
+@pytest.mark.timeout(90)
+def test_the_per_gpu_launcher_starts_one_process_per_gpu(cluster):
+    command = PRINT_ENV.replace('"rank=', '"local=$LOCAL_RANK lws=$LOCAL_WORLD_SIZE rank=')
+    job_id = cluster.run("--gpus", "2", "--nodes", "2", "--launcher", "per-gpu", command=command)
+    cluster.wait_ok(job_id)
+    job = cluster.show(job_id)
+    seen = {}
+    for rank in range(4):
+        fields = _fields(cluster.ok("logs", job_id, "--rank", str(rank)).strip())
+        seen[rank] = fields
+        assert fields["rank"] == str(rank)
+        assert fields["world"] == "4"
+        assert fields["lws"] == "2"
+        assert fields["local"] == str(rank % 2)
+        assert fields["node_rank"] == str(rank // 2)
+        allocation = job["allocation"][rank // 2]
+        assert fields["node"] == allocation["node"]
+        assert fields["cvd"] == ",".join(str(g) for g in allocation["gpus"])
+    assert cluster.cli("logs", job_id, "--rank", "4").returncode == 4

@@ -1,0 +1,57 @@
+"""Losing a node: its jobs are requeued elsewhere, and when it returns nothing stale runs there."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+
+def _markers(cluster, prefix: str) -> set[int]:
+    return set(cluster.processes_mentioning(f"CORRAL_TASK_MARKER={prefix}"))
+
+
+@pytest.mark.timeout(120)
+def test_a_silent_node_is_declared_lost_and_its_job_runs_elsewhere(lossy_cluster):
+    cluster, daemons = lossy_cluster
+    job_id = cluster.run("--gpus", "1", "--max-restarts", "1", command="echo attempt $CORRAL_RESTART_COUNT; sleep 60")
+    first = cluster.wait_for(lambda: (job := cluster.show(job_id))["state"] == "RUNNING" and job, 30, "the job to run")
+    lost_node = first["allocation"][0]["node"]
+    other = "n2" if lost_node == "n1" else "n1"
+    first_attempt = f"{lost_node}:{job_id}/0/"
+    assert _markers(cluster, first_attempt), "the first attempt's processes should be running"
+
+    agent = daemons[lost_node]
+    os.kill(agent.pid, signal.SIGSTOP)  # the node goes silent; its task keeps running for now
+    try:
+        cluster.wait_for(
+            lambda: {n["name"]: n["state"] for n in cluster.json("nodes")}[lost_node] == "NOT_READY",
+            20,
+            "the silent node to be declared NOT_READY",
+        )
+        second = cluster.wait_for(
+            lambda: (job := cluster.show(job_id))["state"] == "RUNNING" and job["restarts"] == 1 and job,
+            30,
+            "the job to run again on the other node",
+        )
+        assert second["allocation"][0]["node"] == other
+    finally:
+        os.kill(agent.pid, signal.SIGCONT)
+
+    # Back from its silence, the agent is told the node was lost: it stops the stale attempt and registers again.
+    cluster.wait_for(lambda: not _markers(cluster, first_attempt), 20, "the stale attempt to be stopped")
+    cluster.wait_for(
+        lambda: {n["name"]: n["state"] for n in cluster.json("nodes")}[lost_node] == "READY",
+        20,
+        "the node to be READY again",
+    )
+    job = cluster.show(job_id)
+    assert job["state"] == "RUNNING"
+    assert job["allocation"][0]["node"] == other
+    assert "attempt 1" in cluster.ok("logs", job_id)
+    nodes = {n["name"]: n for n in cluster.json("nodes")}
+    assert all(g["allocated_to"] is None for g in nodes[lost_node]["gpus"])
+    cluster.ok("cancel", job_id)
