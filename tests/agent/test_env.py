@@ -48,3 +48,13 @@ def test_the_agent_token_does_not_leak_into_jobs():
 def test_the_job_cannot_override_the_gpus_it_was_given():
     env = process_env(desired(env={"CUDA_VISIBLE_DEVICES": "0,1,2,3"}), 0, "n2", "/t", "m", base={})
     assert env["CUDA_VISIBLE_DEVICES"] == "2,5"
+
+
+def test_the_hostfile_lists_every_node_with_its_slots():
+    from corral.agent.env import hostfile_text
+    from corral.api import HostSlots
+
+    task = desired(hosts=[HostSlots(addr="10.0.0.1", slots=2), HostSlots(addr="10.0.0.2", slots=2)])
+    assert hostfile_text(task) == "10.0.0.1 slots=2\n10.0.0.2 slots=2\n"
+    env = process_env(task, 0, "n2", "/tasks/x", "m", base={})
+    assert env["CORRAL_HOSTFILE"] == "/tasks/x/hostfile"

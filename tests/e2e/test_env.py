@@ -85,3 +85,14 @@ def test_the_per_gpu_launcher_starts_one_process_per_gpu(cluster):
         assert fields["node"] == allocation["node"]
         assert fields["cvd"] == ",".join(str(g) for g in allocation["gpus"])
     assert cluster.cli("logs", job_id, "--rank", "4").returncode == 4
+
+
+@pytest.mark.timeout(90)
+def test_every_rank_gets_a_hostfile_of_the_gang(cluster):
+    job_id = cluster.run("--gpus", "2", "--nodes", "2", command='cat "$CORRAL_HOSTFILE"')
+    cluster.wait_ok(job_id)
+    nodes = {n["name"]: n for n in cluster.json("nodes")}
+    allocation = cluster.show(job_id)["allocation"]
+    expected = "".join(f"{nodes[a['node']]['address']} slots=2\n" for a in allocation)
+    for rank in (0, 1):
+        assert cluster.ok("logs", job_id, "--rank", str(rank)) == expected

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 
 from corral.api import DesiredTask
 
+HOSTFILE = "hostfile"
+
 # Credentials of whoever started the agent must not leak into jobs.
 _DROPPED = ("CORRAL_TOKEN", "CORRAL_JOIN_TOKEN")
+
+
+def hostfile_text(task: DesiredTask) -> str:
+    """An MPI/DeepSpeed hostfile: one ``ADDRESS slots=N`` line per node, rank 0 first."""
+    return "".join(f"{host.addr} slots={host.slots}\n" for host in task.hosts)
 
 
 def process_env(
@@ -26,4 +34,6 @@ def process_env(
             "CORRAL_TASK_MARKER": marker,
         }
     )
+    if task.hosts:
+        env["CORRAL_HOSTFILE"] = str(Path(task_dir) / HOSTFILE)
     return env

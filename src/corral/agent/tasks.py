@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from corral.agent import launch
-from corral.agent.env import process_env
+from corral.agent.env import HOSTFILE, hostfile_text, process_env
 from corral.agent.logship import LogShipper
 from corral.api import DesiredTask, TaskReport
 
@@ -168,6 +168,8 @@ def _prepare_dirs(local: LocalTask) -> Path:
     """Create the task and checkpoint directories; return the directory to run in."""
     desired = local.desired
     local.task_dir.mkdir(parents=True, exist_ok=True)
+    if desired.hosts:
+        (local.task_dir / HOSTFILE).write_text(hostfile_text(desired))
     with contextlib.suppress(OSError):
         Path(desired.checkpoint_dir).mkdir(parents=True, exist_ok=True)
     if desired.workdir:

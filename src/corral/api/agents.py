@@ -42,6 +42,13 @@ class RegisterRequest(BaseModel):
     running: list[TaskReport] = Field(default_factory=list)
 
 
+class HostSlots(BaseModel):
+    """One node of a job as MPI and DeepSpeed hostfiles list it."""
+
+    addr: str
+    slots: int
+
+
 class DesiredTask(BaseModel):
     """One task the head wants the agent to run, with everything needed to start it."""
 
@@ -58,6 +65,7 @@ class DesiredTask(BaseModel):
     workdir: str | None = None
     checkpoint_dir: str
     grace_s: float
+    hosts: list[HostSlots] = Field(default_factory=list, description="every node of the job, by node rank")
 
 
 class DesiredState(BaseModel):

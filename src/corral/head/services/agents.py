@@ -7,7 +7,15 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from corral.api import DesiredState, DesiredTask, HeartbeatRequest, RegisterRequest, RegisterResponse, TaskReport
+from corral.api import (
+    DesiredState,
+    DesiredTask,
+    HeartbeatRequest,
+    HostSlots,
+    RegisterRequest,
+    RegisterResponse,
+    TaskReport,
+)
 from corral.head.runtime import HeadRuntime
 from corral.head.security import hash_token, new_token, same_token
 from corral.head.services.common import Conflict, NotAllowed, NotFound, record_event, wake_scheduler
@@ -151,11 +159,22 @@ def desired_state(session: Session, rt: HeadRuntime, node: NodeRow) -> DesiredSt
     for task in tasks:
         job = session.scalar(select(JobRow).where(JobRow.id == task.job_id))
         if job is not None:
-            out.append(desired_task(rt, job, task))
+            out.append(desired_task(rt, job, task, _hosts(session, job, task.generation)))
     return DesiredState(version=node.desired_version, tasks=out)
 
 
-def desired_task(rt: HeadRuntime, job: JobRow, task: TaskRow) -> DesiredTask:
+def _hosts(session: Session, job: JobRow, generation: int) -> list[HostSlots]:
+    """Every node of one attempt of a job, in node-rank order, with its GPU count as slots."""
+    rows = session.execute(
+        select(TaskRow.node, NodeRow.address, TaskRow.gpus)
+        .join(NodeRow, NodeRow.name == TaskRow.node)
+        .where(TaskRow.job_id == job.id, TaskRow.generation == generation)
+        .order_by(TaskRow.node_rank)
+    ).all()
+    return [HostSlots(addr=r.address or r.node, slots=max(1, len(r.gpus))) for r in rows]
+
+
+def desired_task(rt: HeadRuntime, job: JobRow, task: TaskRow, hosts: list[HostSlots]) -> DesiredTask:
     spec = job.spec
     launcher = spec.get("launcher", "per-node")
     whole = int(job.gpus_per_node) if job.gpus_per_node >= 1 else 0
@@ -195,6 +214,7 @@ def desired_task(rt: HeadRuntime, job: JobRow, task: TaskRow) -> DesiredTask:
         workdir=spec.get("workdir"),
         checkpoint_dir=checkpoint_dir,
         grace_s=rt.settings.grace_s,
+        hosts=hosts,
     )
 
 
