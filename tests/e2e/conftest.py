@@ -329,8 +329,9 @@ def quick_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]
 
 @pytest.fixture
 def lossy_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, dict[str, Any]]]:
-    """Two one-GPU nodes (``n1``, ``n2``) under a head that declares a node lost after 2 s of silence."""
-    options = ["--node-timeout", "2", "--heartbeat-interval", "0.5", "--grace", "1"]
+    """Two one-GPU nodes (``n1``, ``n2``) under a head that declares a node lost after 2 s of silence;
+    an agent that cannot reach the head for 4 s stops its tasks."""
+    options = ["--node-timeout", "2", "--agent-lease", "4", "--heartbeat-interval", "0.5", "--grace", "1"]
     agents = {"n1": "1xH100:80GB", "n2": "1xH100:80GB"}
     with _daemons(tmp_path_factory, "corral-lossy-", options, agents) as (cluster, daemons):
         yield cluster, daemons

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 
 import pytest
 
@@ -54,4 +55,28 @@ def test_a_silent_node_is_declared_lost_and_its_job_runs_elsewhere(lossy_cluster
     assert "attempt 1" in cluster.ok("logs", job_id)
     nodes = {n["name"]: n for n in cluster.json("nodes")}
     assert all(g["allocated_to"] is None for g in nodes[lost_node]["gpus"])
+    cluster.ok("cancel", job_id)
+
+
+@pytest.mark.timeout(120)
+def test_an_agent_cut_off_from_the_head_stops_its_tasks_after_its_lease(lossy_cluster):
+    cluster, daemons = lossy_cluster
+    job_id = cluster.run("--gpus", "1", "--max-restarts", "1", command="sleep 60")
+    job = cluster.wait_for(lambda: (j := cluster.show(job_id))["state"] == "RUNNING" and j, 30, "the job to run")
+    node = job["allocation"][0]["node"]
+    attempt = f"{node}:{job_id}/0/"
+    head = daemons["head"]
+    os.kill(head.pid, signal.SIGSTOP)  # the agent can no longer reach the head
+    stopped_at = time.monotonic()
+    try:
+        cluster.wait_for(lambda: not _markers(cluster, attempt), 20, "the agent to fence its task")
+        assert time.monotonic() - stopped_at >= 3.0  # not before its 4 s lease (less the last heartbeat's age)
+    finally:
+        os.kill(head.pid, signal.SIGCONT)
+    again = cluster.wait_for(
+        lambda: (j := cluster.show(job_id))["state"] == "RUNNING" and j["restarts"] == 1 and j,
+        30,
+        "the job to run again",
+    )
+    assert again["allocation"]
     cluster.ok("cancel", job_id)

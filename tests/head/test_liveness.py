@@ -67,6 +67,14 @@ def test_a_requeued_job_moves_to_another_node(head):
     head.clock.advance(11)
     n2.beat()
     head.check_nodes()
+    # n1's agent may still run the first attempt until its 15 s lease ends: nothing starts before.
+    assert head.cycle().placed == 0
+    assert "lease ends" in head.job(job_id)["reason"]
+    head.clock.advance(3.5)  # 14.5 s since n1's last heartbeat
+    n2.beat()
+    assert head.cycle().placed == 0
+    head.clock.advance(1)
+    n2.beat()
     assert head.cycle().placed == 1
     [task] = n2.tasks()
     assert task["job_id"] == job_id

@@ -168,10 +168,14 @@ class Agent:
             self.tasks.acknowledge(reports)
             self._apply(desired)
 
-    async def _fence_if_cut_off(self, exc: CorralError) -> None:
+    async def _fence_if_cut_off(self, exc: CorralError | None = None) -> None:
+        """Past the lease without the head, the head has given this node's jobs to others: stop them here."""
         silent = time.monotonic() - self.last_contact
-        log.warning("heartbeat failed (%.0fs without the head): %s", silent, exc)
-        if silent > self.lease_s and any(t.state != "EXITED" for t in self.tasks.tasks.values()):
+        if exc is not None:
+            log.warning("heartbeat failed (%.0fs without the head): %s", silent, exc)
+        if silent > self.lease_s and any(
+            t.state != "EXITED" and not t.stop_requested for t in self.tasks.tasks.values()
+        ):
             log.error("no contact with the head for %.0fs (lease %.0fs): stopping all tasks", silent, self.lease_s)
             await self.tasks.stop_all(f"fenced: no contact with the head for {silent:.0f}s")
 
@@ -187,8 +191,10 @@ class Agent:
             await self._ship_logs()
 
     async def _housekeeping(self) -> None:
-        """Track descendants (so a task's whole tree can be killed) and reap orphans we adopted."""
+        """Track descendants (so a task's whole tree can be killed), reap orphans we adopted, and fence
+        on time even while a heartbeat hangs on a silent network."""
         while True:
             await asyncio.sleep(0.5)
+            await self._fence_if_cut_off()
             await asyncio.to_thread(self.tracker.poll)
             await asyncio.to_thread(launch.reap_orphans, self.tasks.own_pids())

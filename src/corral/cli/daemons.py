@@ -33,6 +33,12 @@ DEFAULT_PORT = 8470
     show_default=True,
     help="seconds between SIGTERM and SIGKILL when stopping tasks",
 )
+@click.option(
+    "--agent-lease",
+    type=float,
+    help="seconds an agent keeps its tasks without reaching the head; "
+    "more than --node-timeout (default: node timeout + 5, at least 15)",
+)
 @click.option("--policy", default="default", show_default=True, help="scheduling policy: default or fifo")
 def head(
     host: str,
@@ -42,6 +48,7 @@ def head(
     heartbeat_interval: float,
     node_timeout: float,
     grace: float,
+    agent_lease: float | None,
     policy: str,
 ) -> None:
     """Run the head (control plane) in the foreground."""
@@ -52,6 +59,12 @@ def head(
 
     if policy not in POLICIES:
         raise InvalidRequest(f"--policy: unknown policy {policy!r}; valid policies are {', '.join(POLICIES)}")
+    lease = agent_lease if agent_lease is not None else max(node_timeout + 5.0, 15.0)
+    if lease <= node_timeout:
+        raise InvalidRequest(
+            f"--agent-lease: {lease:g}s must be longer than --node-timeout ({node_timeout:g}s), so that an agent "
+            "cut off from the head stops its tasks only after the head has given up on them"
+        )
     home = corral_home()
     home.mkdir(parents=True, exist_ok=True)
     settings = HeadSettings(
@@ -62,7 +75,7 @@ def head(
         public_url=public_url or "",
         heartbeat_interval_s=heartbeat_interval,
         node_timeout_s=node_timeout,
-        agent_lease_s=max(node_timeout + 5.0, 15.0),
+        agent_lease_s=lease,
         grace_s=grace,
         policy=policy,
     )

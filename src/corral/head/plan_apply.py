@@ -109,6 +109,7 @@ def _place(session: Session, placement: Placement, nodes: dict[str, NodeRow], us
                 assigned_at=now,
                 started_at=None,
                 finished_at=None,
+                fenced_after=None,
             )
         )
         session.flush()  # the claims below refer to the task row

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from corral.api import (
@@ -63,6 +63,12 @@ def register(rt: HeadRuntime, req: RegisterRequest) -> RegisterResponse:
                 release(session, task, TaskState.EXITED, now, None, "stopped: its node restarted")
             else:
                 _lose(session, task, now, f"node {req.name} restarted and no longer runs it")
+        # A registering agent has stopped every task it does not report: nothing is left to fence.
+        session.execute(
+            update(TaskRow)
+            .where(TaskRow.node == req.name, TaskRow.state == TaskState.LOST.value, TaskRow.fenced_after > now)
+            .values(fenced_after=now)
+        )
         wake_scheduler(session)
         session.flush()
         desired = desired_state(session, rt, row)

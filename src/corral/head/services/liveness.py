@@ -38,11 +38,19 @@ def check_nodes(rt: HeadRuntime) -> list[str]:
                 row.state = NodeState.NOT_READY.value
             row.reason = why
             record_event(session, now, "node.not_ready", why, node=name)
+            # The node's agent stops its tasks once its lease runs out; until then they may still run.
+            fenced_after = row.last_heartbeat + timedelta(seconds=rt.settings.agent_lease_s)
             live = [s.value for s in LIVE_TASK_STATES]
             for task in session.scalars(select(TaskRow).where(TaskRow.node == name, TaskRow.state.in_(live))):
                 job = session.scalar(select(JobRow).where(JobRow.id == task.job_id))
                 if job is not None:
                     task_lost(session, task, job, now, f"node {name} stopped answering: {why}")
+                    task.fenced_after = fenced_after
+                    if job.state == JobState.PENDING.value and fenced_after > now:
+                        job.reason += (
+                            f"; starts again once {name}'s agent has surely stopped it "
+                            f"(its lease ends {fenced_after:%H:%M:%S} UTC)"
+                        )
             wake_scheduler(session)
     return late
 

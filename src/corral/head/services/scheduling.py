@@ -12,7 +12,7 @@ from corral.head.runtime import HeadRuntime
 from corral.head.services.convert import node_model
 from corral.head.services.lifecycle import LIVE_TASK_STATES
 from corral.head.store.tables import JobRow, NodeRow, TaskRow
-from corral.model import Allocation, JobState, LiveAllocation
+from corral.model import Allocation, JobState, LiveAllocation, TaskState
 from corral.sched import Policy, Snapshot, schedule
 
 
@@ -24,7 +24,8 @@ class CycleResult:
 
 def load_snapshot(rt: HeadRuntime) -> tuple[Snapshot, dict[str, str]]:
     """The cluster as the scheduler needs it, plus each pending job's stored reason."""
-    fresh_after = rt.clock.now() - timedelta(seconds=rt.settings.node_timeout_s)
+    now = rt.clock.now()
+    fresh_after = now - timedelta(seconds=rt.settings.node_timeout_s)
     live_states = [s.value for s in LIVE_TASK_STATES]
     with rt.read() as session:
         nodes = tuple(
@@ -38,7 +39,11 @@ def load_snapshot(rt: HeadRuntime) -> tuple[Snapshot, dict[str, str]]:
         waiting_rows = session.execute(
             select(JobRow.id, JobRow.reason).where(JobRow.state == JobState.PENDING.value)
         ).all()
-        busy = {t.job_id for t in tasks}  # a requeued job waits until its previous attempt is gone
+        fencing = session.scalars(
+            select(TaskRow.job_id).where(TaskRow.state == TaskState.LOST.value, TaskRow.fenced_after > now)
+        ).all()
+        # A requeued job waits until its previous attempt is gone: stopped, or surely fenced.
+        busy = {t.job_id for t in tasks} | set(fencing)
         reasons = {r.id: r.reason for r in waiting_rows if r.id not in busy}
         pending = rt.job_cache.jobs(session, list(reasons))
     live = tuple(

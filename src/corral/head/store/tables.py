@@ -85,6 +85,8 @@ class TaskRow(Base):
     assigned_at: Mapped[datetime]
     started_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]
+    # For a task lost with its node: when the node's agent has surely stopped it (its lease ran out).
+    fenced_after: Mapped[datetime | None]
 
 
 class GpuClaimRow(Base):

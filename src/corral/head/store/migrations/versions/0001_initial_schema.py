@@ -114,6 +114,7 @@ def upgrade() -> None:
         sa.Column("assigned_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("started_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("fenced_after", sa.DateTime(timezone=True), nullable=True),
         sa.ForeignKeyConstraint(
             ["job_id"],
             ["jobs.id"],
