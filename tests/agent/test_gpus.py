@@ -63,3 +63,21 @@ def test_nvml_lists_the_real_gpus():
     assert inventory.gpus
     assert [g.index for g in inventory.gpus] == list(range(len(inventory.gpus)))
     assert all(g.memory_mb > 1024 and g.uuid.startswith("GPU-") for g in inventory.gpus)
+
+
+def test_fake_readings_follow_whether_a_task_runs():
+    from corral.agent.gpus import FakeSampler
+
+    inventory = FakeGpus("2xH100:80GB", node="n1").discover()
+    sampler = FakeSampler(inventory.gpus, seed=1)
+    idle = sampler.sample({})
+    assert [(s.utilization, s.memory_used_mb) for s in idle] == [(0.0, 0), (0.0, 0)]
+    readings = [sampler.sample({0: 1.0}) for _ in range(5)]
+    busy, other = readings[-1]
+    assert 75.0 <= busy.utilization <= 100.0
+    assert 0 < busy.memory_used_mb <= 80 * 1024
+    assert busy.power_w > other.power_w >= 0
+    assert busy.temperature_c > other.temperature_c
+    assert readings[0][0].temperature_c < readings[-1][0].temperature_c  # warms up over time
+    half = sampler.sample({1: 0.5})[1]
+    assert 0 < half.utilization <= 50.0

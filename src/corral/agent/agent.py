@@ -16,7 +16,7 @@ from pathlib import Path
 
 from corral import __version__
 from corral.agent import launch
-from corral.agent.gpus import Inventory
+from corral.agent.gpus import Inventory, sampler_for
 from corral.agent.tasks import TaskSet
 from corral.api import DesiredState, HeartbeatRequest, RegisterRequest
 from corral.client.agent_api import AgentApi
@@ -56,6 +56,7 @@ class Agent:
         self.lease_s = 15.0
         self.last_contact = time.monotonic()
         self._ship_lock = asyncio.Lock()
+        self.sampler = sampler_for(inventory.gpus, inventory.source)
 
     async def run(self) -> None:
         """Serve until cancelled; on the way out, stop every task."""
@@ -155,9 +156,10 @@ class Agent:
             self.changed.clear()
             await self._ship_logs()  # a task's last lines reach the head before its exit does
             reports = self.tasks.reports()
+            samples = await asyncio.to_thread(self.sampler.sample, self.tasks.gpu_shares()) if self.sampler else []
             try:
                 desired = await self.api.heartbeat(
-                    self.options.name, HeartbeatRequest(tasks=reports, applied_version=self.version)
+                    self.options.name, HeartbeatRequest(tasks=reports, applied_version=self.version, samples=samples)
                 )
             except (ConflictError, NotFoundError, NotAllowedError) as exc:
                 raise NodeLost(str(exc)) from None

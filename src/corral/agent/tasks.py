@@ -151,6 +151,15 @@ class TaskSet:
             if report.state == "EXITED" and local is not None and local.state == "EXITED":
                 del self.tasks[report.task_id]
 
+    def gpu_shares(self) -> dict[int, float]:
+        """How much of each GPU the running tasks hold."""
+        shares: dict[int, float] = {}
+        for local in self.tasks.values():
+            if local.state == "RUNNING":
+                for index in local.desired.gpus:
+                    shares[index] = shares.get(index, 0.0) + local.desired.gpu_fraction
+        return shares
+
     def own_pids(self) -> set[int]:
         return {p.pid for t in self.tasks.values() for p in t.processes}
 

@@ -59,6 +59,7 @@ class DesiredTask(BaseModel):
     command: str | list[str]
     launcher: Literal["per-gpu", "per-node"]
     gpus: list[int]
+    gpu_fraction: float = 1.0
     env: dict[str, str]
     rank_offset: int
     processes: int
@@ -83,8 +84,21 @@ class RegisterResponse(BaseModel):
     desired: DesiredState
 
 
+class GpuSample(BaseModel):
+    """One reading of one GPU (NVML, or plausible values for fake GPUs)."""
+
+    index: int
+    utilization: float = Field(ge=0, le=100, description="percent of time a kernel ran")
+    memory_used_mb: int = Field(ge=0)
+    temperature_c: float
+    power_w: float = Field(ge=0)
+    ecc_uncorrectable: int = Field(default=0, ge=0, description="volatile uncorrectable ECC errors")
+    xid_errors: int = Field(default=0, ge=0, description="XID errors seen since the agent started")
+
+
 class HeartbeatRequest(BaseModel):
     """Every task the agent has (running, or exited and not yet acknowledged)."""
 
     tasks: list[TaskReport] = Field(default_factory=list)
     applied_version: int = Field(default=-1, description="the newest desired-state version the agent has acted on")
+    samples: list[GpuSample] = Field(default_factory=list, description="the latest reading of every GPU")

@@ -8,11 +8,14 @@ import logging
 from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
+from fastapi.responses import PlainTextResponse
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from corral import __version__
 from corral.clock import Clock, SystemClock
 from corral.head import errors
 from corral.head.loops import liveness_loop, schedule_loop
+from corral.head.metrics import HeadMetrics
 from corral.head.notify import Notifier
 from corral.head.routers import agents, cluster, jobs
 from corral.head.runtime import HeadRuntime
@@ -60,11 +63,18 @@ def create_app(settings: HeadSettings, clock: Clock | None = None, run_loops: bo
         description="Control plane of a Corral GPU cluster: jobs, nodes, agents.",
     )
     app.state.runtime = rt
+    metrics = HeadMetrics()
+    metrics.watch(rt)
     app.state.tokens = TokenCache()
     errors.install(app)
     app.include_router(jobs.router)
     app.include_router(cluster.router)
     app.include_router(agents.router)
+
+    @app.get("/metrics", tags=["cluster"], response_class=PlainTextResponse)
+    def prometheus() -> PlainTextResponse:
+        """Prometheus exposition: jobs, GPUs, nodes, queue wait, cycle time, per-GPU DCGM-style gauges."""
+        return PlainTextResponse(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/healthz", tags=["cluster"])
     def healthz() -> dict[str, str]:

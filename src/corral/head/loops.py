@@ -32,6 +32,7 @@ async def schedule_loop(rt: HeadRuntime, policy: Policy) -> None:
         except Exception:
             log.exception("scheduling cycle failed")
         took = time.perf_counter() - started
+        rt.on_cycle(took)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(wanted.wait(), rt.settings.schedule_interval_s)
         if took > MIN_PACED_CYCLE_S:

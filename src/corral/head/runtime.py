@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -11,8 +11,13 @@ from sqlalchemy.orm import Session
 from corral.clock import Clock
 from corral.head.jobcache import JobCache
 from corral.head.notify import Notifier
+from corral.head.samples import SampleStore
 from corral.head.settings import HeadSettings
 from corral.head.store.db import Database
+
+
+def _ignore(_seconds: float) -> None:
+    return None
 
 
 @dataclass
@@ -26,6 +31,10 @@ class HeadRuntime:
     # changes with every submit and finish, and is cheap to recompute).
     queue_positions: dict[str, tuple[int, int]] = field(default_factory=dict)
     job_cache: JobCache = field(default_factory=JobCache)
+    samples: SampleStore = field(default_factory=SampleStore)
+    # Observers of what happens (metrics); each gets a number of seconds.
+    on_job_start: Callable[[float], None] = field(default=_ignore)
+    on_cycle: Callable[[float], None] = field(default=_ignore)
 
     def __post_init__(self) -> None:
         self.started_monotonic = self.clock.monotonic()
@@ -42,6 +51,8 @@ class HeadRuntime:
             yield session
         bumped: dict[str, int] = session.info.pop("bumped_nodes", {})
         wake = session.info.pop("wake_scheduler", False)
+        for waited in session.info.pop("job_waits", []):
+            self.on_job_start(waited)
         if self.notifier is not None:
             self.notifier.nodes_changed(bumped.items())
             if wake:

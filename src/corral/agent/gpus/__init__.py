@@ -3,5 +3,16 @@
 from corral.agent.gpus.base import GpuDiscovery, Inventory
 from corral.agent.gpus.fake import FakeGpus
 from corral.agent.gpus.nvml import NvmlGpus, short_type
+from corral.agent.gpus.sampling import FakeSampler, GpuSampler, NvmlSampler, sampler_for
 
-__all__ = ["FakeGpus", "GpuDiscovery", "Inventory", "NvmlGpus", "short_type"]
+__all__ = [
+    "FakeGpus",
+    "FakeSampler",
+    "GpuDiscovery",
+    "GpuSampler",
+    "Inventory",
+    "NvmlGpus",
+    "NvmlSampler",
+    "sampler_for",
+    "short_type",
+]

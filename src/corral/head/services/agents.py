@@ -97,6 +97,8 @@ def heartbeat(rt: HeadRuntime, node: str, token: str, req: HeartbeatRequest) -> 
         if row.state == NodeState.NOT_READY.value:
             raise Conflict(f"node {node} was declared lost ({row.reason}); stop its tasks and register again")
         row.last_heartbeat = now
+        if req.samples:
+            rt.samples.record(node, now, req.samples)
         reported = {r.task_id: r for r in req.tasks}
         for report in req.tasks:
             _apply_report(session, node, report, now)
@@ -214,6 +216,7 @@ def desired_task(rt: HeadRuntime, job: JobRow, task: TaskRow, hosts: list[HostSl
         command=spec["command"],
         launcher=launcher,
         gpus=list(task.gpus),
+        gpu_fraction=task.gpu_fraction,
         env=env,
         rank_offset=task.node_rank * processes,
         processes=processes,

@@ -47,6 +47,8 @@ def set_job_state(session: Session, job: JobRow, state: JobState, now: datetime,
     job.reason = reason
     if state is JobState.RUNNING:
         job.started_at = now
+        if job.restarts == 0:
+            session.info.setdefault("job_waits", []).append((now - job.submitted_at).total_seconds())
     if state.terminal:
         job.finished_at = now
     record_event(session, now, "job." + state.value.lower(), reason, job_id=job.id, previous=old)

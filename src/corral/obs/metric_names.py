@@ -1,0 +1,16 @@
+"""Every metric the head exports, named once. GPU gauges follow NVIDIA DCGM exporter names."""
+
+JOBS = "corral_jobs"
+GPUS = "corral_gpus"
+GPUS_ALLOCATED_BY_TEAM = "corral_gpus_allocated_by_team"
+NODE_READY = "corral_node_ready"
+HEARTBEAT_LAG = "corral_node_heartbeat_lag_seconds"
+QUEUE_WAIT = "corral_job_queue_wait_seconds"
+SCHEDULER_CYCLE = "corral_scheduler_cycle_seconds"
+
+GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
+GPU_MEMORY_USED = "DCGM_FI_DEV_FB_USED"
+GPU_TEMPERATURE = "DCGM_FI_DEV_GPU_TEMP"
+GPU_POWER = "DCGM_FI_DEV_POWER_USAGE"
+GPU_ECC_UNCORRECTABLE = "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"
+GPU_XID_ERRORS = "DCGM_FI_DEV_XID_ERRORS"

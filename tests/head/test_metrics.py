@@ -1,0 +1,77 @@
+"""/metrics in the Prometheus text format, parsed with prometheus-client's own parser."""
+
+from prometheus_client.parser import text_string_to_metric_families
+
+
+def scrape(head) -> dict[str, list]:
+    response = head.client.get("/metrics")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain")
+    return {family.name: family.samples for family in text_string_to_metric_families(response.text)}
+
+
+def value(samples, name=None, **labels) -> float:
+    matching = [
+        s for s in samples if (name is None or s.name == name) and all(s.labels.get(k) == v for k, v in labels.items())
+    ]
+    assert len(matching) == 1, (labels, samples)
+    return matching[0].value
+
+
+def sample(index, utilization, memory=1000, power=300.0):
+    return {
+        "index": index,
+        "utilization": utilization,
+        "memory_used_mb": memory,
+        "temperature_c": 55.0,
+        "power_w": power,
+        "ecc_uncorrectable": 0,
+        "xid_errors": 0,
+    }
+
+
+def test_jobs_gpus_nodes_and_per_gpu_gauges(head):
+    agent = head.register("n1", gpus=2)
+    job = head.submit({"command": "train", "resources": {"gpus": 1}, "team": "vision"})
+    head.submit({"command": "later", "resources": {"gpus": 2}})
+    head.cycle()
+    [task] = agent.tasks()
+    head.clock.advance(3)
+    agent.beat([head.running(task)])
+    response = head.client.post(
+        "/v1/agents/n1/heartbeat",
+        json={
+            "tasks": [head.running(task)],
+            "applied_version": agent.applied,
+            "samples": [sample(0, 93.5, 40000, 650.0), sample(1, 0.0, 0, 70.0)],
+        },
+        headers={"Authorization": f"Bearer {agent.token}"},
+    )
+    assert response.status_code == 200
+    head.clock.advance(1.5)
+    metrics = scrape(head)
+
+    assert value(metrics["corral_jobs"], state="RUNNING") == 1
+    assert value(metrics["corral_jobs"], state="PENDING") == 1
+    assert value(metrics["corral_gpus"], type="H100", state="allocated") == 1
+    assert value(metrics["corral_gpus"], type="H100", state="free") == 1
+    assert value(metrics["corral_gpus_allocated_by_team"], type="H100", team="vision") == 1
+    assert value(metrics["corral_node_ready"], node="n1") == 1
+    assert value(metrics["corral_node_heartbeat_lag_seconds"], node="n1") == 1.5
+    assert value(metrics["DCGM_FI_DEV_GPU_UTIL"], node="n1", gpu="0") == 93.5
+    assert value(metrics["DCGM_FI_DEV_GPU_UTIL"], node="n1", gpu="0", job=job["id"], team="vision") == 93.5
+    assert value(metrics["DCGM_FI_DEV_GPU_UTIL"], node="n1", gpu="1", job="") == 0.0
+    assert value(metrics["DCGM_FI_DEV_FB_USED"], node="n1", gpu="0") == 40000
+    assert value(metrics["DCGM_FI_DEV_POWER_USAGE"], node="n1", gpu="0") == 650.0
+    waits = metrics["corral_job_queue_wait_seconds"]
+    assert value(waits, "corral_job_queue_wait_seconds_count") == 1
+    assert value(waits, "corral_job_queue_wait_seconds_sum") == 3.0
+
+
+def test_a_lost_node_shows_as_not_ready_and_its_gpus_unavailable(head):
+    head.register("n1", gpus=4, gpu_type="A100")
+    head.clock.advance(11)
+    head.check_nodes()
+    metrics = scrape(head)
+    assert value(metrics["corral_node_ready"], node="n1") == 0
+    assert value(metrics["corral_gpus"], type="A100", state="unavailable") == 4
