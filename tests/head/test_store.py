@@ -68,3 +68,17 @@ def test_a_lost_client_config_gets_a_new_admin_token(tmp_path, clock, start_head
         assert second.admin_token != old
         assert (home / "client.json").exists()
         assert second.client.get("/v1/jobs", headers=second.auth(old)).status_code == 200  # not revoked
+
+
+def test_the_migrations_build_exactly_the_models(tmp_path):
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
+    from corral.head.store.db import Database, sqlite_url
+    from corral.head.store.tables import Base
+
+    db = Database(sqlite_url(tmp_path / "m.db"))
+    db.migrate()
+    with db.engine.connect() as connection:
+        assert compare_metadata(MigrationContext.configure(connection), Base.metadata) == []
+    db.close()

@@ -13,13 +13,14 @@ from corral.api.agents import (
     TaskReport,
 )
 from corral.api.jobs import AllocationOut, JobIds, JobOut, SubmitBatch, SubmitBatchOut, TaskOut
-from corral.api.nodes import GpuCount, GpuOut, JoinTokenOut, NodeOut, StatusOut
+from corral.api.nodes import DrainRequest, GpuCount, GpuOut, JoinTokenOut, NodeOut, StatusOut
 
 __all__ = [
     "AGENT_PROTOCOL_VERSION",
     "AllocationOut",
     "DesiredState",
     "DesiredTask",
+    "DrainRequest",
     "GpuCount",
     "GpuInfo",
     "GpuOut",

@@ -52,3 +52,7 @@ class StatusOut(BaseModel):
 
 class JoinTokenOut(BaseModel):
     token: str
+
+
+class DrainRequest(BaseModel):
+    reason: str = Field(default="", max_length=500)

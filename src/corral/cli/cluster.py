@@ -81,3 +81,20 @@ def _nodes_table(rows: list[dict[str, Any]]) -> None:
 def nodes(output: str) -> None:
     """List nodes with their state, GPUs and what holds them."""
     render(output, api().nodes(), _nodes_table)
+
+
+@click.command()
+@click.argument("node")
+@click.option("--reason", default="", help="why, shown in `corral nodes`")
+@output_option
+def drain(node: str, reason: str, output: str) -> None:
+    """Stop placing new jobs on NODE (admins only); jobs already there keep running."""
+    render(output, api().drain(node, reason), lambda n: click.echo(f"{n['name']}: {n['state']} ({n['reason']})"))
+
+
+@click.command()
+@click.argument("node")
+@output_option
+def undrain(node: str, output: str) -> None:
+    """Let a drained NODE take new jobs again (admins only)."""
+    render(output, api().undrain(node), lambda n: click.echo(f"{n['name']}: {n['state']}"))

@@ -22,6 +22,8 @@ COMMANDS: dict[str, str] = {
     "config": "corral.cli.cluster:config",
     "join-token": "corral.cli.cluster:join_token",
     "nodes": "corral.cli.cluster:nodes",
+    "drain": "corral.cli.cluster:drain",
+    "undrain": "corral.cli.cluster:undrain",
     "head": "corral.cli.daemons:head",
     "agent": "corral.cli.daemons:agent",
     "submit": "corral.cli.jobs:submit",

@@ -69,6 +69,12 @@ class HeadApi:
     def nodes(self) -> Any:
         return self.transport.send(Call("GET", "/v1/nodes"))
 
+    def drain(self, node: str, reason: str = "") -> Any:
+        return self.transport.send(Call("POST", f"/v1/nodes/{q(node)}/drain", json={"reason": reason}))
+
+    def undrain(self, node: str) -> Any:
+        return self.transport.send(Call("POST", f"/v1/nodes/{q(node)}/undrain"))
+
     def status(self) -> Any:
         return self.transport.send(Call("GET", "/v1/status"))
 

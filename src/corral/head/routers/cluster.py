@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from corral.api import JoinTokenOut, NodeOut, StatusOut
+from corral.api import DrainRequest, JoinTokenOut, NodeOut, StatusOut
 from corral.head.routers.deps import Admin, Runtime, User
 from corral.head.services import auth, nodes
 
@@ -14,6 +14,18 @@ router = APIRouter(prefix="/v1", tags=["cluster"])
 @router.get("/nodes", response_model=list[NodeOut])
 def list_nodes(rt: Runtime, who: User) -> list[NodeOut]:
     return nodes.list_nodes(rt)
+
+
+@router.post("/nodes/{name}/drain", response_model=NodeOut)
+def drain(name: str, rt: Runtime, who: Admin, body: DrainRequest | None = None) -> NodeOut:
+    """Stop placing new work on a node (admins only); jobs already there keep running."""
+    return nodes.set_drained(rt, who, name, True, body.reason if body else "")
+
+
+@router.post("/nodes/{name}/undrain", response_model=NodeOut)
+def undrain(name: str, rt: Runtime, who: Admin) -> NodeOut:
+    """Let a drained node take work again (admins only)."""
+    return nodes.set_drained(rt, who, name, False, "")
 
 
 @router.get("/status", response_model=StatusOut)

@@ -33,6 +33,8 @@ def register(rt: HeadRuntime, req: RegisterRequest) -> RegisterResponse:
         gpus = [g.model_dump() for g in sorted(req.gpus, key=lambda g: g.index)]
         if row is None:
             row = NodeRow(
+                drained=False,
+                drain_reason="",
                 name=req.name,
                 registered_at=now,
                 desired_version=0,
@@ -52,8 +54,8 @@ def register(rt: HeadRuntime, req: RegisterRequest) -> RegisterResponse:
         row.gpus, row.labels, row.cpus, row.memory_mb = gpus, dict(req.labels), req.cpus, req.memory_mb
         row.address, row.gpu_source, row.token_hash = req.advertise_addr, req.gpu_source, hash_token(token)
         row.last_heartbeat = now
-        if row.state != NodeState.DRAINED.value:
-            row.state, row.reason = NodeState.READY.value, ""
+        row.state = NodeState.DRAINED.value if row.drained else NodeState.READY.value
+        row.reason = row.drain_reason if row.drained else ""
         session.flush()
         still_running = {(r.task_id, r.generation) for r in req.running if r.state != "EXITED"}
         for task in _live_tasks(session, req.name):

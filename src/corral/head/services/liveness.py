@@ -34,8 +34,7 @@ def check_nodes(rt: HeadRuntime) -> list[str]:
                 continue
             silent = (now - row.last_heartbeat).total_seconds()
             why = f"no heartbeat for {silent:.0f}s (node timeout {rt.settings.node_timeout_s:.0f}s)"
-            if row.state != NodeState.DRAINED.value:
-                row.state = NodeState.NOT_READY.value
+            row.state = NodeState.NOT_READY.value
             row.reason = why
             record_event(session, now, "node.not_ready", why, node=name)
             # The node's agent stops its tasks once its lease runs out; until then they may still run.

@@ -9,6 +9,8 @@ from sqlalchemy import func, select
 from corral import __version__
 from corral.api import GpuCount, GpuOut, NodeOut, StatusOut
 from corral.head.runtime import HeadRuntime
+from corral.head.security import Principal
+from corral.head.services.common import NotFound, record_event, wake_scheduler
 from corral.head.store.tables import GpuClaimRow, JobRow, NodeRow
 from corral.model import EPSILON, JobState, NodeState
 
@@ -73,3 +75,21 @@ def status(rt: HeadRuntime) -> StatusOut:
         gpus_by_type={t: GpuCount(free=c["free"], total=c["total"]) for t, c in sorted(by_type.items())},
         jobs_by_state={s.value: int(counts.get(s.value, 0)) for s in JobState},
     )
+
+
+def set_drained(rt: HeadRuntime, who: Principal, name: str, drained: bool, reason: str) -> NodeOut:
+    """Drain: the node takes no new work (running jobs go on); undrain: it takes work again."""
+    now = rt.clock.now()
+    with rt.write() as session:
+        row = session.get(NodeRow, name)
+        if row is None:
+            raise NotFound(f"no node {name!r}")
+        row.drained = drained
+        row.drain_reason = f"drained by {who.user}" + (f": {reason}" if reason else "") if drained else ""
+        if row.state != NodeState.NOT_READY.value:
+            row.state = NodeState.DRAINED.value if drained else NodeState.READY.value
+            row.reason = row.drain_reason
+        verb = "drained" if drained else "undrained"
+        record_event(session, now, f"node.{verb}", row.drain_reason or f"{verb} by {who.user}", node=name)
+        wake_scheduler(session)
+    return next(n for n in list_nodes(rt) if n.name == name)

@@ -5,7 +5,20 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    false,
+    text,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
@@ -129,6 +142,8 @@ class NodeRow(Base):
     token_hash: Mapped[str] = mapped_column(String(64))
     desired_version: Mapped[int] = mapped_column(Integer, default=0)
     reason: Mapped[str] = mapped_column(Text, default="")
+    drained: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    drain_reason: Mapped[str] = mapped_column(Text, default="", server_default="")
     registered_at: Mapped[datetime]
     last_heartbeat: Mapped[datetime | None]
 
