@@ -278,9 +278,10 @@ def _stop(proc: subprocess.Popen[bytes], timeout_s: float = 30.0) -> None:
 
 @contextlib.contextmanager
 def _daemons(
-    tmp_path_factory: pytest.TempPathFactory, prefix: str, head_options: list[str], agents: dict[str, str]
+    tmp_path_factory: pytest.TempPathFactory, prefix: str, head_options: list[str], agents: dict[str, str | list[str]]
 ) -> Iterator[tuple[Cluster, dict[str, subprocess.Popen[bytes]]]]:
-    """A head started with ``head_options`` and one agent per ``agents`` entry (name → fake GPUs)."""
+    """A head started with ``head_options`` and one agent per ``agents`` entry
+    (name → fake GPUs, or a list: fake GPUs, then more agent options)."""
     _require_procfs()
     home = _new_home(tmp_path_factory, prefix)
     port = free_port()
@@ -296,9 +297,10 @@ def _daemons(
         )
         assert head.poll() is None, (home / "logs" / "head.log").read_text()
         join_token = cluster.config()["join_token"]
-        for name, gpus in agents.items():
+        for name, options in agents.items():
+            gpus, *extra = [options] if isinstance(options, str) else options
             agent_args = ["agent", "--head", cluster.url, "--token", join_token, "--name", name]
-            agent_args += ["--fake-gpus", gpus, "--work-dir", str(home / "agents" / name)]
+            agent_args += ["--fake-gpus", gpus, "--work-dir", str(home / "agents" / name), *extra]
             daemons[name] = _spawn(cluster, agent_args, f"agent-{name}.log")
         with cluster.client() as client:
             wait_for(
@@ -332,6 +334,17 @@ def lossy_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cl
     """Two one-GPU nodes (``n1``, ``n2``) under a head that declares a node lost after 2 s of silence;
     an agent that cannot reach the head for 4 s stops its tasks."""
     options = ["--node-timeout", "2", "--agent-lease", "4", "--heartbeat-interval", "0.5", "--grace", "1"]
-    agents = {"n1": "1xH100:80GB", "n2": "1xH100:80GB"}
+    agents: dict[str, str | list[str]] = {"n1": "1xH100:80GB", "n2": "1xH100:80GB"}
     with _daemons(tmp_path_factory, "corral-lossy-", options, agents) as (cluster, daemons):
         yield cluster, daemons
+
+
+@pytest.fixture
+def health_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, Path]]:
+    """One node whose health command fails while a flag file exists; checked every 0.5 s."""
+    flag = _new_home(tmp_path_factory, "corral-health-flag-") / "broken"
+    agents: dict[str, str | list[str]] = {
+        "hc": ["2xH100:80GB", "--health-cmd", f"test ! -e {flag}", "--health-interval", "0.5"]
+    }
+    with _daemons(tmp_path_factory, "corral-health-", ["--grace", "1"], agents) as (cluster, _):
+        yield cluster, flag

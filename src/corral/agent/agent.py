@@ -17,6 +17,7 @@ from pathlib import Path
 from corral import __version__
 from corral.agent import launch
 from corral.agent.gpus import Inventory, sampler_for
+from corral.agent.health import run_health_command
 from corral.agent.tasks import TaskSet
 from corral.api import DesiredState, HeartbeatRequest, RegisterRequest
 from corral.client.agent_api import AgentApi
@@ -26,6 +27,7 @@ log = logging.getLogger(__name__)
 WATCH_WAIT_S = 25.0
 LOG_SHIP_INTERVAL_S = 0.2
 FAREWELL_TIMEOUT_S = 3.0
+HEALTH_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,8 @@ class AgentOptions:
     heartbeat_interval_s: float | None = None  # None: what the head suggests
     cpus: float = 0.0
     memory_mb: int = 0
+    health_cmd: str | None = None  # a shell command; non-zero exit marks the node unhealthy
+    health_interval_s: float = 30.0
 
 
 class NodeLost(Exception):
@@ -57,6 +61,7 @@ class Agent:
         self.last_contact = time.monotonic()
         self._ship_lock = asyncio.Lock()
         self.sampler = sampler_for(inventory.gpus, inventory.source)
+        self.health_problem = ""
 
     async def run(self) -> None:
         """Serve until cancelled; on the way out, stop every task."""
@@ -129,6 +134,8 @@ class Agent:
                 group.create_task(self._heartbeat())
                 group.create_task(self._ship_logs_forever())
                 group.create_task(self._housekeeping())
+                if self.options.health_cmd:
+                    group.create_task(self._health_checks(self.options.health_cmd))
         except* NodeLost as dropped:
             lost = str(dropped.exceptions[0])
         return lost
@@ -159,7 +166,10 @@ class Agent:
             samples = await asyncio.to_thread(self.sampler.sample, self.tasks.gpu_shares()) if self.sampler else []
             try:
                 desired = await self.api.heartbeat(
-                    self.options.name, HeartbeatRequest(tasks=reports, applied_version=self.version, samples=samples)
+                    self.options.name,
+                    HeartbeatRequest(
+                        tasks=reports, applied_version=self.version, samples=samples, health_problem=self.health_problem
+                    ),
                 )
             except (ConflictError, NotFoundError, NotAllowedError) as exc:
                 raise NodeLost(str(exc)) from None
@@ -191,6 +201,16 @@ class Agent:
         while True:
             await asyncio.sleep(LOG_SHIP_INTERVAL_S)
             await self._ship_logs()
+
+    async def _health_checks(self, command: str) -> None:
+        """Run the health command every interval; a change is reported at once."""
+        while True:
+            problem = await run_health_command(command, HEALTH_TIMEOUT_S)
+            if problem != self.health_problem:
+                log.warning("health: %s", problem or "the health command passes again")
+                self.health_problem = problem
+                self.changed.set()
+            await asyncio.sleep(self.options.health_interval_s)
 
     async def _housekeeping(self) -> None:
         """Track descendants (so a task's whole tree can be killed), reap orphans we adopted, and fence

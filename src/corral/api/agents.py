@@ -102,3 +102,4 @@ class HeartbeatRequest(BaseModel):
     tasks: list[TaskReport] = Field(default_factory=list)
     applied_version: int = Field(default=-1, description="the newest desired-state version the agent has acted on")
     samples: list[GpuSample] = Field(default_factory=list, description="the latest reading of every GPU")
+    health_problem: str = Field(default="", description="why the node's health command failed; empty if it passed")

@@ -14,6 +14,8 @@ class GpuOut(BaseModel):
     allocated_to: str | None = None
     allocated_fraction: float = 0.0
     shared_by: list[str] = Field(default_factory=list)
+    healthy: bool = True
+    problem: str = ""
 
 
 class NodeOut(BaseModel):

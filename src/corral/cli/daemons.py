@@ -95,6 +95,12 @@ def head(
     help="where task directories and logs go (default: CORRAL_HOME/agents/NAME)",
 )
 @click.option("--heartbeat-interval", type=float, help="seconds between heartbeats (default: the head's setting)")
+@click.option(
+    "--health-cmd",
+    help="a shell command run every --health-interval; a non-zero exit marks the node "
+    "unhealthy: it gets no new work and its jobs are requeued",
+)
+@click.option("--health-interval", type=float, default=30.0, show_default=True, help="seconds between health checks")
 def agent(
     head_url: str,
     token: str,
@@ -104,6 +110,8 @@ def agent(
     advertise_addr: str | None,
     work_dir: Path | None,
     heartbeat_interval: float | None,
+    health_cmd: str | None,
+    health_interval: float,
 ) -> None:
     """Run a node's agent in the foreground: report GPUs, run the tasks the head assigns."""
     import psutil
@@ -128,6 +136,8 @@ def agent(
         labels=parsed_labels,
         advertise_addr=advertise_addr or address_towards(head_url),
         heartbeat_interval_s=heartbeat_interval,
+        health_cmd=health_cmd,
+        health_interval_s=health_interval,
         cpus=float(psutil.cpu_count() or 1),
         memory_mb=int(psutil.virtual_memory().total // (1024 * 1024)),
     )

@@ -132,9 +132,9 @@ def _place(session: Session, placement: Placement, nodes: dict[str, NodeRow], us
 def _still_fits(placement: Placement, nodes: dict[str, NodeRow], usage: _Usage) -> bool:
     for alloc in placement.allocations:
         node = nodes.get(alloc.node)
-        if node is None or node.state != NodeState.READY.value:
+        if node is None or node.state != NodeState.READY.value or node.health_problem:
             return False
-        indices = {g["index"] for g in node.gpus}
+        indices = {g["index"] for g in node.gpus if str(g["index"]) not in node.unhealthy_gpus}
         for index in alloc.gpus:
             if index not in indices or usage.gpu[(alloc.node, index)] + alloc.gpu_fraction > 1.0 + EPSILON:
                 return False

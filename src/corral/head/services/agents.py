@@ -18,6 +18,7 @@ from corral.api import (
 )
 from corral.head.runtime import HeadRuntime
 from corral.head.security import hash_token, new_token, same_token
+from corral.head.services import health
 from corral.head.services.common import Conflict, NotAllowed, NotFound, record_event, wake_scheduler
 from corral.head.services.lifecycle import LIVE_TASK_STATES, release, task_exited, task_lost, task_running
 from corral.head.store.tables import JobRow, NodeRow, TaskRow
@@ -101,6 +102,7 @@ def heartbeat(rt: HeadRuntime, node: str, token: str, req: HeartbeatRequest) -> 
         row.last_heartbeat = now
         if req.samples:
             rt.samples.record(node, now, req.samples)
+        health.assess(session, row, req, now)
         reported = {r.task_id: r for r in req.tasks}
         for report in req.tasks:
             _apply_report(session, node, report, now)

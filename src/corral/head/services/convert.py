@@ -10,18 +10,19 @@ from corral.spec import JobSpec
 
 
 def node_model(row: NodeRow, heard_since: datetime | None = None) -> Node:
-    """The node as the scheduler sees it; one not heard from since ``heard_since`` is not ready."""
+    """The node as registered; with ``heard_since``, as the scheduler may use it now: a node not heard
+    from since then, or whose health command fails, is not ready, and unhealthy GPUs are left out."""
     state = NodeState(row.state)
-    if (
-        heard_since is not None
-        and state is NodeState.READY
-        and (row.last_heartbeat is None or row.last_heartbeat < heard_since)
-    ):
-        state = NodeState.NOT_READY
+    gpus = row.gpus
+    if heard_since is not None:
+        silent = row.last_heartbeat is None or row.last_heartbeat < heard_since
+        if state is NodeState.READY and (silent or row.health_problem):
+            state = NodeState.NOT_READY
+        gpus = [g for g in gpus if str(g["index"]) not in row.unhealthy_gpus]
     return Node(
         name=row.name,
         state=state,
-        gpus=tuple(Gpu(index=g["index"], type=g["type"], memory_mb=g["memory_mb"]) for g in row.gpus),
+        gpus=tuple(Gpu(index=g["index"], type=g["type"], memory_mb=g["memory_mb"]) for g in gpus),
         cpus=row.cpus,
         memory_mb=row.memory_mb,
         labels=dict(row.labels),

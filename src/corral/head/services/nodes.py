@@ -37,18 +37,21 @@ def _node_out(row: NodeRow, claims: dict[tuple[str, int], list[GpuClaimRow]]) ->
                 allocated_to=jobs[0] if jobs else None,
                 allocated_fraction=min(1.0, sum(c.fraction for c in held)),
                 shared_by=jobs if len(jobs) > 1 else [],
+                healthy=str(gpu["index"]) not in row.unhealthy_gpus,
+                problem=row.unhealthy_gpus.get(str(gpu["index"]), ""),
             )
         )
+    unhealthy = row.state == NodeState.READY.value and bool(row.health_problem)
     return NodeOut(
         name=row.name,
-        state=row.state,
+        state=NodeState.NOT_READY.value if unhealthy else row.state,
         labels=dict(row.labels),
         gpus=gpus,
         last_heartbeat=row.last_heartbeat,
         cpus=row.cpus,
         memory_mb=row.memory_mb,
         address=row.address,
-        reason=row.reason,
+        reason=f"unhealthy: {row.health_problem}" if unhealthy else row.reason,
         registered_at=row.registered_at,
     )
 
@@ -62,7 +65,7 @@ def status(rt: HeadRuntime) -> StatusOut:
     for node in nodes:
         for gpu in node.gpus:
             by_type[gpu.type]["total"] += 1
-            if node.state == NodeState.READY.value and gpu.allocated_fraction < EPSILON:
+            if node.state == NodeState.READY.value and gpu.healthy and gpu.allocated_fraction < EPSILON:
                 by_type[gpu.type]["free"] += 1
     return StatusOut(
         version=__version__,

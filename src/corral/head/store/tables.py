@@ -144,6 +144,9 @@ class NodeRow(Base):
     reason: Mapped[str] = mapped_column(Text, default="")
     drained: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     drain_reason: Mapped[str] = mapped_column(Text, default="", server_default="")
+    # What the agent's health command or GPU readings say is wrong; such GPUs (or the whole node) get no work.
+    health_problem: Mapped[str] = mapped_column(Text, default="", server_default="")
+    unhealthy_gpus: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, server_default="{}")
     registered_at: Mapped[datetime]
     last_heartbeat: Mapped[datetime | None]
 

@@ -1,0 +1,31 @@
+"""The node's own health command (``corral agent --health-cmd``)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+
+async def run_health_command(command: str, timeout_s: float) -> str:
+    """Run ``command`` with a shell; answer what is wrong (empty if it exited 0 in time)."""
+    try:
+        process = await asyncio.create_subprocess_shell(
+            command,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+    except OSError as exc:
+        return f"health command could not start: {exc}"
+    try:
+        output, _ = await asyncio.wait_for(process.communicate(), timeout_s)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        await process.wait()
+        return f"health command `{command}` did not finish within {timeout_s:g}s"
+    if process.returncode == 0:
+        return ""
+    lines = [line for line in output.decode(errors="replace").splitlines() if line.strip()]
+    said = f": {lines[-1].strip()[:300]}" if lines else ""
+    return f"health command `{command}` exited {process.returncode}{said}"

@@ -1,0 +1,19 @@
+"""The node health command."""
+
+import asyncio
+
+from corral.agent.health import run_health_command
+
+
+def test_a_passing_command_reports_nothing():
+    assert asyncio.run(run_health_command("true", 5)) == ""
+
+
+def test_a_failing_command_reports_its_exit_and_last_line():
+    problem = asyncio.run(run_health_command("echo checking; echo 'disk /data is full'; exit 3", 5))
+    assert problem == "health command `echo checking; echo 'disk /data is full'; exit 3` exited 3: disk /data is full"
+
+
+def test_a_hanging_command_is_killed_and_reported():
+    problem = asyncio.run(run_health_command("sleep 30", 0.3))
+    assert "did not finish within 0.3s" in problem
