@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "logs": "corral.cli.logs:logs",
     "wait": "corral.cli.jobs:wait",
     "cancel": "corral.cli.jobs:cancel",
+    "sim": "corral.cli.sim:sim",
 }
 
 

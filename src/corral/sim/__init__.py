@@ -1,0 +1,31 @@
+"""Trace-driven simulation: replay a job trace on a virtual cluster with ``corral.sched`` unchanged."""
+
+from corral.sim.cluster import build_nodes, load_cluster
+from corral.sim.engine import EPOCH, NEVER_FITS, JobRecord, SimJob, SimResult, Workload, gang_request, prepare, simulate
+from corral.sim.metrics import Summary, percentile, summarize
+from corral.sim.trace import NEVER_RAN, NO_GPUS, Trace, TraceError, TraceJob, load_trace, parse_window, read_trace
+
+__all__ = [
+    "EPOCH",
+    "NEVER_FITS",
+    "NEVER_RAN",
+    "NO_GPUS",
+    "JobRecord",
+    "SimJob",
+    "SimResult",
+    "Summary",
+    "Trace",
+    "TraceError",
+    "TraceJob",
+    "Workload",
+    "build_nodes",
+    "gang_request",
+    "load_cluster",
+    "load_trace",
+    "parse_window",
+    "percentile",
+    "prepare",
+    "read_trace",
+    "simulate",
+    "summarize",
+]

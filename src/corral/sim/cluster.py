@@ -1,0 +1,28 @@
+"""A ClusterSpec as the scheduler's nodes: ``v100-0007`` with ``rack=v100-r00`` labels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from corral.model import Gpu, Node, NodeState
+from corral.spec import ClusterSpec, load_cluster_yaml
+
+
+def load_cluster(path: Path | str) -> ClusterSpec:
+    """Read and validate a cluster file; ``SpecError`` names the bad field."""
+    return load_cluster_yaml(Path(path).read_text(), source=str(path))
+
+
+def build_nodes(spec: ClusterSpec) -> tuple[Node, ...]:
+    """One READY node per node of every group, numbered within its group."""
+    nodes: list[Node] = []
+    for group in spec.node_groups:
+        prefix = group.group_name
+        memory_mb = group.gpu_memory_mb or 0
+        gpus = tuple(Gpu(index=i, type=group.gpu_type, memory_mb=memory_mb) for i in range(group.gpus_per_node))
+        for number in range(group.count):
+            labels = {"group": prefix, "gpu_type": group.gpu_type}
+            if group.nodes_per_rack:
+                labels["rack"] = f"{prefix}-r{number // group.nodes_per_rack:03d}"
+            nodes.append(Node(name=f"{prefix}-{number:04d}", state=NodeState.READY, gpus=gpus, labels=labels))
+    return tuple(nodes)

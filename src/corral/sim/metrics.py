@@ -1,0 +1,59 @@
+"""What a simulation run measures: JCT percentiles, waiting, makespan and utilization."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from corral.sim.engine import SimResult
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One policy's figures, in seconds; ``utilization`` = busy GPU-seconds / (GPUs × makespan)."""
+
+    jobs: int
+    avg_jct_s: float
+    p50_jct_s: float
+    p95_jct_s: float
+    p99_jct_s: float
+    avg_wait_s: float
+    makespan_s: float
+    utilization: float
+    preemptions: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def percentile(ordered: Sequence[float], q: float) -> float:
+    """The q-th percentile (0..100) of sorted values, interpolating linearly between ranks."""
+    if not ordered:
+        return 0.0
+    rank = (len(ordered) - 1) * q / 100
+    low, high = math.floor(rank), math.ceil(rank)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def summarize(result: SimResult) -> Summary:
+    """The figures of one run; all zero when no job ran."""
+    records = result.records
+    if not records:
+        return Summary(0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, result.preemptions)
+    jct = sorted(r.jct_s for r in records)
+    makespan = max(r.finish_s for r in records) - min(r.submit_s for r in records)
+    busy = sum(r.gpu_seconds for r in records)
+    capacity = result.total_gpus * makespan
+    return Summary(
+        jobs=len(records),
+        avg_jct_s=sum(jct) / len(jct),
+        p50_jct_s=percentile(jct, 50),
+        p95_jct_s=percentile(jct, 95),
+        p99_jct_s=percentile(jct, 99),
+        avg_wait_s=sum(r.wait_s for r in records) / len(records),
+        makespan_s=makespan,
+        utilization=min(1.0, busy / capacity) if capacity > 0 else 0.0,
+        preemptions=result.preemptions,
+    )

@@ -1,0 +1,116 @@
+"""ClusterSpec: the simulator's cluster file (node groups and GPU speeds)."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from corral.spec.errors import FieldError, SpecError, from_validation_error
+from corral.spec.job import load_yaml_document
+from corral.spec.quantities import parse_memory_mb
+
+_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9\-]{0,39}$")
+_TYPE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+
+
+def _memory(value: Any) -> Any:
+    if value is None:
+        return None
+    return parse_memory_mb(value)
+
+
+def _default_name(gpu_type: str) -> str:
+    return re.sub(r"[^a-z0-9\-]+", "-", gpu_type.lower()).strip("-")[:40] or "group"
+
+
+class NodeGroupSpec(BaseModel):
+    """``count`` identical nodes; the GPU type, memory, layout, price and power of each."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    name: str | None = Field(default=None, description="node name prefix; defaults to the GPU type in lower case")
+    count: int = Field(ge=1, le=100_000, description="nodes in the group")
+    gpus_per_node: int = Field(ge=0, le=64, description="GPUs on each node")
+    gpu_type: str = Field(description="GPU model name, e.g. V100")
+    gpu_memory_mb: Annotated[int | None, BeforeValidator(_memory)] = Field(
+        default=None, alias="gpu_memory", description="memory of each GPU, e.g. 32GB"
+    )
+    nodes_per_rack: int | None = Field(default=None, ge=1, description="nodes per rack (label rack=...)")
+    price_per_gpu_hour: float | None = Field(default=None, ge=0, description="cost of one GPU for one hour")
+    watts_busy: float | None = Field(default=None, ge=0, description="power of one busy GPU")
+    watts_idle: float | None = Field(default=None, ge=0, description="power of one idle GPU")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str | None) -> str | None:
+        if value is not None and not _NAME_RE.match(value):
+            raise ValueError(f"bad name {value!r}: use 1-40 lower-case letters, digits or '-'")
+        return value
+
+    @field_validator("gpu_type")
+    @classmethod
+    def _gpu_type(cls, value: str) -> str:
+        if not _TYPE_RE.match(value):
+            raise ValueError(f"bad GPU type {value!r}: expected a name such as V100 or H100")
+        return value
+
+    @property
+    def group_name(self) -> str:
+        """The node name prefix: ``name``, or the GPU type in lower case."""
+        return self.name or _default_name(self.gpu_type)
+
+
+class ClusterSpec(BaseModel):
+    """A simulated cluster: node groups, and how fast each GPU type runs the traced jobs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    node_groups: list[NodeGroupSpec] = Field(min_length=1, description="groups of identical nodes")
+    gpu_speed: dict[str, float] = Field(
+        default_factory=dict, description="run-time speed-up per GPU type (default 1.0): run time = duration / speed"
+    )
+
+    @field_validator("gpu_speed")
+    @classmethod
+    def _speeds(cls, value: dict[str, float]) -> dict[str, float]:
+        for gpu_type, speed in value.items():
+            if speed <= 0:
+                raise ValueError(f"speed of {gpu_type} must be above 0, got {speed}")
+        return value
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> ClusterSpec:
+        seen: dict[str, int] = {}
+        for index, group in enumerate(self.node_groups):
+            name = group.group_name
+            if name in seen:
+                where = f"node_groups[{index}].name"
+                raise ValueError(f"{where}: {name!r} is already the name of node_groups[{seen[name]}]")
+            seen[name] = index
+        return self
+
+    def speed(self, gpu_type: str) -> float:
+        """The run-time speed-up of a GPU type (1.0 when not listed)."""
+        return self.gpu_speed.get(gpu_type, 1.0)
+
+    @property
+    def total_gpus(self) -> int:
+        return sum(g.count * g.gpus_per_node for g in self.node_groups)
+
+
+def parse_cluster_spec(data: Any, source: str = "cluster file") -> ClusterSpec:
+    """Validate a decoded cluster document; raise SpecError naming each bad field."""
+    if not isinstance(data, dict):
+        kind = "empty" if data is None else type(data).__name__
+        raise SpecError([FieldError("", f"{source} must be a mapping with node_groups, got {kind}")])
+    try:
+        return ClusterSpec.model_validate(data)
+    except ValidationError as exc:
+        raise from_validation_error(exc, model=ClusterSpec) from None
+
+
+def load_cluster_yaml(text: str, source: str = "cluster file") -> ClusterSpec:
+    """Parse YAML text into a ClusterSpec."""
+    return parse_cluster_spec(load_yaml_document(text, source), source)

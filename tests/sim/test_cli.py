@@ -1,0 +1,136 @@
+"""``corral sim``: the documented JSON shape, tables, --out files and usage errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from corral.cli.main import cli
+
+CLUSTERS = Path(__file__).resolve().parents[2] / "examples" / "clusters"
+FIGURES = {
+    "jobs",
+    "avg_jct_s",
+    "p50_jct_s",
+    "p95_jct_s",
+    "p99_jct_s",
+    "avg_wait_s",
+    "makespan_s",
+    "utilization",
+    "preemptions",
+}
+TRACE = """job_id,submit_time_s,duration_s,num_gpus,gpu_type,user,vc,status
+a,0,3600,8,,,vc1,
+b,0,1800,8,,,vc1,
+c,60,,1,,,vc1,
+d,120,600,0,,,vc1,
+e,300,7200,16,,,vc2,
+"""
+
+
+@pytest.fixture
+def trace(tmp_path: Path) -> Path:
+    path = tmp_path / "trace.csv"
+    path.write_text(TRACE)
+    return path
+
+
+def one_node(tmp_path: Path) -> Path:
+    path = tmp_path / "cluster.yaml"
+    path.write_text("node_groups:\n  - {count: 1, gpus_per_node: 8, gpu_type: V100}\n")
+    return path
+
+
+def sim(*args: str | Path) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, ["sim", *map(str, args)])
+    return result.exit_code, result.output
+
+
+def test_json_has_exactly_the_documented_keys(trace: Path) -> None:
+    code, out = sim("--trace", trace, "--cluster", CLUSTERS / "philly.yaml", "-o", "json")
+    assert code == 0, out
+    data = json.loads(out)
+    assert set(data) == {"policies", "skipped_jobs"}
+    assert list(data["policies"]) == ["default"]
+    assert set(data["policies"]["default"]) == FIGURES
+    assert data["skipped_jobs"] == 2
+    figures = data["policies"]["default"]
+    assert figures["jobs"] == 3
+    assert 0 <= figures["utilization"] <= 1
+    assert figures["preemptions"] == 0
+
+
+def test_exact_figures_on_one_node(trace: Path, tmp_path: Path) -> None:
+    code, out = sim("--trace", trace, "--cluster", one_node(tmp_path), "--policy", "fifo", "-o", "json")
+    assert code == 0, out
+    data = json.loads(out)
+    assert data["skipped_jobs"] == 3  # no duration, no GPUs, wider than the cluster
+    figures = data["policies"]["fifo"]
+    assert figures["jobs"] == 2
+    assert figures["avg_jct_s"] == (3600 + 5400) / 2
+    assert figures["avg_wait_s"] == 3600 / 2
+    assert figures["makespan_s"] == 5400
+    assert figures["utilization"] == 1.0
+
+
+def test_several_policies_window_limit_and_scale_load(trace: Path) -> None:
+    args = ["--trace", trace, "--cluster", CLUSTERS / "philly.yaml", "--policy", "fifo", "--policy", "default"]
+    code, out = sim(*args, "--window", "0:100", "--limit", "2", "--scale-load", "2", "-o", "json")
+    assert code == 0, out
+    data = json.loads(out)
+    assert list(data["policies"]) == ["fifo", "default"]
+    assert data["policies"]["fifo"]["jobs"] == 2
+    assert data["skipped_jobs"] == 0
+
+
+def test_table_output(trace: Path) -> None:
+    code, out = sim("--trace", trace, "--cluster", CLUSTERS / "philly.yaml", "--policy", "fifo")
+    assert code == 0, out
+    assert "AVG JCT" in out
+    assert "fifo" in out
+    assert "1 never ran (no duration)" in out
+
+
+def test_out_writes_summary_and_jobs(trace: Path, tmp_path: Path) -> None:
+    out_dir = tmp_path / "out"
+    code, out = sim("--trace", trace, "--cluster", CLUSTERS / "philly.yaml", "--out", out_dir, "-o", "json")
+    assert code == 0, out
+    assert json.loads((out_dir / "summary.json").read_text()) == json.loads(out)
+    lines = (out_dir / "jobs-default.csv").read_text().splitlines()
+    assert lines[0].startswith("job_id,submit_s,start_s,finish_s,jct_s,wait_s")
+    assert len(lines) == 4
+
+
+def test_unknown_policy_exits_2_listing_valid_names(trace: Path) -> None:
+    code, out = sim("--trace", trace, "--cluster", CLUSTERS / "philly.yaml", "--policy", "srtf")
+    assert code == 2
+    assert "unknown policy 'srtf'" in out
+    assert "default, fifo" in out
+
+
+def test_bad_cluster_file_exits_2_naming_the_field(trace: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("node_groups:\n  - {count: 1, gpus_per_node: many, gpu_type: V100}\n")
+    code, out = sim("--trace", trace, "--cluster", bad)
+    assert code == 2
+    assert "node_groups[0].gpus_per_node" in out
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "text"), [("--window", "9:1", "window"), ("--scale-load", "0", "scale-load")]
+)
+def test_bad_options_exit_2(trace: Path, option: str, value: str, text: str) -> None:
+    code, out = sim("--trace", trace, "--cluster", CLUSTERS / "philly.yaml", option, value)
+    assert code == 2
+    assert text in out
+
+
+def test_bad_trace_exits_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.csv"
+    bad.write_text("job_id,submit_time_s\na,0\n")
+    code, out = sim("--trace", bad, "--cluster", CLUSTERS / "philly.yaml")
+    assert code == 2
+    assert "missing column" in out
