@@ -13,7 +13,7 @@ from corral.api.agents import (
     TaskReport,
 )
 from corral.api.jobs import AllocationOut, JobIds, JobOut, SubmitBatch, SubmitBatchOut, TaskOut
-from corral.api.nodes import DrainRequest, GpuCount, GpuOut, JoinTokenOut, NodeOut, StatusOut
+from corral.api.nodes import DrainRequest, EventOut, GpuCount, GpuOut, JoinTokenOut, NodeOut, StatusOut
 
 __all__ = [
     "AGENT_PROTOCOL_VERSION",
@@ -21,6 +21,7 @@ __all__ = [
     "DesiredState",
     "DesiredTask",
     "DrainRequest",
+    "EventOut",
     "GpuCount",
     "GpuInfo",
     "GpuOut",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -58,3 +59,15 @@ class JoinTokenOut(BaseModel):
 
 class DrainRequest(BaseModel):
     reason: str = Field(default="", max_length=500)
+
+
+class EventOut(BaseModel):
+    """One state change, as `corral events -o json` prints it (one per line with --follow)."""
+
+    id: int
+    ts: datetime
+    kind: str
+    job_id: str | None = None
+    node: str | None = None
+    message: str = ""
+    data: dict[str, Any] = Field(default_factory=dict)

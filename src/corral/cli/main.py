@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "nodes": "corral.cli.cluster:nodes",
     "drain": "corral.cli.cluster:drain",
     "undrain": "corral.cli.cluster:undrain",
+    "events": "corral.cli.events:events",
     "head": "corral.cli.daemons:head",
     "agent": "corral.cli.daemons:agent",
     "submit": "corral.cli.jobs:submit",

@@ -75,6 +75,11 @@ class HeadApi:
     def undrain(self, node: str) -> Any:
         return self.transport.send(Call("POST", f"/v1/nodes/{q(node)}/undrain"))
 
+    def events(self, after: int = -1, limit: int = 100, job: str | None = None, wait_s: float = 0.0) -> Any:
+        params = [("after", str(after)), ("limit", str(limit)), ("wait", str(wait_s))]
+        params += [("job", job)] if job else []
+        return self.transport.send(Call("GET", "/v1/events", params=params))
+
     def status(self) -> Any:
         return self.transport.send(Call("GET", "/v1/status"))
 

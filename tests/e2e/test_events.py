@@ -1,0 +1,40 @@
+"""`corral events`, listed and followed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+
+def _follow_until_done(follower: subprocess.Popen[str], job_id: str) -> list[str]:
+    kinds: list[str] = []
+    assert follower.stdout is not None
+    while "job.succeeded" not in kinds:
+        line = follower.stdout.readline()
+        assert line, "corral events --follow stopped printing"
+        event = json.loads(line)
+        if event.get("job_id") == job_id:
+            kinds.append(event["kind"])
+    return kinds
+
+
+@pytest.mark.timeout(60)
+def test_events_lists_and_follows_a_jobs_life(cluster):
+    command = [sys.executable, "-m", "corral", "events", "--follow", "-n", "1", "-o", "json"]
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=cluster.env()
+    ) as follower:
+        try:
+            job_id = cluster.run("--gpus", "1", command="true")
+            cluster.wait_ok(job_id)
+            kinds = _follow_until_done(follower, job_id)
+        finally:
+            follower.kill()
+    assert kinds == ["job.submitted", "job.placed", "job.running", "job.succeeded"]
+    listed = cluster.json("events", "--job", job_id)
+    assert [e["kind"] for e in listed] == kinds

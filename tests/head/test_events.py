@@ -1,0 +1,47 @@
+"""/v1/events: every state change, in order, for those allowed to see it."""
+
+import threading
+import time
+
+
+def events(head, token=None, **params):
+    response = head.client.get(
+        "/v1/events", params=params, headers={"Authorization": f"Bearer {token or head.admin_token}"}
+    )
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_a_jobs_life_is_in_the_stream_in_order(head):
+    agent = head.register("n1", gpus=1)
+    job = head.submit({"command": "x", "resources": {"gpus": 1}})
+    head.cycle()
+    [task] = agent.tasks()
+    agent.beat([head.running(task)])
+    agent.beat([head.exited(task, 0)])
+    kinds = [e["kind"] for e in events(head, job=job["id"])]
+    assert kinds == ["job.submitted", "job.placed", "job.running", "job.succeeded"]
+    every = events(head)
+    assert [e["id"] for e in every] == sorted(e["id"] for e in every)
+    assert every[0]["kind"] == "node.registered" and every[0]["node"] == "n1"
+    later = events(head, after=every[1]["id"])
+    assert [e["id"] for e in later] == [e["id"] for e in every[2:]]
+
+
+def test_users_see_only_their_own_jobs_events(head):
+    alice = head.user_token("alice")
+    mine = head.submit({"command": "mine"}, token=alice)
+    head.submit({"command": "theirs"})
+    seen = {e["job_id"] for e in events(head, token=alice) if e["job_id"]}
+    assert seen == {mine["id"]}
+
+
+def test_waiting_answers_when_an_event_arrives(head):
+    last = events(head)[-1]["id"] if events(head) else 0
+    timer = threading.Timer(0.3, lambda: head.submit({"command": "late"}))
+    timer.start()
+    started = time.monotonic()
+    found = events(head, after=last, wait=5)
+    timer.join()
+    assert [e["kind"] for e in found] == ["job.submitted"]
+    assert time.monotonic() - started < 3
