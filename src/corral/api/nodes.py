@@ -17,6 +17,10 @@ class GpuOut(BaseModel):
     shared_by: list[str] = Field(default_factory=list)
     healthy: bool = True
     problem: str = ""
+    utilization: float | None = Field(default=None, description="latest reading, percent; null before any")
+    memory_used_mb: int | None = None
+    temperature_c: float | None = None
+    power_w: float | None = None
 
 
 class NodeOut(BaseModel):

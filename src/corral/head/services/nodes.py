@@ -9,6 +9,7 @@ from sqlalchemy import func, select
 from corral import __version__
 from corral.api import GpuCount, GpuOut, NodeOut, StatusOut
 from corral.head.runtime import HeadRuntime
+from corral.head.samples import Reading
 from corral.head.security import Principal
 from corral.head.services.common import NotFound, record_event, wake_scheduler
 from corral.head.store.tables import GpuClaimRow, JobRow, NodeRow
@@ -21,13 +22,18 @@ def list_nodes(rt: HeadRuntime) -> list[NodeOut]:
         claims: dict[tuple[str, int], list[GpuClaimRow]] = defaultdict(list)
         for claim in session.scalars(select(GpuClaimRow)):
             claims[(claim.node, claim.gpu_index)].append(claim)
-    return [_node_out(row, claims) for row in rows]
+    latest = rt.samples.latest()
+    return [_node_out(row, claims, latest) for row in rows]
 
 
-def _node_out(row: NodeRow, claims: dict[tuple[str, int], list[GpuClaimRow]]) -> NodeOut:
+def _node_out(
+    row: NodeRow, claims: dict[tuple[str, int], list[GpuClaimRow]], latest: dict[tuple[str, int], Reading]
+) -> NodeOut:
     gpus = []
     for gpu in row.gpus:
         held = claims.get((row.name, gpu["index"]), [])
+        reading = latest.get((row.name, gpu["index"]))
+        sample = reading.sample if reading is not None else None
         jobs = sorted({c.job_id for c in held})
         gpus.append(
             GpuOut(
@@ -39,6 +45,10 @@ def _node_out(row: NodeRow, claims: dict[tuple[str, int], list[GpuClaimRow]]) ->
                 shared_by=jobs if len(jobs) > 1 else [],
                 healthy=str(gpu["index"]) not in row.unhealthy_gpus,
                 problem=row.unhealthy_gpus.get(str(gpu["index"]), ""),
+                utilization=sample.utilization if sample else None,
+                memory_used_mb=sample.memory_used_mb if sample else None,
+                temperature_c=sample.temperature_c if sample else None,
+                power_w=sample.power_w if sample else None,
             )
         )
     unhealthy = row.state == NodeState.READY.value and bool(row.health_problem)

@@ -1,0 +1,97 @@
+"""`corral top`: a live view of nodes, GPU utilization and the queue."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import click
+
+from corral.cli.context import api
+from corral.cli.render import STATE_STYLE
+
+BLOCKS = " ▁▂▃▄▅▆▇█"
+
+
+def _gpu_cell(gpu: dict[str, Any]) -> str:
+    """One character per GPU: its utilization as a bar, coloured by who holds it."""
+    if not gpu.get("healthy", True):
+        return "[bold red]✗[/]"
+    utilization = gpu.get("utilization") or 0.0
+    bar = BLOCKS[min(len(BLOCKS) - 1, round(utilization / 100 * (len(BLOCKS) - 1)))]
+    if gpu.get("allocated_to"):
+        return f"[green]{bar if utilization else '▪'}[/]"
+    return "[dim]·[/]"
+
+
+def frame(nodes: list[dict[str, Any]], jobs: list[dict[str, Any]], now: str) -> Any:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    grid = Table(title=f"nodes  ({now})", title_justify="left", box=None, header_style="bold")
+    for column in ("NODE", "STATE", "GPUS", "UTIL", "USED", "REASON"):
+        grid.add_column(column)
+    for node in nodes:
+        gpus = node["gpus"]
+        used = sum(1 for g in gpus if g.get("allocated_to"))
+        readings = [g["utilization"] for g in gpus if g.get("utilization") is not None]
+        mean = f"{sum(readings) / len(readings):.0f}%" if readings else "-"
+        style = STATE_STYLE.get(node["state"], "")
+        grid.add_row(
+            node["name"],
+            f"[{style}]{node['state']}[/]" if style else node["state"],
+            "".join(_gpu_cell(g) for g in gpus) or "-",
+            mean,
+            f"{used}/{len(gpus)}",
+            node.get("reason", ""),
+        )
+    queue = Table(title="queue", title_justify="left", box=None, header_style="bold", expand=True)
+    for column in ("JOB", "NAME", "STATE", "USER", "GPUS", "PRIO"):
+        queue.add_column(column, no_wrap=True, min_width=len(column))
+    queue.add_column("WHERE / WHY", overflow="ellipsis", no_wrap=True, ratio=1)
+    live = [j for j in jobs if j["state"] in ("RUNNING", "PENDING")]
+    for job in sorted(live, key=lambda j: (j["state"] != "RUNNING", -j["priority"], j["submitted_at"]))[:40]:
+        where = " ".join(a["node"] for a in job["allocation"]) if job["state"] == "RUNNING" else job["reason"]
+        style = STATE_STYLE.get(job["state"], "")
+        queue.add_row(
+            job["id"],
+            job["name"],
+            f"[{style}]{job['state']}[/]",
+            job["user"],
+            f"{job['nodes']}×{job['gpus_per_node']}",
+            str(job["priority"]),
+            where,
+        )
+    counts = {s: sum(1 for j in jobs if j["state"] == s) for s in ("RUNNING", "PENDING")}
+    summary = Text(
+        f"{counts['RUNNING']} running, {counts['PENDING']} pending   "
+        "GPU: ▁…█ utilization of an allocated GPU, · free, ✗ unhealthy"
+    )
+    return Group(grid, Text(""), queue, Text(""), summary)
+
+
+@click.command()
+@click.option("--interval", type=float, default=2.0, show_default=True, help="seconds between refreshes")
+@click.option("--once", is_flag=True, help="print one frame and exit (for scripts and logs)")
+def top(interval: float, once: bool) -> None:
+    """A live view of nodes (one mark per GPU), their utilization and the queue. Ctrl-C quits."""
+    from rich.console import Console
+    from rich.live import Live
+
+    client = api()
+    console = Console()
+
+    def render() -> Any:
+        return frame(client.nodes(), client.jobs(), time.strftime("%H:%M:%S"))
+
+    if once:
+        console.print(render())
+        return
+    with Live(render(), console=console, refresh_per_second=4, screen=False) as live:
+        try:
+            while True:
+                time.sleep(interval)
+                live.update(render())
+        except KeyboardInterrupt:
+            pass
