@@ -34,7 +34,8 @@ run corral logs "$gang" --rank 1
 run corral logs "$fails"
 run corral logs "$long"
 run corral show "$fails"
-run corral nodes
+run corral events --job "$gang"
+run corral top --once
 
 cat <<'MSG'
 
@@ -43,6 +44,7 @@ The local cluster keeps running. Try next:
   corral run --nodes 2 --gpus 4 -- python3 examples/print_rank_env.py
   corral jobs --all            corral show JOB          corral logs JOB --follow
   corral status                corral config   (the head URL and token, for curl and scripts)
+  corral top                   corral events --follow      curl $(corral config -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["head_url"])')/metrics
   The REST API is documented at the head URL + /docs.
 Stop it with:
   corral down        (state stays under ~/.corral; `corral up` resumes it)
