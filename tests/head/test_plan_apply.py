@@ -133,13 +133,30 @@ def test_reasons_are_written_only_to_pending_jobs(head):
     assert head.job(done)["reason"].startswith("cancelled by")
 
 
-def test_gangs_sharing_a_rank_zero_node_get_different_master_ports(head):
-    agent = head.register("n1", gpus=8)
-    for name in ("a", "b", "c"):
-        head.submit({"command": name, "resources": {"gpus": 2}})
-    assert head.cycle().placed == 3
-    ports = {t["env"]["MASTER_PORT"] for t in agent.tasks()}
-    assert ports == {"29500", "29501", "29502"}
+def test_other_ranks_are_handed_out_with_the_port_rank_zero_chose(head):
+    n1, n2 = head.register("n1", gpus=4), head.register("n2", gpus=4)
+    job = head.submit({"command": "torchrun", "nodes": 2, "resources": {"gpus": 4}})["id"]
+    assert head.cycle().placed == 1
+    [rank0] = [t for a in (n1, n2) for t in a.tasks()]
+    assert rank0["node_rank"] == 0 and "MASTER_PORT" not in rank0["env"]
+    rank0_agent, other = (n1, n2) if n1.tasks() else (n2, n1)
+    other.beat([])  # not handed out yet, so not lost for being unreported
+    assert [t["state"] for t in head.job(job)["tasks"]] == ["ASSIGNED", "ASSIGNED"]
+    rank0_agent.beat([{**head.running(rank0), "master_port": 41234}])
+    [rank1] = other.tasks()
+    assert rank1["node_rank"] == 1
+    assert rank1["env"]["MASTER_PORT"] == "41234"
+
+
+def test_ranks_never_handed_out_free_their_gpus_when_rank_zero_fails_to_start(head):
+    n1, n2 = head.register("n1", gpus=4), head.register("n2", gpus=4)
+    job = head.submit({"command": "torchrun", "nodes": 2, "resources": {"gpus": 4}})["id"]
+    head.cycle()
+    rank0_agent = n1 if n1.tasks() else n2
+    [rank0] = rank0_agent.tasks()
+    rank0_agent.beat([head.exited(rank0, 127, "could not start: no such file")])
+    assert head.job(job)["state"] == "FAILED"
+    assert head.free_gpus("n1") == head.free_gpus("n2") == [0, 1, 2, 3]
 
 
 def test_the_database_refuses_two_whole_gpu_claims_on_one_gpu(head):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +29,7 @@ class LocalTask:
     detail: str = ""
     stop_requested: bool = False
     interrupted: bool = False  # stopped because the agent shuts down
+    master_port: int = 0  # rank 0: the rendezvous port this agent chose
     supervisor: asyncio.Task[None] | None = None
     stopper: asyncio.Task[None] | None = None
     launched: asyncio.Event = field(default_factory=asyncio.Event)
@@ -45,6 +47,7 @@ class LocalTask:
             exit_code=self.exit_code,
             detail=self.detail,
             interrupted=self.interrupted,
+            master_port=self.master_port,
         )
 
 
@@ -113,10 +116,14 @@ class TaskSet:
     async def _launch(self, local: LocalTask) -> None:
         desired = local.desired
         cwd = _prepare_dirs(local)
+        if desired.node_rank == 0 and "MASTER_PORT" not in desired.env:
+            local.master_port = free_port()
         for local_rank in range(desired.processes):
             rank = desired.rank_offset + local_rank
             log_path = local.task_dir.parent / f"rank-{rank}.log"
             env = process_env(desired, local_rank, self.node, str(local.task_dir), local.marker)
+            if local.master_port:
+                env["MASTER_PORT"] = str(local.master_port)
             spec = launch.ProcessSpec(command=desired.command, env=env, cwd=cwd, log_path=log_path, marker=local.marker)
             local.processes.append(await launch.start(spec))
             local.shippers.append(LogShipper(log_path, desired.job_id, desired.generation, rank))
@@ -188,3 +195,10 @@ def _prepare_dirs(local: LocalTask) -> Path:
             "task %s: workdir %s does not exist here; running in %s", local.key, desired.workdir, local.task_dir
         )
     return local.task_dir
+
+
+def free_port() -> int:
+    """A TCP port free on this node right now, for the job's rendezvous (rank 0 listens on it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("", 0))
+        return int(probe.getsockname()[1])

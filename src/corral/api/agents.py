@@ -24,6 +24,7 @@ class TaskReport(BaseModel):
     state: Literal["STARTING", "RUNNING", "EXITED"]
     exit_code: int | None = None
     detail: str = ""
+    master_port: int = Field(default=0, ge=0, le=65535, description="rank 0 only: the rendezvous port it chose")
     interrupted: bool = Field(
         default=False, description="stopped by the agent's own shutdown, not by the job or the head"
     )

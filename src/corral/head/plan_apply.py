@@ -25,8 +25,6 @@ from corral.model import EPSILON, JobState, NodeState, TaskState
 from corral.sched import Placement, Plan
 
 log = logging.getLogger(__name__)
-FIRST_MASTER_PORT = 29500
-LAST_MASTER_PORT = 39499
 
 
 @dataclass(frozen=True)
@@ -42,15 +40,12 @@ class _Usage:
         self.gpu: dict[tuple[str, int], float] = defaultdict(float)
         self.cpus: dict[str, float] = defaultdict(float)
         self.memory: dict[str, int] = defaultdict(int)
-        self.ports: dict[str, set[int]] = defaultdict(set)
         for claim in session.scalars(select(GpuClaimRow).where(GpuClaimRow.node.in_(nodes))):
             self.gpu[(claim.node, claim.gpu_index)] += claim.fraction
         live = [s.value for s in LIVE_TASK_STATES]
         for task in session.scalars(select(TaskRow).where(TaskRow.node.in_(nodes), TaskRow.state.in_(live))):
             self.cpus[task.node] += task.cpus
             self.memory[task.node] += task.memory_mb
-            if task.master_port and task.node_rank == 0:
-                self.ports[task.node].add(task.master_port)
 
 
 def apply_plan(rt: HeadRuntime, plan: Plan, known_reasons: Mapping[str, str]) -> ApplyResult:
@@ -84,11 +79,10 @@ def _place(session: Session, placement: Placement, nodes: dict[str, NodeRow], us
     if not _still_fits(placement, nodes, usage):
         return False
     first = placement.allocations[0].node
-    port = _free_port(usage.ports[first])
-    usage.ports[first].add(port)
     for rank, alloc in enumerate(placement.allocations):
         task_id = f"{job.id}/{job.generation}/{rank}"
-        version = bump_node(session, alloc.node)
+        # Rank 0 goes out now; the other ranks once rank 0's agent has chosen the rendezvous port.
+        version = bump_node(session, alloc.node) if rank == 0 else 0
         session.add(
             TaskRow(
                 id=task_id,
@@ -102,7 +96,7 @@ def _place(session: Session, placement: Placement, nodes: dict[str, NodeRow], us
                 cpus=alloc.cpus,
                 memory_mb=alloc.memory_mb,
                 master_addr=nodes[first].address or "127.0.0.1",
-                master_port=port,
+                master_port=0,  # the rank-0 agent picks a free one when it starts the task
                 assigned_version=version,
                 exit_code=None,
                 detail="",
@@ -150,10 +144,3 @@ def _has_live_tasks(session: Session, job_id: str) -> bool:
     return (
         session.scalar(select(TaskRow.id).where(TaskRow.job_id == job_id, TaskRow.state.in_(live)).limit(1)) is not None
     )
-
-
-def _free_port(used: set[int]) -> int:
-    for port in range(FIRST_MASTER_PORT, LAST_MASTER_PORT + 1):
-        if port not in used:
-            return port
-    raise RuntimeError("no free rendezvous port left on the rank-0 node")

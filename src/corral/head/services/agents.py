@@ -19,7 +19,7 @@ from corral.api import (
 from corral.head.runtime import HeadRuntime
 from corral.head.security import hash_token, new_token, same_token
 from corral.head.services import health
-from corral.head.services.common import Conflict, NotAllowed, NotFound, record_event, wake_scheduler
+from corral.head.services.common import Conflict, NotAllowed, NotFound, bump_node, record_event, wake_scheduler
 from corral.head.services.lifecycle import LIVE_TASK_STATES, release, task_exited, task_lost, task_running
 from corral.head.store.tables import JobRow, NodeRow, TaskRow
 from corral.model import NodeState, TaskState
@@ -107,6 +107,8 @@ def heartbeat(rt: HeadRuntime, node: str, token: str, req: HeartbeatRequest) -> 
         for report in req.tasks:
             _apply_report(session, node, report, now)
         for task in _live_tasks(session, node):
+            if not _handed_out(task):
+                continue
             if task.id not in reported and task.assigned_version <= req.applied_version:
                 if task.state == TaskState.STOPPING.value:
                     release(session, task, TaskState.EXITED, now, None, "stopped before it started")
@@ -114,6 +116,21 @@ def heartbeat(rt: HeadRuntime, node: str, token: str, req: HeartbeatRequest) -> 
                     _lose(session, task, now, f"the agent on {node} does not run it")
         session.flush()
         return desired_state(session, rt, row)
+
+
+def _handed_out(task: TaskRow) -> bool:
+    """Whether the task is in its node's desired state yet: a rank above 0 waits for rank 0's port."""
+    return task.node_rank == 0 or task.master_port != 0
+
+
+def _rendezvous_chosen(session: Session, task: TaskRow, port: int) -> None:
+    """Rank 0's agent chose the port: hand the other ranks out, with it."""
+    for other in session.scalars(
+        select(TaskRow).where(TaskRow.job_id == task.job_id, TaskRow.generation == task.generation)
+    ):
+        other.master_port = port
+        if other.node_rank > 0 and other.state == TaskState.ASSIGNED.value:
+            other.assigned_version = bump_node(session, other.node)
 
 
 def _apply_report(session: Session, node: str, report: TaskReport, now: datetime) -> None:
@@ -125,6 +142,8 @@ def _apply_report(session: Session, node: str, report: TaskReport, now: datetime
     job = session.scalar(select(JobRow).where(JobRow.id == task.job_id))
     if job is None or task.state not in [s.value for s in LIVE_TASK_STATES]:
         return
+    if report.master_port and task.node_rank == 0 and task.master_port == 0:
+        _rendezvous_chosen(session, task, report.master_port)
     if report.state == "STARTING":
         return  # known to the agent; RUNNING follows
     if report.state == "RUNNING":
@@ -169,6 +188,8 @@ def desired_state(session: Session, rt: HeadRuntime, node: NodeRow) -> DesiredSt
     )
     out = []
     for task in tasks:
+        if not _handed_out(task):
+            continue
         job = session.scalar(select(JobRow).where(JobRow.id == task.job_id))
         if job is not None:
             out.append(desired_task(rt, job, task, _hosts(session, job, task.generation)))
@@ -205,13 +226,14 @@ def desired_task(rt: HeadRuntime, job: JobRow, task: TaskRow, hosts: list[HostSl
             "NODE_RANK": str(task.node_rank),
             "LOCAL_WORLD_SIZE": str(processes),
             "MASTER_ADDR": task.master_addr,
-            "MASTER_PORT": str(task.master_port),
             "CORRAL_GPUS_PER_NODE": _gpus_text(job.gpus_per_node),
             "CORRAL_CHECKPOINT_DIR": checkpoint_dir,
             "CORRAL_RESTART_COUNT": str(job.restarts),
             "CORRAL_GENERATION": str(task.generation),
         }
     )
+    if task.master_port:
+        env["MASTER_PORT"] = str(task.master_port)
     return DesiredTask(
         task_id=task.id,
         job_id=job.id,

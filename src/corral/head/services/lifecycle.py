@@ -71,6 +71,9 @@ def stop_tasks(session: Session, job: JobRow, now: datetime) -> None:
     for task in session.scalars(
         select(TaskRow).where(TaskRow.job_id == job.id, TaskRow.state.in_([s.value for s in WANTED_TASK_STATES]))
     ):
+        if task.node_rank > 0 and task.master_port == 0:  # never handed to its agent: nothing to stop
+            release(session, task, TaskState.EXITED, now, None, "stopped before it started")
+            continue
         task.state = TaskState.STOPPING.value
         task.assigned_version = bump_node(session, task.node)
 
