@@ -1,6 +1,6 @@
 """Frozen domain values shared by the head, the scheduler and the simulator."""
 
-from corral.model.resources import EPSILON, FULL_GPU, Allocation, Gpu, Job, LiveAllocation, Node, Request
+from corral.model.resources import EPSILON, FULL_GPU, Allocation, Gpu, Job, LiveAllocation, Node, Request, RunningJob
 from corral.model.states import (
     JOB_TRANSITIONS,
     TERMINAL_JOB_STATES,
@@ -25,6 +25,7 @@ __all__ = [
     "Node",
     "NodeState",
     "Request",
+    "RunningJob",
     "TaskState",
     "check_job_transition",
 ]

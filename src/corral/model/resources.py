@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from corral.model.states import JobState, NodeState
 
@@ -82,6 +82,39 @@ class Job:
     state: JobState = JobState.PENDING
     user: str = ""
     team: str = ""
+    time_limit_s: float | None = None  # wall-clock limit; None = runs until it ends
+    preemptible: bool = False  # once running, may be stopped for a higher-priority job
+
+
+@dataclass(frozen=True)
+class RunningJob:
+    """A job holding resources now, as backfill and preemption see it.
+
+    Its allocations are the ``LiveAllocation`` values with its id. ``stopping`` marks a job
+    already told to stop (preempted or cancelled): its resources come back soon at no cost.
+    """
+
+    id: str
+    started_at: datetime
+    priority: int = 0
+    preemptible: bool = False
+    time_limit_s: float | None = None
+    last_checkpoint_at: datetime | None = None
+    stopping: bool = False
+    user: str = ""
+    team: str = ""
+
+    @property
+    def expected_end(self) -> datetime | None:
+        """When its time limit runs out; None without a limit."""
+        if self.time_limit_s is None:
+            return None
+        return self.started_at + timedelta(seconds=self.time_limit_s)
+
+    def unsaved_s(self, now: datetime) -> float:
+        """Seconds of work since its last checkpoint (or its start): what stopping it now loses."""
+        since = max(self.started_at, self.last_checkpoint_at or self.started_at)
+        return max(0.0, (now - since).total_seconds())
 
 
 @dataclass(frozen=True)

@@ -2,14 +2,29 @@
 
 from corral.sched.cycle import schedule
 from corral.sched.feasibility import never_fits
-from corral.sched.plan import NEVER_FITS, NO_NODES, RESOURCES, Placement, Plan, Reason
+from corral.sched.plan import (
+    BACKFILL_BLOCKED,
+    NEVER_FITS,
+    NO_NODES,
+    PREEMPTING,
+    RESERVED,
+    RESOURCES,
+    Placement,
+    Plan,
+    Preemption,
+    Reason,
+    Reservation,
+)
 from corral.sched.policy import POLICIES, Policy, get_policy
 from corral.sched.snapshot import CapacityView, NodeCapacity, NodeRanker, Rank, Snapshot
 
 __all__ = [
+    "BACKFILL_BLOCKED",
     "NEVER_FITS",
     "NO_NODES",
     "POLICIES",
+    "PREEMPTING",
+    "RESERVED",
     "RESOURCES",
     "CapacityView",
     "NodeCapacity",
@@ -17,8 +32,10 @@ __all__ = [
     "Placement",
     "Plan",
     "Policy",
+    "Preemption",
     "Rank",
     "Reason",
+    "Reservation",
     "Snapshot",
     "get_policy",
     "never_fits",

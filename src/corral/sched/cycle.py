@@ -2,35 +2,122 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import datetime
 
-from corral.model import Job, Request
+from corral.model import Allocation, Job, Request
+from corral.sched.backfill import blocked_reason, ends_by, find_reservation, guard_view, reserved_reason
+from corral.sched.feasibility import ClusterShapes
 from corral.sched.placement import find_placement
-from corral.sched.plan import Placement, Plan
+from corral.sched.plan import Placement, Plan, Preemption, Reason, Reservation
 from corral.sched.policy import Policy
+from corral.sched.preempt import Preemptor
 from corral.sched.reasons import explain
 from corral.sched.snapshot import CapacityView, Snapshot
 
 
 def schedule(snapshot: Snapshot, policy: Policy, now: datetime) -> Plan:
-    """Place pending jobs greedily, in the policy's order, on what is free now.
+    """Place pending jobs in the policy's order on what is free now.
 
-    A job that does not fit gets a reason and later jobs may still be placed (no
-    reservations yet). ``now`` is part of the input for policies that weigh time; the
-    v1 policies do not read it. The same inputs always give the same plan.
+    A job that does not fit may preempt lower-priority, preemptible running jobs (when the
+    policy allows it and that lets it start now); it is then held, not placed, until its
+    victims release their resources. With backfill, the highest-priority job still blocked
+    gets a reservation at its earliest start, and later jobs start only if they do not delay
+    it. Without backfill a blocked job is skipped and later jobs may still be placed. The
+    same inputs always give the same plan.
     """
-    view = CapacityView(snapshot, policy.gpu_ranker, policy.cpu_ranker)
-    queue = sorted(snapshot.pending, key=lambda job: (policy.job_order(job), job.id))
-    placements: list[Placement] = []
-    waiting: list[Job] = []
-    # Capacity only shrinks during a cycle, so a request that did not fit never fits later in it.
-    unfit: set[Request] = set()
-    for job in queue:
-        placement = None if job.request in unfit else find_placement(view, job)
-        if placement is None:
-            unfit.add(job.request)
-            waiting.append(job)
-        else:
-            view.apply(placement)
-            placements.append(placement)
-    return Plan(placements=tuple(placements), reasons=explain(waiting, view, snapshot))
+    return _Cycle(snapshot, policy, now).run()
+
+
+@dataclass
+class _Cycle:
+    snapshot: Snapshot
+    policy: Policy
+    now: datetime
+    placements: list[Placement] = field(default_factory=list)
+    preemptions: list[Preemption] = field(default_factory=list)
+    waiting: list[Job] = field(default_factory=list)
+    taken: list[Allocation] = field(default_factory=list)  # placements and preemption holds, in order
+    special: dict[str, tuple[str, ...]] = field(default_factory=dict)  # job -> victims, or () when held back
+    reservation: Reservation | None = None
+    guard: CapacityView | None = None
+    reserve_tried: bool = False
+    shapes: ClusterShapes | None = None
+
+    def run(self) -> Plan:
+        policy = self.policy
+        view = CapacityView(self.snapshot, policy.gpu_ranker, policy.cpu_ranker)
+        preemptor = Preemptor(self.snapshot, self.now) if policy.preemption and self.snapshot.running else None
+        queue = sorted(self.snapshot.pending, key=lambda job: (policy.job_order(job), job.id))
+        # The views only shrink during a cycle, so a request that did not fit one never fits it later.
+        unfit: set[tuple[bool, Request]] = set()
+        no_victims: set[tuple[bool, Request, int]] = set()
+        for job in queue:
+            guarded = self.reservation is not None and not ends_by(job, self.now, self.reservation.start)
+            target = self.guard if guarded and self.guard is not None else view
+            key = (target is view, job.request)
+            placement = None if key in unfit else find_placement(target, job)
+            if placement is not None:
+                self._take(view, placement)
+                self.placements.append(placement)
+                continue
+            unfit.add(key)
+            if preemptor is not None and preemptor.worth_trying(job):
+                tried = (target is view, job.request, job.priority)
+                found = None if tried in no_victims else preemptor.find(target, job)
+                if found is not None:
+                    held, victims = found
+                    preemptor.commit(view, held, victims)
+                    if self.guard is not None:
+                        self.guard.apply(held)
+                    self.taken.extend(held.allocations)
+                    self.preemptions.extend(preemptor.preemptions(job, victims))
+                    self.special[job.id] = victims
+                    self.waiting.append(job)
+                    continue
+                no_victims.add(tried)
+            if target is not view:
+                if (True, job.request) not in unfit and find_placement(view, job) is not None:
+                    self.special[job.id] = ()
+            elif policy.backfill and not self.reserve_tried:
+                self._reserve(job)
+            self.waiting.append(job)
+        return Plan(
+            placements=tuple(self.placements),
+            reasons=self._reasons(view, preemptor),
+            preemptions=tuple(self.preemptions),
+            reservations=() if self.reservation is None else (self.reservation,),
+        )
+
+    def _take(self, view: CapacityView, placement: Placement) -> None:
+        view.apply(placement)
+        if self.guard is not None:
+            self.guard.apply(placement)
+        self.taken.extend(placement.allocations)
+
+    def _reserve(self, job: Job) -> None:
+        """Reserve for the first blocked job that could ever fit; one attempt per cycle bounds the cost."""
+        if self.shapes is None:
+            self.shapes = ClusterShapes(self.snapshot.nodes)
+        if self.shapes.never_fits(job.request) is not None:
+            return
+        self.reserve_tried = True
+        stopped = [p.victim_job_id for p in self.preemptions]
+        self.reservation = find_reservation(job, self.snapshot, self.policy, self.now, self.taken, stopped)
+        if self.reservation is not None:
+            self.guard = guard_view(self.snapshot, self.policy, self.taken, self.reservation)
+
+    def _reasons(self, view: CapacityView, preemptor: Preemptor | None) -> dict[str, Reason]:
+        reasons = explain(self.waiting, view, self.snapshot)
+        reservation = self.reservation
+        for job in self.waiting:
+            base = reasons[job.id]
+            if reservation is not None and job.id == reservation.job_id:
+                reasons[job.id] = reserved_reason(base, reservation, self.now)
+            elif job.id in self.special:
+                victims = self.special[job.id]
+                if victims and preemptor is not None:
+                    reasons[job.id] = preemptor.reason(base, job, victims)
+                elif reservation is not None:
+                    reasons[job.id] = blocked_reason(base, reservation, self.now)
+        return reasons

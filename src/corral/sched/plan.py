@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from corral.model import Allocation
 
@@ -16,6 +17,15 @@ RESOURCES = "RESOURCES"
 NEVER_FITS = "NEVER_FITS"
 """The job cannot fit the registered nodes even when they are all empty."""
 
+RESERVED = "RESERVED"
+"""The highest-priority blocked job: resources are reserved for it at its earliest start."""
+
+PREEMPTING = "PREEMPTING"
+"""Lower-priority jobs are being stopped so that this job can start."""
+
+BACKFILL_BLOCKED = "BACKFILL_BLOCKED"
+"""The job fits now but starting it would delay a reserved higher-priority job."""
+
 
 @dataclass(frozen=True)
 class Reason:
@@ -25,6 +35,7 @@ class Reason:
     message: str
     position: int = 0  # place in the queue, 1-based; 0 when the job is not queued for resources
     queue_length: int = 0
+    expected_start: datetime | None = None  # set for a reserved job: when its reservation begins
 
     def describe(self) -> str:
         """The message with the queue position, as users read it."""
@@ -43,8 +54,33 @@ class Placement:
 
 
 @dataclass(frozen=True)
+class Reservation:
+    """Resources held back for a blocked job from ``start`` (its earliest possible start)."""
+
+    job_id: str
+    start: datetime
+    gpu_type: str | None
+    allocations: tuple[Allocation, ...]
+
+
+@dataclass(frozen=True)
+class Preemption:
+    """Stop ``victim_job_id`` so that ``for_job_id`` can start; the victim goes back to pending."""
+
+    victim_job_id: str
+    for_job_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Plan:
-    """The outcome of one cycle; ``reasons`` has an entry for every pending job not placed."""
+    """The outcome of one cycle; ``reasons`` has an entry for every pending job not placed.
+
+    A job that preempts is not placed in the same plan: it starts in a later cycle, once
+    its victims have released their resources.
+    """
 
     placements: tuple[Placement, ...] = ()
     reasons: Mapping[str, Reason] = field(default_factory=dict)
+    preemptions: tuple[Preemption, ...] = ()
+    reservations: tuple[Reservation, ...] = ()

@@ -16,7 +16,9 @@ class Policy:
 
     ``job_order`` sorts pending jobs (lowest first; the job id breaks ties). The rankers
     order candidate nodes (lowest first; the node name breaks ties) from the node's own
-    free capacity, for GPU jobs and for CPU-only jobs.
+    free capacity, for GPU jobs and for CPU-only jobs. ``backfill`` reserves resources for
+    the highest-priority blocked job (EASY backfill); ``preemption`` stops lower-priority,
+    preemptible running jobs when that lets a blocked job start now.
     """
 
     name: str
@@ -24,6 +26,8 @@ class Policy:
     job_order: Callable[[Job], tuple[int, ...]]
     gpu_ranker: NodeRanker
     cpu_ranker: NodeRanker
+    backfill: bool = False
+    preemption: bool = False
 
 
 def priority_then_submit(job: Job) -> tuple[int, ...]:
@@ -51,15 +55,20 @@ def by_name(node: NodeCapacity) -> Rank:
 
 DEFAULT = Policy(
     name="default",
-    description="priority (highest first), then submit order; best-fit packing",
+    description="priority (highest first), then submit order; best-fit packing; EASY backfill; preemption",
     job_order=priority_then_submit,
     gpu_ranker=fewest_empty_gpus,
     cpu_ranker=gpu_free_first,
+    backfill=True,
+    preemption=True,
 )
 
 FIFO = Policy(
     name="fifo",
-    description="submit order only; first fit by node name (the baseline to compare against)",
+    description=(
+        "submit order only; first fit by node name; a job that does not fit is skipped, with no"
+        " reservation and no preemption (the baseline to compare against)"
+    ),
     job_order=submit_order,
     gpu_ranker=by_name,
     cpu_ranker=by_name,

@@ -5,11 +5,11 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left, insort
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from corral.model import EPSILON, FULL_GPU, Allocation, Job, LiveAllocation, Node, NodeState, Request
+from corral.model import EPSILON, FULL_GPU, Allocation, Job, LiveAllocation, Node, NodeState, Request, RunningJob
 
 if TYPE_CHECKING:
     from corral.sched.plan import Placement
@@ -31,10 +31,19 @@ class Snapshot:
     nodes: tuple[Node, ...] = ()
     live: tuple[LiveAllocation, ...] = ()  # held now, including tasks still stopping
     pending: tuple[Job, ...] = ()  # waiting to be placed, in any order
+    running: tuple[RunningJob, ...] = ()  # jobs holding ``live`` allocations, for backfill and preemption
 
     def __post_init__(self) -> None:
         _check_unique("node", [n.name for n in self.nodes])
         _check_unique("pending job", [j.id for j in self.pending])
+        _check_unique("running job", [j.id for j in self.running])
+
+    def allocations_of(self) -> dict[str, tuple[Allocation, ...]]:
+        """Live allocations grouped by job id, in a stable order."""
+        held: dict[str, list[Allocation]] = {}
+        for live in sorted(self.live, key=_live_order):
+            held.setdefault(live.job_id, []).append(live.allocation)
+        return {job_id: tuple(allocs) for job_id, allocs in held.items()}
 
 
 def _check_unique(what: str, names: list[str]) -> None:
@@ -165,11 +174,22 @@ class CapacityView:
         """Give back what ``apply`` took for the same placement."""
         self._change(placement, -1)
 
+    def take(self, allocations: Iterable[Allocation]) -> None:
+        """Take held resources (a running job's, a reservation's); allocations off READY nodes are ignored."""
+        self._change_allocations([a for a in allocations if a.node in self.nodes], +1, "")
+
+    def release(self, allocations: Iterable[Allocation]) -> None:
+        """Give back what ``take`` took for the same allocations."""
+        self._change_allocations([a for a in allocations if a.node in self.nodes], -1, "")
+
     def _change(self, placement: Placement, sign: int) -> None:
-        for alloc in placement.allocations:
+        self._change_allocations(placement.allocations, sign, placement.job_id)
+
+    def _change_allocations(self, allocations: Iterable[Allocation], sign: int, job_id: str) -> None:
+        for alloc in allocations:
             node = self.nodes.get(alloc.node)
             if node is None:
-                raise ValueError(f"placement of job {placement.job_id} names {alloc.node!r}, which is not a READY node")
+                raise ValueError(f"placement of job {job_id} names {alloc.node!r}, which is not a READY node")
             self._unindex(node)
             node._add(alloc, sign)
             self._index(node)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from types import MappingProxyType
 
-from corral.model import FULL_GPU, Allocation, Gpu, Job, LiveAllocation, Node, NodeState, Request
+from corral.model import FULL_GPU, Allocation, Gpu, Job, LiveAllocation, Node, NodeState, Request, RunningJob
 from corral.sched import Snapshot
 from corral.spec.quantities import parse_memory_mb
 
@@ -60,6 +60,8 @@ class JobBuilder:
     _submitted_at: datetime | None = None
     _user: str = ""
     _team: str = ""
+    _time_limit_s: float | None = None
+    _preemptible: bool = False
 
     def gpus(self, per_node: float) -> JobBuilder:
         return self._with(gpus_per_node=float(per_node))
@@ -92,6 +94,12 @@ class JobBuilder:
     def team(self, team: str) -> JobBuilder:
         return replace(self, _team=team)
 
+    def time_limit(self, seconds: float) -> JobBuilder:
+        return replace(self, _time_limit_s=float(seconds))
+
+    def preemptible(self, preemptible: bool = True) -> JobBuilder:
+        return replace(self, _preemptible=preemptible)
+
     def build(self) -> Job:
         return Job(
             id=self.id,
@@ -101,6 +109,8 @@ class JobBuilder:
             submitted_at=self._submitted_at,
             user=self._user,
             team=self._team,
+            time_limit_s=self._time_limit_s,
+            preemptible=self._preemptible,
         )
 
     def _with(
@@ -144,14 +154,41 @@ def live_alloc(
     return LiveAllocation(job_id, allocation)
 
 
+def running_job(
+    job_id: str,
+    now: datetime,
+    *,
+    ran_s: float = 0.0,
+    priority: int = 0,
+    preemptible: bool = False,
+    time_limit_s: float | None = None,
+    checkpoint_s_ago: float | None = None,
+    stopping: bool = False,
+) -> RunningJob:
+    """A running job that started ``ran_s`` seconds before ``now``; its allocations are separate ``live_alloc``s."""
+    started = now - timedelta(seconds=ran_s)
+    checkpoint = None if checkpoint_s_ago is None else now - timedelta(seconds=checkpoint_s_ago)
+    return RunningJob(
+        id=job_id,
+        started_at=started,
+        priority=priority,
+        preemptible=preemptible,
+        time_limit_s=time_limit_s,
+        last_checkpoint_at=checkpoint,
+        stopping=stopping,
+    )
+
+
 def snapshot(
     nodes: Iterable[Node | NodeBuilder] = (),
     pending: Iterable[Job | JobBuilder] = (),
     live: Iterable[LiveAllocation] = (),
+    running: Iterable[RunningJob] = (),
 ) -> Snapshot:
     """A ``Snapshot`` from built values or builders."""
     return Snapshot(
         nodes=tuple(n.build() if isinstance(n, NodeBuilder) else n for n in nodes),
         live=tuple(live),
         pending=tuple(j.build() if isinstance(j, JobBuilder) else j for j in pending),
+        running=tuple(running),
     )

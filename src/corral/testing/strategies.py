@@ -7,10 +7,12 @@ property tests stay fast.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
 
 from hypothesis import strategies as st
 
-from corral.model import FULL_GPU, Allocation, Gpu, Job, LiveAllocation, Node, NodeState, Request
+from corral.model import FULL_GPU, Allocation, Gpu, Job, LiveAllocation, Node, NodeState, Request, RunningJob
 from corral.sched import Snapshot
 
 GPU_TYPES = ("A100", "H100", "L4")
@@ -105,3 +107,35 @@ def snapshots(draw: st.DrawFn, max_nodes: int = 6, max_jobs: int = 10) -> Snapsh
     node_list = draw(node_lists(max_nodes))
     live = draw(live_allocations(node_list))
     return Snapshot(nodes=tuple(node_list), live=tuple(live), pending=tuple(draw(job_lists(max_jobs))))
+
+
+_limits = st.none() | st.sampled_from([600.0, 1800.0, 3600.0, 7200.0])
+_ran = st.sampled_from([0.0, 300.0, 1800.0, 3600.0, 10800.0])
+
+
+@st.composite
+def running_snapshots(draw: st.DrawFn, now: datetime, max_nodes: int = 5, max_jobs: int = 8) -> Snapshot:
+    """A snapshot whose live allocations belong to running jobs with priorities, time limits and checkpoints.
+
+    Pending jobs get time limits and priorities too, so backfill and preemption both have work.
+    """
+    base = draw(snapshots(max_nodes, max_jobs))
+    running: list[RunningJob] = []
+    for job_id in sorted({live.job_id for live in base.live}):
+        if draw(st.integers(0, 9)) == 0:
+            continue  # held by a job the scheduler knows nothing about
+        ran = draw(_ran)
+        checkpoint = draw(st.none() | st.sampled_from([0.0, 60.0, 600.0]))
+        running.append(
+            RunningJob(
+                id=job_id,
+                started_at=now - timedelta(seconds=ran),
+                priority=draw(_priorities),
+                preemptible=draw(st.booleans()),
+                time_limit_s=draw(_limits),
+                last_checkpoint_at=None if checkpoint is None else now - timedelta(seconds=min(ran, checkpoint)),
+                stopping=draw(st.integers(0, 9)) == 0,
+            )
+        )
+    pending = tuple(replace(job, time_limit_s=draw(_limits)) for job in base.pending)
+    return Snapshot(nodes=base.nodes, live=base.live, pending=pending, running=tuple(running))

@@ -1,0 +1,111 @@
+"""EASY backfill: a reservation for the highest-priority blocked job, and a guard for the rest.
+
+The timeline of future free resources comes from running jobs' time limits: a running job
+frees its allocations at ``started_at + time_limit_s`` (at ``now`` when already overdue or
+stopping). A job without a time limit, and a live allocation of no known running job,
+never frees its resources in the timeline. The blocked job's reservation starts at the
+first release time at which it can be placed.
+
+Later (lower) jobs may start now only if they do not delay it: either their time limit
+ends by the reservation's start, or they fit the *guard* view: what is free now minus the
+reservation's allocations. The guard is conservative: a job fitting it leaves the
+reservation's resources untouched at every time.
+
+Bound: one reservation per cycle; finding it costs one ``find_placement`` per distinct
+release time of the running jobs, and building the two views costs one pass over the nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+from corral.model import Allocation, Job
+from corral.sched import describe
+from corral.sched.placement import find_placement
+from corral.sched.plan import BACKFILL_BLOCKED, RESERVED, Reason, Reservation
+from corral.sched.policy import Policy
+from corral.sched.snapshot import CapacityView, Snapshot
+
+
+def release_times(snapshot: Snapshot, now: datetime, stopped: Iterable[str] = ()) -> list[tuple[datetime, str]]:
+    """``(when, job id)`` for every running job that frees its resources, earliest first.
+
+    Jobs in ``stopped`` (chosen as victims this cycle) and stopping jobs free theirs now.
+    """
+    gone = set(stopped)
+    times: list[tuple[datetime, str]] = []
+    for job in snapshot.running:
+        end = now if job.stopping or job.id in gone else job.expected_end
+        if end is not None:
+            times.append((max(end, now), job.id))
+    return sorted(times)
+
+
+def find_reservation(
+    job: Job,
+    snapshot: Snapshot,
+    policy: Policy,
+    now: datetime,
+    taken: Iterable[Allocation],
+    stopped: Iterable[str] = (),
+) -> Reservation | None:
+    """The job's earliest start on the timeline, or None when no known release lets it fit.
+
+    ``taken`` are the allocations this cycle already gave out (placements and holds).
+    """
+    held = snapshot.allocations_of()
+    future = CapacityView(snapshot, policy.gpu_ranker, policy.cpu_ranker)
+    future.take(taken)
+    events = release_times(snapshot, now, stopped)
+    i = 0
+    while i < len(events):
+        when = events[i][0]
+        while i < len(events) and events[i][0] == when:
+            future.release(held.get(events[i][1], ()))
+            i += 1
+        placement = find_placement(future, job)
+        if placement is not None:
+            return Reservation(job.id, when, placement.gpu_type, placement.allocations)
+    return None
+
+
+def guard_view(
+    snapshot: Snapshot, policy: Policy, taken: Iterable[Allocation], reservation: Reservation
+) -> CapacityView:
+    """What lower jobs that run past the reservation's start may use: free now, less the reservation."""
+    guard = CapacityView(snapshot, policy.gpu_ranker, policy.cpu_ranker)
+    guard.take(taken)
+    guard.take(reservation.allocations)
+    return guard
+
+
+def ends_by(job: Job, now: datetime, start: datetime) -> bool:
+    """Whether the job's time limit ends by ``start`` if it starts now."""
+    return job.time_limit_s is not None and now + timedelta(seconds=job.time_limit_s) <= start
+
+
+def when(moment: datetime, now: datetime) -> str:
+    """``2025-01-01 02:00:00 UTC (in 2h)``: an absolute time and how far away it is."""
+    seconds = max(0, round((moment - now).total_seconds()))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [f"{hours}h" if hours else "", f"{minutes}m" if minutes else "", f"{secs}s" if secs else ""]
+    away = "".join(parts) or "0s"
+    return f"{moment.strftime('%Y-%m-%d %H:%M:%S %Z').strip()} (in {away})"
+
+
+def reserved_reason(base: Reason, reservation: Reservation, now: datetime) -> Reason:
+    """The reserved job's reason: what it waits for and when it is expected to start."""
+    nodes = describe.and_list(sorted({a.node for a in reservation.allocations}))
+    message = f"{base.message}; expected to start at {when(reservation.start, now)} on {nodes}, reserved for it"
+    return Reason(RESERVED, message, base.position, base.queue_length, reservation.start)
+
+
+def blocked_reason(base: Reason, reservation: Reservation, now: datetime) -> Reason:
+    """A job that fits now but would delay the reservation."""
+    message = (
+        f"fits now but starting it would delay job {reservation.job_id}, reserved to start at "
+        f"{when(reservation.start, now)}; a time limit ending by then would let it start now"
+    )
+    return Reason(BACKFILL_BLOCKED, message, base.position, base.queue_length)

@@ -1,0 +1,186 @@
+"""Victim search: which lower-priority, preemptible running jobs to stop so a blocked job starts now.
+
+A victim set is only chosen when removing it (a what-if on the ``CapacityView``: release,
+place, take back) lets the job be placed now. Among the sets found, the one that loses
+the fewest GPU-seconds of work since each victim's last checkpoint wins, then the one with
+fewest jobs. Jobs already stopping are free victims: their resources come back soon at no
+cost, and they are not preempted again.
+
+Bound: only nodes hosting an eligible victim are searched. On one node, every subset of
+its victims is tried when it has at most ``EXHAUSTIVE`` of them (so a one-node job gets the
+cheapest set exactly); otherwise victims are added cheapest first and then pruned. A gang
+takes the ``nodes`` cheapest nodes of one GPU type (a heuristic: victims shared between
+nodes are counted once but not exploited). The whole search is skipped for a job whose
+priority has no eligible victim below it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from itertools import combinations, islice
+
+from corral.model import EPSILON, FULL_GPU, Allocation, Job, Request, RunningJob
+from corral.sched import describe
+from corral.sched.placement import candidates, find_placement
+from corral.sched.plan import PREEMPTING, Placement, Preemption, Reason
+from corral.sched.snapshot import CapacityView, NodeCapacity, Snapshot
+
+EXHAUSTIVE = 8  # victims on one node up to which every subset is tried
+
+Cost = tuple[float, int]  # (GPU-seconds lost, jobs newly preempted)
+_Option = tuple[Cost, str, tuple[str, ...]]  # (cost, node, victims on it)
+
+
+def lost_gpu_seconds(job: RunningJob, allocations: Sequence[Allocation], now: datetime) -> float:
+    """Work lost by stopping the job now: seconds since its last checkpoint × GPUs it holds."""
+    gpus = sum(len(a.gpus) * a.gpu_fraction for a in allocations)
+    return round(job.unsaved_s(now) * gpus, 6)
+
+
+class Preemptor:
+    """Finds victims for blocked jobs during one cycle; a victim is given to one job only."""
+
+    def __init__(self, snapshot: Snapshot, now: datetime) -> None:
+        self.held = snapshot.allocations_of()
+        self.jobs = {r.id: r for r in snapshot.running if (r.preemptible or r.stopping) and self.held.get(r.id)}
+        self.cost: dict[str, Cost] = {
+            r.id: (0.0, 0) if r.stopping else (lost_gpu_seconds(r, self.held[r.id], now), 1) for r in self.jobs.values()
+        }
+        self.on_node: dict[str, list[str]] = {}
+        for job_id in sorted(self.jobs):
+            for node in sorted({a.node for a in self.held[job_id]}):
+                self.on_node.setdefault(node, []).append(job_id)
+        self.taken: set[str] = set()
+        self._any_stopping = any(r.stopping for r in self.jobs.values())
+        self._lowest = min((r.priority for r in self.jobs.values() if not r.stopping), default=None)
+
+    def worth_trying(self, job: Job) -> bool:
+        """Cheap test: could any victim serve this job at all?"""
+        return self._any_stopping or (self._lowest is not None and self._lowest < job.priority)
+
+    def eligible(self, job: Job, victim_id: str) -> bool:
+        victim = self.jobs[victim_id]
+        return victim_id not in self.taken and (victim.stopping or victim.priority < job.priority)
+
+    def find(self, view: CapacityView, job: Job) -> tuple[Placement, tuple[str, ...]] | None:
+        """The placement and cheapest victim set that let the job start now, or None; ``view`` is unchanged."""
+        request = job.request
+        types: Sequence[str | None] = (
+            [t for t in (request.gpu_types or view.gpu_types) if t in view.gpu_types]
+            if request.gpus_per_node > 0
+            else [None]
+        )
+        best: tuple[Cost, int, Placement, tuple[str, ...]] | None = None
+        for rank, gpu_type in enumerate(types):
+            victims = self._victims_for_type(view, job, gpu_type)
+            if victims is None:
+                continue
+            placement = self._what_if(view, job, victims)
+            if placement is None:
+                continue
+            option = (self._total(victims), rank, placement, victims)
+            if best is None or option[:2] < best[:2]:
+                best = option
+        return None if best is None else (best[2], best[3])
+
+    def commit(self, view: CapacityView, placement: Placement, victims: Sequence[str]) -> None:
+        """Hold the placement on the view (on top of the victims, which still run) and use up the victims."""
+        view.apply(placement)
+        self.taken.update(victims)
+
+    def preemptions(self, job: Job, victims: Sequence[str]) -> tuple[Preemption, ...]:
+        return tuple(
+            Preemption(v, job.id, f"preempted for job {job.id} (priority {job.priority} > {self.jobs[v].priority})")
+            for v in victims
+            if not self.jobs[v].stopping
+        )
+
+    def reason(self, base: Reason, job: Job, victims: Sequence[str]) -> Reason:
+        new = [v for v in victims if not self.jobs[v].stopping]
+        going = [v for v in victims if self.jobs[v].stopping]
+        parts = []
+        if new:
+            lost = sum(self.cost[v][0] for v in new) / 3600
+            parts.append(f"preempting {describe.and_list(new)} ({describe.number(round(lost, 2))} GPU-hours lost)")
+        if going:
+            parts.append(f"waiting for {describe.and_list(going)} to stop")
+        return Reason(PREEMPTING, f"{' and '.join(parts)} to start", base.position, base.queue_length)
+
+    def _total(self, victims: Sequence[str]) -> Cost:
+        return (round(sum(self.cost[v][0] for v in victims), 6), sum(self.cost[v][1] for v in victims))
+
+    def _what_if(self, view: CapacityView, job: Job, victims: Sequence[str]) -> Placement | None:
+        for v in victims:
+            view.release(self.held[v])
+        try:
+            return find_placement(view, job)
+        finally:
+            for v in victims:
+                view.take(self.held[v])
+
+    def _victims_for_type(self, view: CapacityView, job: Job, gpu_type: str | None) -> tuple[str, ...] | None:
+        request = job.request
+        options: list[_Option] = []
+        for name in sorted(self.on_node):
+            node = view.nodes.get(name)
+            if node is None or (gpu_type is not None and len(node.indices(gpu_type)) < request.gpu_slots_per_node):
+                continue
+            eligible = [v for v in self.on_node[name] if self.eligible(job, v)]
+            found = self._cheapest_on_node(node, request, gpu_type, eligible) if eligible else None
+            if found is not None:
+                options.append((self._total(found), name, found))
+        if request.nodes > 1:  # nodes that already fit cost nothing
+            seen = {name for _, name, _ in options}
+            free = islice(candidates(view, request, gpu_type), request.nodes)
+            options += [((0.0, 0), c.node.name, ()) for c in free if c.node.name not in seen]
+        if len(options) < request.nodes:
+            return None
+        chosen = sorted(options)[: request.nodes]
+        return tuple(sorted({v for _, _, victims in chosen for v in victims}))
+
+    def _cheapest_on_node(
+        self, node: NodeCapacity, request: Request, gpu_type: str | None, eligible: list[str]
+    ) -> tuple[str, ...] | None:
+        """The cheapest subset of the node's eligible victims whose removal fits one share, or None."""
+        freed = {v: [a for a in self.held[v] if a.node == node.name] for v in eligible}
+        if len(eligible) <= EXHAUSTIVE:
+            subsets = [s for k in range(len(eligible) + 1) for s in combinations(eligible, k)]
+            for subset in sorted(subsets, key=lambda s: (self._total(s), s)):
+                if _fits_without(node, request, gpu_type, [a for v in subset for a in freed[v]]):
+                    return subset
+            return None
+        chosen: list[str] = []
+        for v in sorted(eligible, key=lambda v: (self.cost[v], v)):
+            chosen.append(v)
+            if _fits_without(node, request, gpu_type, [a for c in chosen for a in freed[c]]):
+                break
+        else:
+            return None
+        for v in sorted(chosen, key=lambda v: (self.cost[v], v), reverse=True):  # prune the costliest first
+            rest = [c for c in chosen if c != v]
+            if _fits_without(node, request, gpu_type, [a for c in rest for a in freed[c]]):
+                chosen = rest
+        return tuple(sorted(chosen))
+
+
+def _fits_without(node: NodeCapacity, request: Request, gpu_type: str | None, freed: Sequence[Allocation]) -> bool:
+    """Whether one share of the request fits the node once ``freed`` is given back."""
+    used = dict(node.used)
+    cpus, memory = node.free_cpus, node.free_memory_mb
+    for alloc in freed:
+        for index in alloc.gpus:
+            if index in used:
+                used[index] = max(0.0, round(used[index] - alloc.gpu_fraction, 12))
+        cpus += alloc.cpus
+        memory += alloc.memory_mb
+    if request.cpus_per_node is not None and request.cpus_per_node > cpus + EPSILON:
+        return False
+    if request.memory_mb_per_node is not None and request.memory_mb_per_node > memory:
+        return False
+    if request.gpus_per_node <= 0 or gpu_type is None:
+        return True
+    indices = node.indices(gpu_type)
+    if request.fractional:
+        return any(FULL_GPU - used[i] >= request.gpus_per_node - EPSILON for i in indices)
+    return sum(1 for i in indices if used[i] <= EPSILON) >= request.gpu_slots_per_node

@@ -1,0 +1,223 @@
+"""ClusterConfig: the head's ``corral.yaml`` (teams and quotas, priority classes, queues, fair share).
+
+Field checks come from pydantic; cross-field checks (unknown parent team, a user in two
+teams, an unknown priority class, ...) run after them. Every problem is reported with the
+dotted path of the bad field, e.g. ``teams.vision.quotas.H100.nominal``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+
+from corral.spec.errors import FieldError, SpecError, from_validation_error
+from corral.spec.job import load_yaml_document
+from corral.spec.quantities import parse_duration_s
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,62}$")
+DEFAULT_HALF_LIFE_S = 7 * 86400.0
+
+
+def _duration(value: Any) -> Any:
+    return None if value is None else parse_duration_s(value)
+
+
+def _check_name(value: str, what: str) -> str:
+    if not _NAME_RE.match(value):
+        raise ValueError(f"bad {what} {value!r}: use 1-63 letters, digits, '.', '_' or '-'")
+    return value
+
+
+class QuotaConfig(BaseModel):
+    """A team's share of one GPU type, in GPUs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    nominal: float = Field(ge=0, description="GPUs the team is guaranteed")
+    borrowing_limit: float | None = Field(
+        default=None, ge=0, description="GPUs it may borrow beyond nominal from idle quota (None: no limit)"
+    )
+    lending_limit: float | None = Field(
+        default=None, ge=0, description="of its unused nominal, GPUs others may borrow (None: all of it)"
+    )
+
+
+class TeamConfig(BaseModel):
+    """One team: its place in the tree, its members and its quotas per GPU type."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    parent: str | None = Field(default=None, description="the parent team; none: directly under the organisation")
+    members: list[str] = Field(default_factory=list, description="user names")
+    quotas: dict[str, QuotaConfig] = Field(default_factory=dict, description="per GPU type")
+
+    @field_validator("members")
+    @classmethod
+    def _members(cls, value: list[str]) -> list[str]:
+        for user in value:
+            _check_name(user, "user name")
+        if len(set(value)) != len(value):
+            raise ValueError("lists a user twice")
+        return value
+
+
+class PriorityClassConfig(BaseModel):
+    """A named priority: higher values run first; preemptible jobs may be stopped for higher ones."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    value: int = Field(ge=-1_000_000, le=1_000_000)
+    preemptible: bool = False
+
+
+class QueueConfig(BaseModel):
+    """Defaults for jobs submitted to a queue."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    time_limit_s: Annotated[float | None, BeforeValidator(_duration)] = Field(
+        default=None, alias="time_limit", description="default wall-clock limit, e.g. 24h"
+    )
+    priority_class: str | None = Field(default=None, description="default priority class")
+
+
+class FairShareConfig(BaseModel):
+    """How past usage lowers a team's priority: usage decays with ``half_life``; weights scale shares."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    half_life_s: Annotated[float, BeforeValidator(_duration)] = Field(
+        default=DEFAULT_HALF_LIFE_S, alias="half_life", description="usage half-life, e.g. 7d"
+    )
+    weights: dict[str, float] = Field(default_factory=dict, description="per team; 1.0 when not listed")
+
+    @field_validator("weights")
+    @classmethod
+    def _weights(cls, value: dict[str, float]) -> dict[str, float]:
+        for team, weight in value.items():
+            if weight <= 0:
+                raise ValueError(f"weight of {team} must be above 0, got {weight}")
+        return value
+
+
+class ClusterConfig(BaseModel):
+    """The cluster's scheduling configuration (``corral head --config corral.yaml``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    organisation: str = Field(default="org", description="the root of the team tree")
+    teams: dict[str, TeamConfig] = Field(default_factory=dict, description="by name")
+    priority_classes: dict[str, PriorityClassConfig] = Field(default_factory=dict, description="by name")
+    default_priority_class: str | None = Field(default=None, description="for jobs that name none")
+    queues: dict[str, QueueConfig] = Field(default_factory=dict, description="per-queue defaults, by name")
+    fair_share: FairShareConfig = Field(default_factory=FairShareConfig)
+
+    @field_validator("organisation")
+    @classmethod
+    def _organisation(cls, value: str) -> str:
+        return _check_name(value, "organisation name")
+
+    @field_validator("teams", "priority_classes", "queues")
+    @classmethod
+    def _names(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for name in value:
+            _check_name(name, "name")
+        return value
+
+    def team_of(self, user: str) -> str | None:
+        """The team a user belongs to, or None."""
+        return next((name for name, team in self.teams.items() if user in team.members), None)
+
+    def ancestors(self, team: str) -> list[str]:
+        """The team's parents, nearest first, ending at the organisation."""
+        chain: list[str] = []
+        parent = self.teams[team].parent
+        while parent is not None:
+            chain.append(parent)
+            parent = self.teams[parent].parent
+        return [*chain, self.organisation]
+
+
+def cross_check(config: ClusterConfig) -> list[FieldError]:
+    """Problems that span fields; empty when the config is consistent."""
+    errors: list[FieldError] = []
+    teams = config.teams
+    member_of: dict[str, str] = {}
+    for name, team in teams.items():
+        path = f"teams.{name}"
+        if team.parent is not None and team.parent not in teams:
+            known = ", ".join(sorted(teams)) or "none"
+            errors.append(FieldError(f"{path}.parent", f"unknown team {team.parent!r} (teams: {known})"))
+        elif _in_cycle(config, name):
+            errors.append(FieldError(f"{path}.parent", f"the parent chain of {name} loops back on itself"))
+        if name == config.organisation:
+            errors.append(FieldError(path, f"{name!r} is the organisation's name"))
+        for index, user in enumerate(team.members):
+            if user in member_of:
+                errors.append(FieldError(f"{path}.members[{index}]", f"{user} is already in team {member_of[user]}"))
+            else:
+                member_of[user] = name
+        for gpu_type, quota in team.quotas.items():
+            if quota.lending_limit is not None and quota.lending_limit > quota.nominal:
+                errors.append(
+                    FieldError(
+                        f"{path}.quotas.{gpu_type}.lending_limit",
+                        f"must not exceed nominal ({quota.nominal:g}), got {quota.lending_limit:g}",
+                    )
+                )
+    classes = config.priority_classes
+    known_classes = ", ".join(sorted(classes)) or "none defined"
+    if config.default_priority_class is not None and config.default_priority_class not in classes:
+        errors.append(
+            FieldError(
+                "default_priority_class",
+                f"unknown priority class {config.default_priority_class!r} (classes: {known_classes})",
+            )
+        )
+    for name, queue in config.queues.items():
+        if queue.priority_class is not None and queue.priority_class not in classes:
+            errors.append(
+                FieldError(
+                    f"queues.{name}.priority_class",
+                    f"unknown priority class {queue.priority_class!r} (classes: {known_classes})",
+                )
+            )
+    for weighted in config.fair_share.weights:
+        if weighted not in teams and weighted != config.organisation:
+            errors.append(FieldError(f"fair_share.weights.{weighted}", f"unknown team {weighted!r}"))
+    return errors
+
+
+def _in_cycle(config: ClusterConfig, start: str) -> bool:
+    seen = {start}
+    parent = config.teams[start].parent
+    while parent is not None and parent in config.teams:
+        if parent in seen:
+            return True
+        seen.add(parent)
+        parent = config.teams[parent].parent
+    return False
+
+
+def parse_cluster_config(data: Any, source: str = "config file") -> ClusterConfig:
+    """Validate a decoded config document; raise ``SpecError`` naming each bad field."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        kind = type(data).__name__
+        raise SpecError([FieldError("", f"{source} must be a mapping of sections (teams, queues, ...), got {kind}")])
+    try:
+        config = ClusterConfig.model_validate(data)
+    except ValidationError as exc:
+        raise from_validation_error(exc, model=ClusterConfig) from None
+    errors = cross_check(config)
+    if errors:
+        raise SpecError(errors)
+    return config
+
+
+def load_cluster_config_yaml(text: str, source: str = "config file") -> ClusterConfig:
+    """Parse YAML text into a ClusterConfig."""
+    return parse_cluster_config(load_yaml_document(text, source), source)

@@ -1,0 +1,115 @@
+from datetime import UTC, datetime, timedelta
+
+from corral.sched import BACKFILL_BLOCKED, RESERVED, RESOURCES, Plan, Snapshot, get_policy, schedule
+from corral.testing import JobBuilder, live_alloc, make_job, make_node, running_job, snapshot
+
+NOW = datetime(2025, 1, 1, tzinfo=UTC)
+HOUR = 3600.0
+
+
+def run(snap: Snapshot, policy: str = "default") -> Plan:
+    return schedule(snap, get_policy(policy), NOW)
+
+
+def placed(plan: Plan) -> dict[str, list[tuple[str, tuple[int, ...]]]]:
+    return {p.job_id: [(a.node, a.gpus) for a in p.allocations] for p in plan.placements}
+
+
+def half_busy(*pending: JobBuilder, limit: float | None = 2 * HOUR) -> Snapshot:
+    """n1 has 8 GPUs; r1 holds 4 of them and reaches its time limit in one hour."""
+    return snapshot(
+        nodes=[make_node("n1").gpus(8)],
+        live=[live_alloc("r1", "n1", range(4))],
+        running=[running_job("r1", NOW, ran_s=HOUR, time_limit_s=limit)],
+        pending=pending,
+    )
+
+
+def test_the_blocked_job_gets_a_reservation_at_its_earliest_start() -> None:
+    plan = run(half_busy(make_job("big").gpus(8).priority(5)))
+    assert plan.placements == ()
+    (reservation,) = plan.reservations
+    assert reservation.job_id == "big"
+    assert reservation.start == NOW + timedelta(hours=1)
+    assert [(a.node, a.gpus) for a in reservation.allocations] == [("n1", tuple(range(8)))]
+    reason = plan.reasons["big"]
+    assert reason.code == RESERVED
+    assert reason.expected_start == NOW + timedelta(hours=1)
+    assert "expected to start at 2025-01-01 01:00:00 UTC (in 1h) on n1" in reason.message
+
+
+def test_a_lower_job_that_ends_before_the_reservation_starts_now() -> None:
+    plan = run(half_busy(make_job("big").gpus(8).priority(5), make_job("short").gpus(4).time_limit(1800)))
+    assert placed(plan) == {"short": [("n1", (4, 5, 6, 7))]}
+    assert plan.reservations[0].start == NOW + timedelta(hours=1)
+
+
+def test_a_lower_job_that_would_delay_the_reservation_waits() -> None:
+    plan = run(
+        half_busy(
+            make_job("big").gpus(8).priority(5).seq(1),
+            make_job("long").gpus(4).time_limit(2 * HOUR).seq(2),
+            make_job("unlimited").gpus(4).seq(3),
+        )
+    )
+    assert plan.placements == ()
+    assert plan.reasons["long"].code == BACKFILL_BLOCKED
+    assert plan.reasons["unlimited"].code == BACKFILL_BLOCKED
+    assert "would delay job big, reserved to start at 2025-01-01 01:00:00 UTC" in plan.reasons["long"].message
+    assert plan.reasons["long"].describe().endswith("queue position 2 of 3")
+
+
+def test_a_lower_job_may_use_capacity_the_reservation_does_not_need() -> None:
+    snap = snapshot(
+        nodes=[make_node("n1").gpus(8), make_node("n2").gpus(4)],
+        live=[live_alloc("r1", "n1", range(4))],
+        running=[running_job("r1", NOW, ran_s=HOUR, time_limit_s=2 * HOUR)],
+        pending=[make_job("big").gpus(8).priority(5), make_job("small").gpus(4)],
+    )
+    plan = run(snap)
+    assert placed(plan) == {"small": [("n2", (0, 1, 2, 3))]}
+    assert plan.reservations[0].job_id == "big"
+
+
+def test_without_known_ends_there_is_no_reservation_and_lower_jobs_start() -> None:
+    plan = run(half_busy(make_job("big").gpus(8).priority(5), make_job("small").gpus(4), limit=None))
+    assert plan.reservations == ()
+    assert placed(plan) == {"small": [("n1", (4, 5, 6, 7))]}
+    assert plan.reasons["big"].code == RESOURCES
+
+
+def test_fifo_never_reserves() -> None:
+    plan = run(half_busy(make_job("big").gpus(8).seq(1), make_job("small").gpus(4).seq(2)), "fifo")
+    assert plan.reservations == ()
+    assert placed(plan) == {"small": [("n1", (4, 5, 6, 7))]}
+
+
+def test_the_reservation_waits_for_enough_jobs_to_end() -> None:
+    snap = snapshot(
+        nodes=[make_node("n1").gpus(4), make_node("n2").gpus(4)],
+        live=[live_alloc("a", "n1", range(4)), live_alloc("b", "n2", range(4))],
+        running=[
+            running_job("a", NOW, time_limit_s=HOUR),
+            running_job("b", NOW, time_limit_s=3 * HOUR),
+        ],
+        pending=[make_job("gang").gpus(4).nodes(2)],
+    )
+    (reservation,) = run(snap).reservations
+    assert reservation.start == NOW + timedelta(hours=3)
+    assert sorted(a.node for a in reservation.allocations) == ["n1", "n2"]
+
+
+def test_an_overdue_job_is_expected_to_end_now() -> None:
+    plan = run(half_busy(make_job("big").gpus(8), limit=HOUR / 2))
+    assert plan.reservations[0].start == NOW
+
+
+def test_only_the_first_blocked_job_is_reserved() -> None:
+    plan = run(half_busy(make_job("big").gpus(8).priority(5), make_job("big2").gpus(8).priority(4)))
+    assert [r.job_id for r in plan.reservations] == ["big"]
+    assert plan.reasons["big2"].code == RESOURCES
+
+
+def test_a_job_that_never_fits_is_not_reserved() -> None:
+    plan = run(half_busy(make_job("huge").gpus(16).priority(9), make_job("big").gpus(8)))
+    assert [r.job_id for r in plan.reservations] == ["big"]

@@ -1,0 +1,151 @@
+from datetime import UTC, datetime
+
+from corral.sched import PREEMPTING, Plan, Preemption, Snapshot, get_policy, schedule
+from corral.testing import JobBuilder, live_alloc, make_job, make_node, running_job, snapshot
+
+NOW = datetime(2025, 1, 1, tzinfo=UTC)
+HOUR = 3600.0
+
+
+def run(snap: Snapshot, policy: str = "default") -> Plan:
+    return schedule(snap, get_policy(policy), NOW)
+
+
+def victims(plan: Plan) -> list[tuple[str, str]]:
+    return [(p.victim_job_id, p.for_job_id) for p in plan.preemptions]
+
+
+def full_node(*jobs: str, priority: int = 0, preemptible: bool = True, gpus: int = 8) -> Snapshot:
+    """n1 with ``gpus`` GPUs, shared equally by the running ``jobs``."""
+    each = gpus // len(jobs)
+    return snapshot(
+        nodes=[make_node("n1").gpus(gpus)],
+        live=[live_alloc(j, "n1", range(i * each, (i + 1) * each)) for i, j in enumerate(jobs)],
+        running=[running_job(j, NOW, ran_s=HOUR, priority=priority, preemptible=preemptible) for j in jobs],
+    )
+
+
+def with_pending(snap: Snapshot, *jobs: JobBuilder) -> Snapshot:
+    return Snapshot(snap.nodes, snap.live, tuple(j.build() for j in jobs), snap.running)
+
+
+def test_a_higher_priority_job_preempts_a_lower_preemptible_one() -> None:
+    plan = run(with_pending(full_node("low"), make_job("high").gpus(8).priority(5)))
+    assert victims(plan) == [("low", "high")]
+    assert plan.preemptions[0].reason == "preempted for job high (priority 5 > 0)"
+    assert plan.placements == ()  # placed in a later cycle, once the victim has stopped
+    reason = plan.reasons["high"]
+    assert reason.code == PREEMPTING
+    assert reason.message == "preempting low (8 GPU-hours lost) to start"
+
+
+def test_no_preemption_of_jobs_that_are_not_preemptible_or_not_lower() -> None:
+    high = make_job("high").gpus(8).priority(5)
+    assert run(with_pending(full_node("low", preemptible=False), high)).preemptions == ()
+    assert run(with_pending(full_node("peer", priority=5), high)).preemptions == ()
+
+
+def test_no_preemption_for_a_job_that_still_would_not_fit() -> None:
+    snap = snapshot(
+        nodes=[make_node("n1").gpus(8)],
+        live=[live_alloc("low", "n1", range(4)), live_alloc("pinned", "n1", range(4, 8))],
+        running=[
+            running_job("low", NOW, ran_s=HOUR, preemptible=True),
+            running_job("pinned", NOW, ran_s=HOUR),
+        ],
+        pending=[make_job("high").gpus(8).priority(5)],
+    )
+    plan = run(snap)
+    assert plan.preemptions == ()
+    assert plan.reasons["high"].code != PREEMPTING
+
+
+def test_the_victims_that_lose_the_least_work_are_chosen() -> None:
+    snap = snapshot(
+        nodes=[make_node("n1").gpus(8), make_node("n2").gpus(8)],
+        live=[live_alloc("saved", "n1", range(8)), live_alloc("unsaved", "n2", range(8))],
+        running=[
+            running_job("saved", NOW, ran_s=10 * HOUR, preemptible=True, checkpoint_s_ago=300),
+            running_job("unsaved", NOW, ran_s=HOUR, preemptible=True),
+        ],
+        pending=[make_job("high").gpus(8).priority(1)],
+    )
+    assert victims(run(snap)) == [("saved", "high")]
+
+
+def test_on_equal_lost_work_the_fewest_jobs_are_chosen() -> None:
+    snap = snapshot(
+        nodes=[make_node("n1").gpus(8), make_node("n2").gpus(8)],
+        live=[live_alloc("a", "n1", range(4)), live_alloc("b", "n1", range(4, 8)), live_alloc("c", "n2", range(8))],
+        running=[running_job(j, NOW, ran_s=HOUR, preemptible=True, checkpoint_s_ago=0) for j in "abc"],
+        pending=[make_job("high").gpus(8).priority(1)],
+    )
+    assert victims(run(snap)) == [("c", "high")]
+
+
+def test_only_as_many_victims_as_needed() -> None:
+    plan = run(with_pending(full_node("a", "b", "c", "d"), make_job("high").gpus(4).priority(1)))
+    assert len(plan.preemptions) == 2
+
+
+def test_a_stopping_job_is_waited_for_rather_than_preempting_more() -> None:
+    snap = snapshot(
+        nodes=[make_node("n1").gpus(8)],
+        live=[live_alloc("going", "n1", range(4)), live_alloc("low", "n1", range(4, 8))],
+        running=[
+            running_job("going", NOW, ran_s=HOUR, stopping=True),
+            running_job("low", NOW, ran_s=HOUR, preemptible=True),
+        ],
+        pending=[make_job("high").gpus(4).priority(5)],
+    )
+    plan = run(snap)
+    assert plan.preemptions == ()
+    assert plan.reasons["high"].code == PREEMPTING
+    assert plan.reasons["high"].message == "waiting for going to stop to start"
+
+
+def test_a_gang_preempts_on_every_node_it_needs() -> None:
+    snap = snapshot(
+        nodes=[make_node("n1").gpus(8), make_node("n2").gpus(8), make_node("n3").gpus(8)],
+        live=[live_alloc(j, n, range(8)) for j, n in (("a", "n1"), ("b", "n2"), ("c", "n3"))],
+        running=[
+            running_job("a", NOW, ran_s=HOUR, preemptible=True),
+            running_job("b", NOW, ran_s=2 * HOUR, preemptible=True),
+            running_job("c", NOW, ran_s=3 * HOUR, preemptible=True),
+        ],
+        pending=[make_job("gang").gpus(8).nodes(2).priority(1)],
+    )
+    assert victims(run(snap)) == [("a", "gang"), ("b", "gang")]
+
+
+def test_a_gang_victim_is_preempted_whole_and_frees_all_its_nodes() -> None:
+    snap = snapshot(
+        nodes=[make_node("n1").gpus(8), make_node("n2").gpus(8)],
+        live=[live_alloc("wide", "n1", range(8)), live_alloc("wide", "n2", range(8))],
+        running=[running_job("wide", NOW, ran_s=HOUR, preemptible=True)],
+        pending=[make_job("gang").gpus(8).nodes(2).priority(1)],
+    )
+    plan = run(snap)
+    assert plan.preemptions == (Preemption("wide", "gang", "preempted for job gang (priority 1 > 0)"),)
+
+
+def test_lower_jobs_do_not_take_what_the_preemptor_will_use() -> None:
+    snap = snapshot(
+        nodes=[make_node("n1").gpus(8)],
+        live=[live_alloc("low", "n1", range(4))],
+        running=[running_job("low", NOW, ran_s=HOUR, preemptible=True)],
+        pending=[make_job("high").gpus(8).priority(5), make_job("filler").gpus(4)],
+    )
+    plan = run(snap)
+    assert victims(plan) == [("low", "high")]
+    assert plan.placements == ()
+
+
+def test_a_victim_is_given_to_one_job_only() -> None:
+    plan = run(with_pending(full_node("low"), make_job("h1").gpus(8).priority(5), make_job("h2").gpus(8).priority(5)))
+    assert victims(plan) == [("low", "h1")]
+    assert plan.reasons["h2"].code != PREEMPTING
+
+
+def test_fifo_never_preempts() -> None:
+    assert run(with_pending(full_node("low"), make_job("high").gpus(8).priority(5)), "fifo").preemptions == ()
