@@ -68,6 +68,9 @@ class JobRow(Base):
     generation: Mapped[int] = mapped_column(Integer, default=0)
     reason: Mapped[str] = mapped_column(Text, default="")
     idempotency_key: Mapped[str | None] = mapped_column(String(200))
+    # When the job last reported a checkpoint (a preemption loses the work since then).
+    last_checkpoint_at: Mapped[datetime | None]
+    preemptions: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
     __table_args__ = (
         UniqueConstraint("user", "idempotency_key", name="uq_jobs_user_idempotency_key"),
