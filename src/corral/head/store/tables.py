@@ -103,6 +103,8 @@ class TaskRow(Base):
     finished_at: Mapped[datetime | None]
     # For a task lost with its node: when the node's agent has surely stopped it (its lease ran out).
     fenced_after: Mapped[datetime | None]
+    # For a stopping task: seconds between SIGTERM and SIGKILL (None: the grace it was started with).
+    stop_grace_s: Mapped[float | None] = mapped_column(Float)
 
 
 class GpuClaimRow(Base):

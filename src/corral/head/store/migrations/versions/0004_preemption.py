@@ -1,4 +1,4 @@
-"""jobs remember their last checkpoint and how often they were preempted
+"""jobs remember their last checkpoint and preemptions; stopping tasks carry their grace period
 
 Revision ID: 0004
 Revises: 0003
@@ -19,9 +19,13 @@ def upgrade() -> None:
     with op.batch_alter_table("jobs", schema=None) as batch_op:
         batch_op.add_column(sa.Column("last_checkpoint_at", sa.DateTime(timezone=True), nullable=True))
         batch_op.add_column(sa.Column("preemptions", sa.Integer(), nullable=False, server_default="0"))
+    with op.batch_alter_table("tasks", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("stop_grace_s", sa.Float(), nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("tasks", schema=None) as batch_op:
+        batch_op.drop_column("stop_grace_s")
     with op.batch_alter_table("jobs", schema=None) as batch_op:
         batch_op.drop_column("preemptions")
         batch_op.drop_column("last_checkpoint_at")
