@@ -144,7 +144,7 @@ class Agent:
         if desired.version <= self.version:
             return
         self.version = desired.version
-        self.tasks.reconcile(desired.tasks)
+        self.tasks.reconcile(desired.tasks, desired.stop_grace_s)
 
     async def _watch(self) -> None:
         while True:

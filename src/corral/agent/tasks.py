@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +31,7 @@ class LocalTask:
     stop_requested: bool = False
     interrupted: bool = False  # stopped because the agent shuts down
     master_port: int = 0  # rank 0: the rendezvous port this agent chose
+    grace_s: float | None = None  # the head's grace for this stop; None: the one it started with
     supervisor: asyncio.Task[None] | None = None
     stopper: asyncio.Task[None] | None = None
     launched: asyncio.Event = field(default_factory=asyncio.Event)
@@ -61,13 +63,19 @@ class TaskSet:
         self.tracker = tracker
         self.tasks: dict[str, LocalTask] = {}
 
-    def reconcile(self, desired: list[DesiredTask]) -> None:
+    def reconcile(self, desired: list[DesiredTask], stop_grace_s: Mapping[str, float] | None = None) -> None:
+        """Start what is wanted and missing, stop what is running and no longer wanted.
+
+        ``stop_grace_s`` gives, per task, a grace period other than the one it started with
+        (a preempted or timed-out job gets time to checkpoint)."""
         wanted = {t.task_id: t for t in desired}
         for task_id, task in wanted.items():
             if task_id not in self.tasks:
                 self._start(task)
         for local in list(self.tasks.values()):
             if local.key not in wanted and local.state != "EXITED" and not local.stop_requested:
+                if stop_grace_s and local.key in stop_grace_s:
+                    local.grace_s = stop_grace_s[local.key]
                 self.stop(local, "stopped: the head no longer wants it")
 
     def _start(self, desired: DesiredTask) -> None:
@@ -83,7 +91,8 @@ class TaskSet:
 
     async def _terminate(self, local: LocalTask) -> None:
         await local.launched.wait()  # processes still being started are stopped too
-        await launch.terminate_tree(local.processes, local.marker, local.desired.grace_s, tracker=self.tracker)
+        grace_s = local.desired.grace_s if local.grace_s is None else local.grace_s
+        await launch.terminate_tree(local.processes, local.marker, grace_s, tracker=self.tracker)
 
     async def _supervise(self, local: LocalTask) -> None:
         try:

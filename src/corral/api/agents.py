@@ -75,6 +75,10 @@ class DesiredState(BaseModel):
 
     version: int
     tasks: list[DesiredTask]
+    stop_grace_s: dict[str, float] = Field(
+        default_factory=dict,
+        description="tasks being stopped with a grace period other than the one they started with (task id → s)",
+    )
 
 
 class RegisterResponse(BaseModel):

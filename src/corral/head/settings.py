@@ -16,7 +16,8 @@ class HeadSettings:
     heartbeat_interval_s: float = 2.0
     node_timeout_s: float = 10.0
     agent_lease_s: float = 15.0
-    grace_s: float = 10.0
+    grace_s: float = 10.0  # SIGTERM → SIGKILL on cancel and gang teardown, unless the job sets its own
+    preempt_grace_s: float = 30.0  # the same on preemption and time limits, so the job can checkpoint
     schedule_interval_s: float = 1.0
     policy: str = "default"
     checkpoint_root: Path | None = None

@@ -37,6 +37,15 @@ def _duration(value: Any) -> Any:
     return parse_duration_s(value)
 
 
+def _grace(value: Any) -> Any:
+    """Like a duration, but 0 is allowed: SIGKILL right after SIGTERM."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and value == 0:
+        return 0.0
+    if isinstance(value, str) and value.strip().lower() in ("0", "0s"):
+        return 0.0
+    return _duration(value)
+
+
 class ResourcesSpec(BaseModel):
     """Resources per node (per task)."""
 
@@ -99,6 +108,15 @@ class JobSpec(BaseModel):
         default=None, alias="time_limit", description="wall-clock limit, e.g. 2h"
     )
     max_restarts: int = Field(default=0, ge=0, le=1000, description="requeues allowed after failure or node loss")
+    preemptible: bool = Field(
+        default=False, description="once running, may be stopped (and requeued) for a higher-priority job"
+    )
+    grace_period_s: Annotated[float | None, BeforeValidator(_grace)] = Field(
+        default=None,
+        alias="grace_period",
+        le=86400,
+        description="time between SIGTERM and SIGKILL when the job is stopped, e.g. 30s (default: the head's)",
+    )
     env: dict[str, str] = Field(default_factory=dict, description="extra environment variables")
     workdir: str | None = Field(default=None, description="working directory on the node (default: a task directory)")
 

@@ -20,7 +20,14 @@ from corral.head.runtime import HeadRuntime
 from corral.head.security import hash_token, new_token, same_token
 from corral.head.services import health
 from corral.head.services.common import Conflict, NotAllowed, NotFound, bump_node, record_event, wake_scheduler
-from corral.head.services.lifecycle import LIVE_TASK_STATES, release, task_exited, task_lost, task_running
+from corral.head.services.lifecycle import (
+    LIVE_TASK_STATES,
+    release,
+    stop_grace,
+    task_exited,
+    task_lost,
+    task_running,
+)
 from corral.head.store.tables import JobRow, NodeRow, TaskRow
 from corral.model import NodeState, TaskState
 
@@ -182,18 +189,23 @@ def desired_state(session: Session, rt: HeadRuntime, node: NodeRow) -> DesiredSt
     tasks = list(
         session.scalars(
             select(TaskRow)
-            .where(TaskRow.node == node.name, TaskRow.state.in_([TaskState.ASSIGNED.value, TaskState.RUNNING.value]))
+            .where(TaskRow.node == node.name, TaskRow.state.in_([s.value for s in LIVE_TASK_STATES]))
             .order_by(TaskRow.id)
         )
     )
     out = []
+    stop_grace: dict[str, float] = {}
     for task in tasks:
+        if task.state == TaskState.STOPPING.value:
+            if task.stop_grace_s is not None:
+                stop_grace[task.id] = task.stop_grace_s
+            continue
         if not _handed_out(task):
             continue
         job = session.scalar(select(JobRow).where(JobRow.id == task.job_id))
         if job is not None:
             out.append(desired_task(rt, job, task, _hosts(session, job, task.generation)))
-    return DesiredState(version=node.desired_version, tasks=out)
+    return DesiredState(version=node.desired_version, tasks=out, stop_grace_s=stop_grace)
 
 
 def _hosts(session: Session, job: JobRow, generation: int) -> list[HostSlots]:
@@ -248,7 +260,7 @@ def desired_task(rt: HeadRuntime, job: JobRow, task: TaskRow, hosts: list[HostSl
         processes=processes,
         workdir=spec.get("workdir"),
         checkpoint_dir=checkpoint_dir,
-        grace_s=rt.settings.grace_s,
+        grace_s=stop_grace(job, rt.settings.grace_s),
         hosts=hosts,
     )
 

@@ -66,8 +66,10 @@ def release(
     wake_scheduler(session)
 
 
-def stop_tasks(session: Session, job: JobRow, now: datetime) -> None:
-    """Ask the agents to stop every wanted task of the job (SIGTERM, grace, SIGKILL)."""
+def stop_tasks(session: Session, job: JobRow, now: datetime, grace_s: float | None = None) -> None:
+    """Ask the agents to stop every wanted task of the job (SIGTERM, grace, SIGKILL).
+
+    ``grace_s`` overrides the grace period the tasks were started with (None keeps it)."""
     for task in session.scalars(
         select(TaskRow).where(TaskRow.job_id == job.id, TaskRow.state.in_([s.value for s in WANTED_TASK_STATES]))
     ):
@@ -75,16 +77,49 @@ def stop_tasks(session: Session, job: JobRow, now: datetime) -> None:
             release(session, task, TaskState.EXITED, now, None, "stopped before it started")
             continue
         task.state = TaskState.STOPPING.value
+        task.stop_grace_s = grace_s
         task.assigned_version = bump_node(session, task.node)
 
 
+def stop_grace(job: JobRow, default_s: float) -> float:
+    """The job's own grace period when it set one, else ``default_s``."""
+    own = job.spec.get("grace_period_s")
+    return default_s if own is None else float(own)
+
+
+def preempt(session: Session, job: JobRow, now: datetime, reason: str, grace_s: float) -> None:
+    """Stop the job (SIGTERM, ``grace_s`` to checkpoint, SIGKILL) and queue it again.
+
+    A preemption starts a new attempt (``restarts`` + 1, a new generation) but does not use
+    up ``max_restarts``: ``preemptions`` counts it apart."""
+    stop_tasks(session, job, now, stop_grace(job, grace_s))
+    job.restarts += 1
+    job.preemptions += 1
+    job.generation += 1
+    job.exit_code = None
+    set_job_state(session, job, JobState.PENDING, now, reason)
+    record_event(session, now, "job.preempted", reason, job_id=job.id)
+    wake_scheduler(session)
+
+
+def failures_left(job: JobRow) -> int:
+    """Requeues after failure or node loss still allowed; preemptions do not count."""
+    return int(job.spec.get("max_restarts", 0)) - (job.restarts - job.preemptions)
+
+
 def end_job(
-    session: Session, job: JobRow, state: JobState, now: datetime, reason: str, exit_code: int | None = None
+    session: Session,
+    job: JobRow,
+    state: JobState,
+    now: datetime,
+    reason: str,
+    exit_code: int | None = None,
+    grace_s: float | None = None,
 ) -> None:
     """Finish a job for good and tear its tasks down."""
     job.exit_code = exit_code
     set_job_state(session, job, state, now, reason)
-    stop_tasks(session, job, now)
+    stop_tasks(session, job, now, grace_s)
 
 
 def requeue(session: Session, job: JobRow, now: datetime, reason: str) -> None:
@@ -102,8 +137,9 @@ def fail_or_requeue(session: Session, job: JobRow, now: datetime, why: str, exit
     if JobState(job.state).terminal:
         return
     spec_restarts = int(job.spec.get("max_restarts", 0))
-    if job.restarts < spec_restarts:
-        requeue(session, job, now, f"requeued (restart {job.restarts + 1} of {spec_restarts}): {why}")
+    if failures_left(job) > 0:
+        used = job.restarts - job.preemptions
+        requeue(session, job, now, f"requeued (restart {used + 1} of {spec_restarts}): {why}")
     else:
         stop_tasks(session, job, now)
         job.exit_code = exit_code
