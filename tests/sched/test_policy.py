@@ -4,18 +4,21 @@ from corral.model import Job, Request
 from corral.sched import POLICIES, get_policy
 
 
-def test_registry_names_default_and_fifo() -> None:
-    assert sorted(POLICIES) == ["default", "fifo"]
+def test_registry_names_every_policy() -> None:
+    assert sorted(POLICIES) == ["default", "fifo", "priority", "srpt-oracle", "tiresias"]
     assert all(name == policy.name for name, policy in POLICIES.items())
 
 
-@pytest.mark.parametrize("name", ["default", "fifo"])
+@pytest.mark.parametrize("name", ["default", "fifo", "priority", "tiresias", "srpt-oracle"])
 def test_get_policy(name: str) -> None:
     assert get_policy(name) is POLICIES[name]
 
 
 def test_unknown_policy_lists_the_valid_names() -> None:
-    with pytest.raises(ValueError, match=r"unknown scheduling policy 'fair'; valid policies: default, fifo"):
+    with pytest.raises(
+        ValueError,
+        match=r"unknown scheduling policy 'fair'; valid policies: default, fifo, priority, srpt-oracle, tiresias",
+    ):
         get_policy("fair")
 
 

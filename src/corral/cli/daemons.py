@@ -39,7 +39,9 @@ DEFAULT_PORT = 8470
     help="seconds an agent keeps its tasks without reaching the head; "
     "more than --node-timeout (default: node timeout + 5, at least 15)",
 )
-@click.option("--policy", default="default", show_default=True, help="scheduling policy: default or fifo")
+@click.option(
+    "--policy", default="default", show_default=True, help="scheduling policy: default, fifo, priority or tiresias"
+)
 def head(
     host: str,
     port: int,
@@ -57,8 +59,14 @@ def head(
     from corral.head.store.db import sqlite_url
     from corral.sched import POLICIES
 
+    runnable = [name for name, p in POLICIES.items() if not p.simulation_only]
+    if policy in POLICIES and policy not in runnable:
+        raise InvalidRequest(
+            f"--policy: {policy!r} reads traced job durations and runs only in `corral sim`, as a bound; "
+            f"valid policies are {', '.join(runnable)}"
+        )
     if policy not in POLICIES:
-        raise InvalidRequest(f"--policy: unknown policy {policy!r}; valid policies are {', '.join(POLICIES)}")
+        raise InvalidRequest(f"--policy: unknown policy {policy!r}; valid policies are {', '.join(runnable)}")
     lease = agent_lease if agent_lease is not None else max(node_timeout + 5.0, 15.0)
     if lease <= node_timeout:
         raise InvalidRequest(

@@ -84,6 +84,9 @@ class Job:
     team: str = ""
     time_limit_s: float | None = None  # wall-clock limit; None = runs until it ends
     preemptible: bool = False  # once running, may be stopped for a higher-priority job
+    attained_gpu_s: float = 0.0  # GPU-seconds of service already received (earlier runs); filled by the caller
+    expected_gpu_s: float | None = None  # GPU-seconds jobs like it took (finished jobs), None = unknown
+    oracle_gpu_s: float | None = None  # remaining GPU-seconds, known only to the simulator (clairvoyant bound)
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,9 @@ class RunningJob:
     stopping: bool = False
     user: str = ""
     team: str = ""
+    attained_gpu_s: float = 0.0  # GPU-seconds of service received, this run up to now included
+    expected_gpu_s: float | None = None  # as on ``Job``
+    oracle_gpu_s: float | None = None  # remaining GPU-seconds; simulator only
 
     @property
     def expected_end(self) -> datetime | None:

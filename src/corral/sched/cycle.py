@@ -47,7 +47,9 @@ class _Cycle:
     def run(self) -> Plan:
         policy = self.policy
         view = CapacityView(self.snapshot, policy.gpu_ranker, policy.cpu_ranker)
-        preemptor = Preemptor(self.snapshot, self.now) if policy.preemption and self.snapshot.running else None
+        preemptor = (
+            Preemptor(self.snapshot, self.now, policy.level) if policy.preemption and self.snapshot.running else None
+        )
         queue = sorted(self.snapshot.pending, key=lambda job: (policy.job_order(job), job.id))
         # The views only shrink during a cycle, so a request that did not fit one never fits it later.
         unfit: set[tuple[bool, Request]] = set()
@@ -63,7 +65,7 @@ class _Cycle:
                 continue
             unfit.add(key)
             if preemptor is not None and preemptor.worth_trying(job):
-                tried = (target is view, job.request, job.priority)
+                tried = (target is view, job.request, policy.level(job))
                 found = None if tried in no_victims else preemptor.find(target, job)
                 if found is not None:
                     held, victims = found

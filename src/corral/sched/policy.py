@@ -6,8 +6,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from corral.model import Job
+from corral.model import Job, RunningJob
+from corral.sched.las import TIRESIAS_THRESHOLDS, tiresias_level, tiresias_order
+from corral.sched.oracle import srpt_level, srpt_order
 from corral.sched.snapshot import NodeCapacity, NodeRanker, Rank
+
+
+def by_priority(job: Job | RunningJob) -> int:
+    """The preemption level of a job: its priority."""
+    return job.priority
 
 
 @dataclass(frozen=True)
@@ -19,6 +26,11 @@ class Policy:
     free capacity, for GPU jobs and for CPU-only jobs. ``backfill`` reserves resources for
     the highest-priority blocked job (EASY backfill); ``preemption`` stops lower-priority,
     preemptible running jobs when that lets a blocked job start now.
+
+    ``level`` says who may preempt whom: a job only preempts running jobs of a lower
+    level. ``thresholds`` are the attained GPU-seconds at which a job's level or order
+    changes (the caller re-plans when a running job crosses one). A ``simulation_only``
+    policy reads data only the simulator has (traced durations); the head refuses it.
     """
 
     name: str
@@ -28,6 +40,9 @@ class Policy:
     cpu_ranker: NodeRanker
     backfill: bool = False
     preemption: bool = False
+    level: Callable[[Job | RunningJob], int] = by_priority
+    thresholds: tuple[float, ...] = ()
+    simulation_only: bool = False
 
 
 def priority_then_submit(job: Job) -> tuple[int, ...]:
@@ -74,7 +89,43 @@ FIFO = Policy(
     cpu_ranker=by_name,
 )
 
-POLICIES: Mapping[str, Policy] = MappingProxyType({p.name: p for p in (DEFAULT, FIFO)})
+PRIORITY = Policy(
+    name="priority",
+    description="priority (highest first), then submit order; best-fit packing; no reservation, no preemption",
+    job_order=priority_then_submit,
+    gpu_ranker=fewest_empty_gpus,
+    cpu_ranker=gpu_free_first,
+)
+
+TIRESIAS = Policy(
+    name="tiresias",
+    description=(
+        "Tiresias-style discretised least attained GPU-time: three queues split at 1 and 10 GPU-hours"
+        " received, FIFO within a queue, demotion as service grows, higher queues preempt lower ones"
+    ),
+    job_order=tiresias_order,
+    gpu_ranker=fewest_empty_gpus,
+    cpu_ranker=gpu_free_first,
+    preemption=True,
+    level=tiresias_level,
+    thresholds=TIRESIAS_THRESHOLDS,
+)
+
+SRPT_ORACLE = Policy(
+    name="srpt-oracle",
+    description=(
+        "clairvoyant shortest remaining GPU-time first, preemptive: reads traced durations, so it runs"
+        " only in the simulator, as a bound for the others"
+    ),
+    job_order=srpt_order,
+    gpu_ranker=fewest_empty_gpus,
+    cpu_ranker=gpu_free_first,
+    preemption=True,
+    level=srpt_level,
+    simulation_only=True,
+)
+
+POLICIES: Mapping[str, Policy] = MappingProxyType({p.name: p for p in (DEFAULT, FIFO, PRIORITY, TIRESIAS, SRPT_ORACLE)})
 
 
 def get_policy(name: str) -> Policy:

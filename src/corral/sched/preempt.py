@@ -16,7 +16,7 @@ priority has no eligible victim below it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from itertools import combinations, islice
 
@@ -41,7 +41,10 @@ def lost_gpu_seconds(job: RunningJob, allocations: Sequence[Allocation], now: da
 class Preemptor:
     """Finds victims for blocked jobs during one cycle; a victim is given to one job only."""
 
-    def __init__(self, snapshot: Snapshot, now: datetime) -> None:
+    def __init__(
+        self, snapshot: Snapshot, now: datetime, level: Callable[[Job | RunningJob], int] | None = None
+    ) -> None:
+        self.level: Callable[[Job | RunningJob], int] = level or _priority
         self.held = snapshot.allocations_of()
         self.jobs = {r.id: r for r in snapshot.running if (r.preemptible or r.stopping) and self.held.get(r.id)}
         self.cost: dict[str, Cost] = {
@@ -53,15 +56,15 @@ class Preemptor:
                 self.on_node.setdefault(node, []).append(job_id)
         self.taken: set[str] = set()
         self._any_stopping = any(r.stopping for r in self.jobs.values())
-        self._lowest = min((r.priority for r in self.jobs.values() if not r.stopping), default=None)
+        self._lowest = min((self.level(r) for r in self.jobs.values() if not r.stopping), default=None)
 
     def worth_trying(self, job: Job) -> bool:
         """Cheap test: could any victim serve this job at all?"""
-        return self._any_stopping or (self._lowest is not None and self._lowest < job.priority)
+        return self._any_stopping or (self._lowest is not None and self._lowest < self.level(job))
 
     def eligible(self, job: Job, victim_id: str) -> bool:
         victim = self.jobs[victim_id]
-        return victim_id not in self.taken and (victim.stopping or victim.priority < job.priority)
+        return victim_id not in self.taken and (victim.stopping or self.level(victim) < self.level(job))
 
     def find(self, view: CapacityView, job: Job) -> tuple[Placement, tuple[str, ...]] | None:
         """The placement and cheapest victim set that let the job start now, or None; ``view`` is unchanged."""
@@ -91,10 +94,15 @@ class Preemptor:
 
     def preemptions(self, job: Job, victims: Sequence[str]) -> tuple[Preemption, ...]:
         return tuple(
-            Preemption(v, job.id, f"preempted for job {job.id} (priority {job.priority} > {self.jobs[v].priority})")
+            Preemption(v, job.id, f"preempted for job {job.id} ({self._why(job, self.jobs[v])})")
             for v in victims
             if not self.jobs[v].stopping
         )
+
+    def _why(self, job: Job, victim: RunningJob) -> str:
+        if job.priority != victim.priority:
+            return f"priority {job.priority} > {victim.priority}"
+        return f"policy level {self.level(job)} > {self.level(victim)}"
 
     def reason(self, base: Reason, job: Job, victims: Sequence[str]) -> Reason:
         new = [v for v in victims if not self.jobs[v].stopping]
@@ -162,6 +170,10 @@ class Preemptor:
             if _fits_without(node, request, gpu_type, [a for c in rest for a in freed[c]]):
                 chosen = rest
         return tuple(sorted(chosen))
+
+
+def _priority(job: Job | RunningJob) -> int:
+    return job.priority
 
 
 def _fits_without(node: NodeCapacity, request: Request, gpu_type: str | None, freed: Sequence[Allocation]) -> bool:

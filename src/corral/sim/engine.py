@@ -1,54 +1,34 @@
-"""Discrete-event replay on a virtual clock: arrivals and finishes, one ``schedule()`` per event time.
+"""Discrete-event replay on a virtual clock: one ``schedule()`` per moment something happens.
 
-The engine calls ``corral.sched.schedule`` unchanged and applies each Plan's placements to
-its in-memory cluster. By default each cycle's Snapshot holds only what can matter to the
-cycle (see ``_Cluster.snapshot``); ``prune=False`` passes every node, allocation and pending
-job, as the head does, and gives the same placements.
+Events are arrivals, finishes and, for policies with service thresholds, a running job
+crossing one. The engine calls ``corral.sched.schedule`` unchanged and applies each Plan in
+memory: placements start jobs; preempted jobs stop at once, lose the work since their last
+checkpoint and queue again; the job that preempted starts in the next cycle, at the same
+moment. By default each cycle's Snapshot holds only what can matter to it (see
+``corral.sim.state``); ``prune=False`` passes every node, allocation, pending job and (under
+a preemptive policy) running job, as the head does, and gives the same placements.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_left, insort
-from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import timedelta
 
-from corral.model import Job, LiveAllocation, Node, Request
-from corral.sched import Placement, Policy, Snapshot, never_fits, schedule
-from corral.sim.trace import Trace, TraceJob
+from corral.model import Job, Node, RunningJob
+from corral.sched import Placement, Plan, Policy, schedule
+from corral.sim.state import ClusterState
+from corral.sim.workload import EPOCH, SimJob, Workload
 
-EPOCH = datetime(2020, 1, 1, tzinfo=UTC)
-"""Virtual time zero: the trace's time origin."""
-
-NEVER_FITS = "never fits this cluster"
-
-
-@dataclass(frozen=True, slots=True)
-class SimJob:
-    """A traced job and the scheduler's view of it."""
-
-    trace: TraceJob
-    job: Job
-
-
-@dataclass(frozen=True)
-class Workload:
-    """The jobs to simulate on one cluster, and the trace rows left out, by reason."""
-
-    jobs: tuple[SimJob, ...]
-    skipped: Mapping[str, int]
-
-    @property
-    def skipped_total(self) -> int:
-        return sum(self.skipped.values())
+ROUNDS_PER_MOMENT = 10_000
+"""Cycles at one moment after which a policy that keeps preempting is reported as looping."""
 
 
 @dataclass(frozen=True, slots=True)
 class JobRecord:
-    """What happened to one job in a simulation."""
+    """What happened to one job in a simulation; ``start_s`` is its first start, ``nodes`` its last run's."""
 
     id: str
     submit_s: float
@@ -57,6 +37,9 @@ class JobRecord:
     gpus: int
     gpu_type: str
     nodes: tuple[str, ...]
+    busy_gpu_s: float = 0.0  # GPU-seconds held over all its runs, lost work included
+    preemptions: int = 0
+    lost_gpu_s: float = 0.0  # GPU-seconds of work lost to preemption (since the last checkpoint)
 
     @property
     def jct_s(self) -> float:
@@ -68,7 +51,7 @@ class JobRecord:
 
     @property
     def gpu_seconds(self) -> float:
-        return self.gpus * (self.finish_s - self.start_s)
+        return self.busy_gpu_s
 
 
 @dataclass(frozen=True)
@@ -81,37 +64,37 @@ class SimResult:
     cycles: int
     preemptions: int = 0
     unfinished: int = 0
+    lost_gpu_s: float = 0.0
 
 
-def gang_request(job: TraceJob, max_per_node: int) -> Request:
-    """A request for the job: one node, or the fewest nodes of ``max_per_node`` GPUs that hold it."""
-    nodes = max(1, math.ceil(job.gpus / max_per_node)) if max_per_node > 0 else 1
-    return Request(nodes=nodes, gpus_per_node=float(math.ceil(job.gpus / nodes)), gpu_types=job.gpu_types)
+class _Run:
+    """One job's progress: work left (in traced seconds), service received, its current run."""
 
+    __slots__ = ("attained", "busy", "first_start", "item", "lost", "placement", "preempted", "run_no", "speed")
+    __slots__ += ("started", "work_left")
 
-def prepare(trace: Trace, nodes: Sequence[Node]) -> Workload:
-    """Requests for every traced job; jobs that can never fit the cluster are skipped and counted."""
-    most: dict[str, int] = {}
-    for node in nodes:
-        for gpu_type in node.gpu_types():
-            most[gpu_type] = max(most.get(gpu_type, 0), node.count_of_type(gpu_type))
-    problems: dict[Request, str | None] = {}
-    skipped = Counter(trace.skipped)
-    jobs: list[SimJob] = []
-    for seq, item in enumerate(trace.jobs):
-        types = [t for t in item.gpu_types if t in most] if item.gpu_types else list(most)
-        request = gang_request(item, max((most[t] for t in types), default=0))
-        if request not in problems:
-            problems[request] = never_fits(request, nodes) if nodes else "no nodes"
-        if problems[request] is not None:
-            skipped[NEVER_FITS] += 1
-            continue
-        submitted = EPOCH + timedelta(seconds=item.submit_s)
-        job = Job(id=item.id, seq=seq, request=request, submitted_at=submitted, user=item.user, team=item.vc)
-        jobs.append(SimJob(item, job))
-    if len({j.job.id for j in jobs}) != len(jobs):
-        raise ValueError("the trace repeats a job_id; every job_id must be unique")
-    return Workload(jobs=tuple(jobs), skipped=dict(sorted(skipped.items())))
+    def __init__(self, item: SimJob) -> None:
+        self.item = item
+        self.work_left = item.trace.duration_s
+        self.attained = 0.0  # GPU-seconds of service over finished runs
+        self.busy = 0.0
+        self.lost = 0.0
+        self.preempted = 0
+        self.first_start: float | None = None
+        self.placement: Placement | None = None
+        self.started = 0.0
+        self.speed = 1.0
+        self.run_no = 0
+
+    @property
+    def gpus(self) -> int:
+        return sum(len(a.gpus) for a in self.placement.allocations) if self.placement else 0
+
+    def saved_s(self, now: float, default_interval: float) -> float:
+        """Seconds of this run kept by its last checkpoint (all of them when checkpoints are continuous)."""
+        elapsed = now - self.started
+        interval = self.item.trace.checkpoint_s if self.item.trace.checkpoint_s is not None else default_interval
+        return elapsed if interval <= 0 else math.floor(elapsed / interval) * interval
 
 
 def simulate(
@@ -121,162 +104,188 @@ def simulate(
     speed: Mapping[str, float] | None = None,
     *,
     prune: bool = True,
+    checkpoint_s: float = 0.0,
 ) -> SimResult:
-    """Replay the workload: a job runs for its traced duration divided by its GPU type's speed."""
-    cluster = _Cluster(nodes, policy, prune)
-    speeds = dict(speed or {})
-    arrivals = workload.jobs
-    finishes: list[tuple[float, int, str]] = []
-    started: dict[str, tuple[SimJob, Placement, float]] = {}
-    by_id = {j.job.id: j for j in arrivals}
-    records: list[JobRecord] = []
-    cycles = 0
-    i, n = 0, len(arrivals)
-    while i < n or finishes:
-        now = min(arrivals[i].trace.submit_s if i < n else math.inf, finishes[0][0] if finishes else math.inf)
-        while finishes and finishes[0][0] <= now:
-            finish_s, _, job_id = heapq.heappop(finishes)
-            item, placement, start_s = started.pop(job_id)
-            cluster.release(placement)
-            records.append(_record(item, placement, start_s, finish_s))
-        while i < n and arrivals[i].trace.submit_s <= now:
-            cluster.add(arrivals[i].job)
-            i += 1
-        snapshot = cluster.snapshot()
-        if snapshot is None:
-            continue
-        cycles += 1
-        plan = schedule(snapshot, policy, EPOCH + timedelta(seconds=now))
-        for placement in plan.placements:
-            item = by_id[placement.job_id]
-            cluster.start(item.job, placement)
-            run_s = item.trace.duration_s / speeds.get(placement.gpu_type or "", 1.0)
-            started[item.job.id] = (item, placement, now)
-            heapq.heappush(finishes, (now + run_s, item.job.seq, item.job.id))
-    return SimResult(
-        policy=policy.name,
-        records=tuple(records),
-        total_gpus=sum(len(node.gpus) for node in nodes),
-        cycles=cycles,
-        unfinished=cluster.pending_count,
-    )
+    """Replay the workload: a job runs for its traced duration divided by its GPU type's speed.
 
-
-def _record(item: SimJob, placement: Placement, start_s: float, finish_s: float) -> JobRecord:
-    return JobRecord(
-        id=item.job.id,
-        submit_s=item.trace.submit_s,
-        start_s=start_s,
-        finish_s=finish_s,
-        gpus=sum(len(a.gpus) for a in placement.allocations),
-        gpu_type=placement.gpu_type or "",
-        nodes=tuple(a.node for a in placement.allocations),
-    )
-
-
-_QueueEntry = tuple[tuple[int, ...], str, Job]
-
-
-class _Cluster:
-    """Free GPUs, live allocations and pending jobs, indexed to build small snapshots fast.
-
-    Nodes are bucketed by shape (their GPUs) and free-GPU count, names sorted. Rankers see
-    only a node's own free capacity, so nodes in one bucket rank equally and the scheduler
-    takes them in name order: when the cycle's jobs need at most N nodes in all, the first
-    N of each bucket are all it can pick. Pending jobs are grouped by request, in policy
-    order; a group passes only as many jobs as its free GPUs could take.
+    Under a preemptive policy every traced job is preemptible; a preempted job keeps the work
+    up to its last checkpoint: every ``checkpoint_s`` seconds of a run (per job when the trace
+    says), or all of it when ``checkpoint_s`` is 0.
     """
+    return _Engine(workload, nodes, policy, dict(speed or {}), prune, checkpoint_s).run()
 
-    def __init__(self, nodes: Sequence[Node], policy: Policy, prune: bool) -> None:
-        self.prune = prune
+
+class _Engine:
+    def __init__(
+        self,
+        workload: Workload,
+        nodes: Sequence[Node],
+        policy: Policy,
+        speed: dict[str, float],
+        prune: bool,
+        checkpoint_s: float,
+    ) -> None:
+        self.workload = workload
         self.policy = policy
-        self.nodes = {n.name: n for n in sorted(nodes, key=lambda n: n.name)}
-        self.live: dict[str, dict[str, LiveAllocation]] = {name: {} for name in self.nodes}
-        self.free = {name: len(n.gpus) for name, n in self.nodes.items()}
-        shapes: dict[tuple[object, ...], int] = {}
-        self.shape = {
-            name: shapes.setdefault((n.gpus, n.cpus, n.memory_mb), len(shapes)) for name, n in self.nodes.items()
-        }
-        self.buckets: dict[tuple[int, int], list[str]] = {}
-        for name, free in self.free.items():
-            self.buckets.setdefault((self.shape[name], free), []).append(name)
-        self.node_type = {name: n.gpus[0].type for name, n in self.nodes.items() if n.gpus}
-        if any(len(n.gpu_types()) > 1 for n in self.nodes.values()):
-            raise ValueError("the simulator needs one GPU type per node")
-        self.types = tuple(sorted(set(self.node_type.values())))
-        self.queues: dict[Request, list[_QueueEntry]] = {}
-        self.keys: dict[str, _QueueEntry] = {}
-        self.pending_count = 0
+        self.speed = speed
+        self.checkpoint_s = checkpoint_s
+        self.state = ClusterState(nodes, policy, prune)
+        self.total_gpus = sum(len(node.gpus) for node in nodes)
+        self.runs = {j.job.id: _Run(j) for j in workload.jobs}
+        self.finishes: list[tuple[float, int, str, int]] = []  # (when, seq, job id, run number)
+        self.marks: list[tuple[float, int, str, int]] = []  # a running job crosses a service threshold
+        self.records: list[JobRecord] = []
+        self.cycles = 0
+        self.preemptions = 0
 
-    def add(self, job: Job) -> None:
-        entry = (self.policy.job_order(job), job.id, job)
-        insort(self.queues.setdefault(job.request, []), entry, key=_entry_key)
-        self.keys[job.id] = entry
-        self.pending_count += 1
+    def run(self) -> SimResult:
+        arrivals = self.workload.jobs
+        i, n = 0, len(arrivals)
+        while True:
+            now = min(
+                arrivals[i].trace.submit_s if i < n else math.inf,
+                self._next(self.finishes),
+                self._next(self.marks),
+            )
+            if now == math.inf:
+                break
+            while self._next(self.finishes) <= now:
+                self._finish(heapq.heappop(self.finishes)[2], now)
+            while self._next(self.marks) <= now:
+                self._cross(heapq.heappop(self.marks)[2], now)
+            while i < n and arrivals[i].trace.submit_s <= now:
+                self.state.add(self._pending(self.runs[arrivals[i].job.id]))
+                i += 1
+            self._plan(now)
+        return SimResult(
+            policy=self.policy.name,
+            records=tuple(self.records),
+            total_gpus=self.total_gpus,
+            cycles=self.cycles,
+            preemptions=self.preemptions,
+            unfinished=self.state.pending_count,
+            lost_gpu_s=sum(r.lost_gpu_s for r in self.records),
+        )
 
-    def start(self, job: Job, placement: Placement) -> None:
-        entry = self.keys.pop(job.id)
-        queue = self.queues[job.request]
-        del queue[bisect_left(queue, _entry_key(entry), key=_entry_key)]
-        self.pending_count -= 1
-        for alloc in placement.allocations:
-            self.live[alloc.node][job.id] = LiveAllocation(job.id, alloc)
-            self._move(alloc.node, -len(alloc.gpus))
+    def _next(self, events: list[tuple[float, int, str, int]]) -> float:
+        """The earliest event still current (a preempted run's events are dropped)."""
+        while events and events[0][3] != self.runs[events[0][2]].run_no:
+            heapq.heappop(events)
+        return events[0][0] if events else math.inf
 
-    def release(self, placement: Placement) -> None:
-        for alloc in placement.allocations:
-            del self.live[alloc.node][placement.job_id]
-            self._move(alloc.node, len(alloc.gpus))
+    def _plan(self, now: float) -> None:
+        at = EPOCH + timedelta(seconds=now)
+        for _ in range(ROUNDS_PER_MOMENT):
+            snapshot = self.state.snapshot(lambda ids: self._running(ids, now))
+            if snapshot is None:
+                return
+            self.cycles += 1
+            plan = schedule(snapshot, self.policy, at)
+            self._apply(plan, now)
+            if not plan.preemptions:
+                return
+        raise RuntimeError(f"policy {self.policy.name!r} keeps preempting at t={now}s")
 
-    def _move(self, name: str, change: int) -> None:
-        shape, free = self.shape[name], self.free[name]
-        bucket = self.buckets[(shape, free)]
-        del bucket[bisect_left(bucket, name)]
-        self.free[name] = free + change
-        insort(self.buckets.setdefault((shape, free + change), []), name)
+    def _apply(self, plan: Plan, now: float) -> None:
+        for placement in plan.placements:
+            self._start(placement, now)
+        for preemption in plan.preemptions:
+            self._stop(preemption.victim_job_id, now)
 
-    def snapshot(self) -> Snapshot | None:
-        """The next cycle's input, or None when no pending job could be placed now."""
-        if not self.pending_count:
-            return None
-        if not self.prune:
-            pending = tuple(e[2] for q in self.queues.values() for e in q)
-            live = tuple(a for by_job in self.live.values() for a in by_job.values())
-            return Snapshot(nodes=tuple(self.nodes.values()), live=live, pending=pending)
-        slots = self._slots()
-        jobs: list[Job] = []
-        for request, queue in self.queues.items():
-            if queue and (room := self._room(request, slots)):
-                jobs.extend(e[2] for e in queue[:room])
-        if not jobs:
-            return None
-        wanted = sum(j.request.nodes for j in jobs)
-        names = sorted(n for (_, free), names in self.buckets.items() if free > 0 for n in names[:wanted])
-        nodes = tuple(self.nodes[n] for n in names)
-        live = tuple(a for n in names for a in self.live[n].values())
-        return Snapshot(nodes=nodes, live=live, pending=tuple(jobs))
+    def _start(self, placement: Placement, now: float) -> None:
+        run = self.runs[placement.job_id]
+        job = self.state.keys[placement.job_id][2]
+        run.placement = placement
+        run.started = now
+        run.speed = self.speed.get(placement.gpu_type or "", 1.0)
+        if run.first_start is None:
+            run.first_start = now
+        self.state.start(job, placement, self._running((job.id,), now)[0])
+        heapq.heappush(self.finishes, (now + run.work_left / run.speed, job.seq, job.id, run.run_no))
+        self._mark(run, now)
 
-    def _slots(self) -> dict[str, Counter[int]]:
-        """Per GPU type: how many nodes have each count of free GPUs."""
-        slots: dict[str, Counter[int]] = {t: Counter() for t in self.types}
-        for (_, free), names in self.buckets.items():
-            if free > 0 and names:
-                slots[self.node_type[names[0]]][free] += len(names)
-        return slots
+    def _stop(self, job_id: str, now: float) -> None:
+        """Preempt: keep the work up to the last checkpoint, and queue the job again."""
+        run = self.runs[job_id]
+        assert run.placement is not None
+        elapsed, gpus = now - run.started, run.gpus
+        saved = run.saved_s(now, self.checkpoint_s)
+        run.work_left = max(0.0, run.work_left - saved * run.speed)
+        run.attained += elapsed * gpus
+        run.busy += elapsed * gpus
+        run.lost += (elapsed - saved) * gpus
+        run.preempted += 1
+        run.run_no += 1
+        self.preemptions += 1
+        self.state.release(run.placement)
+        run.placement = None
+        self.state.add(self._pending(run))
 
-    def _room(self, request: Request, slots: Mapping[str, Counter[int]]) -> int:
-        """At most how many jobs with this request the free GPUs could take now."""
-        per_node = math.ceil(request.gpus_per_node)
-        room = 0
-        for gpu_type in request.gpu_types or self.types:
-            counts = slots.get(gpu_type)
-            if not counts:
-                continue
-            gpus = sum(free * nodes for free, nodes in counts.items())
-            places = sum((free // per_node) * nodes for free, nodes in counts.items())
-            room += min(gpus // (per_node * request.nodes), places // request.nodes)
-        return room
+    def _finish(self, job_id: str, now: float) -> None:
+        run = self.runs[job_id]
+        placement = run.placement
+        assert placement is not None and run.first_start is not None
+        run.busy += (now - run.started) * run.gpus
+        self.state.release(placement)
+        self.records.append(
+            JobRecord(
+                id=job_id,
+                submit_s=run.item.trace.submit_s,
+                start_s=run.first_start,
+                finish_s=now,
+                gpus=run.gpus,
+                gpu_type=placement.gpu_type or "",
+                nodes=tuple(a.node for a in placement.allocations),
+                busy_gpu_s=run.busy,
+                preemptions=run.preempted,
+                lost_gpu_s=run.lost,
+            )
+        )
+        run.placement = None
+        run.run_no += 1
 
+    def _cross(self, job_id: str, now: float) -> None:
+        run = self.runs[job_id]
+        self.state.relevel(job_id, self._running((job_id,), now)[0])
+        self._mark(run, now)
 
-def _entry_key(entry: _QueueEntry) -> tuple[tuple[int, ...], str]:
-    return entry[0], entry[1]
+    def _mark(self, run: _Run, now: float) -> None:
+        """Schedule the moment the running job crosses its next service threshold, if any."""
+        attained = run.attained + (now - run.started) * run.gpus
+        ahead = [t for t in self.policy.thresholds if t > attained + 1e-9]
+        if ahead and run.gpus:
+            job = run.item.job
+            heapq.heappush(self.marks, (now + (ahead[0] - attained) / run.gpus, job.seq, job.id, run.run_no))
+
+    def _pending(self, run: _Run) -> Job:
+        """The scheduler's view of a job that waits: its service so far, and what the policy may read."""
+        job = run.item.job
+        return replace(
+            job,
+            attained_gpu_s=run.attained,
+            preemptible=self.policy.preemption,
+            oracle_gpu_s=run.work_left * job.request.total_gpus if self.policy.simulation_only else None,
+        )
+
+    def _running(self, ids: Iterable[str], now: float) -> tuple[RunningJob, ...]:
+        """The scheduler's view of running jobs at ``now``."""
+        views = []
+        for job_id in ids:
+            run = self.runs[job_id]
+            job = run.item.job
+            elapsed = now - run.started
+            left = run.work_left - elapsed * run.speed
+            views.append(
+                RunningJob(
+                    id=job_id,
+                    started_at=EPOCH + timedelta(seconds=run.started),
+                    priority=job.priority,
+                    preemptible=self.policy.preemption,
+                    last_checkpoint_at=EPOCH + timedelta(seconds=run.started + run.saved_s(now, self.checkpoint_s)),
+                    user=job.user,
+                    team=job.team,
+                    attained_gpu_s=run.attained + elapsed * run.gpus,
+                    oracle_gpu_s=max(0.0, left) * job.request.total_gpus if self.policy.simulation_only else None,
+                )
+            )
+        return tuple(views)

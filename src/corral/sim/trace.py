@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 COLUMNS = ("job_id", "submit_time_s", "duration_s", "num_gpus", "gpu_type", "user", "vc", "status")
+OPTIONAL_COLUMNS = ("checkpoint_interval_s",)  # read when present: a job's own checkpoint interval
 REQUIRED_COLUMNS = ("job_id", "submit_time_s", "duration_s", "num_gpus")
 
 NEVER_RAN = "never ran (no duration)"
@@ -31,6 +32,7 @@ class TraceJob:
     gpu_types: tuple[str, ...] = ()  # acceptable types; empty = any
     user: str = ""
     vc: str = ""
+    checkpoint_s: float | None = None  # seconds between its checkpoints; None = the simulation's default
 
 
 @dataclass(frozen=True)
@@ -126,10 +128,20 @@ def load_trace(
                 gpu_types=types,
                 user=(row.get("user") or "").strip(),
                 vc=(row.get("vc") or "").strip(),
+                checkpoint_s=_checkpoint(row, line, source),
             )
         )
     jobs.sort(key=lambda j: j.submit_s)  # stable: ties keep file order
     return Trace(jobs=tuple(jobs), skipped=dict(sorted(skipped.items())))
+
+
+def _checkpoint(row: Mapping[str, str | None], line: int, source: str) -> float | None:
+    if not (row.get("checkpoint_interval_s") or "").strip():
+        return None
+    interval = _number(row, "checkpoint_interval_s", line, source)
+    if interval < 0:
+        raise TraceError(f"{source}, line {line}: checkpoint_interval_s must be 0 or more (0 = no work lost)")
+    return interval
 
 
 def _number(row: Mapping[str, str | None], column: str, line: int, source: str) -> float:

@@ -1,0 +1,171 @@
+"""The simulated cluster between cycles: free GPUs, live allocations, pending and running jobs.
+
+Everything is indexed so that each cycle's Snapshot holds only what can change its plan:
+
+- Nodes are bucketed by shape (their GPUs) and free-GPU count, names sorted. Rankers see
+  only a node's own free capacity, so nodes in one bucket rank equally and the scheduler
+  takes them in name order: when the cycle's jobs need at most N nodes in all, the first N
+  of each bucket are all it can pick.
+- Pending jobs are grouped by request, in policy order; a group passes only as many jobs as
+  the free GPUs could take, plus (under a preemptive policy) every job whose level is above
+  a running job's: only those can preempt.
+- Running jobs are indexed by preemption level. A running job enters the snapshot (with its
+  nodes and everything live on them) only when some pending job has a higher level, so a
+  cycle without possible victims is as small as one without preemption.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, insort
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+from corral.model import Job, LiveAllocation, Node, Request, RunningJob
+from corral.sched import Placement, Policy, Snapshot
+
+_QueueEntry = tuple[tuple[int, ...], str, Job]
+
+
+class ClusterState:
+    """What the engine changes between cycles; ``snapshot`` builds the next cycle's input."""
+
+    def __init__(self, nodes: Sequence[Node], policy: Policy, prune: bool) -> None:
+        self.prune = prune
+        self.policy = policy
+        self.nodes = {n.name: n for n in sorted(nodes, key=lambda n: n.name)}
+        self.live: dict[str, dict[str, LiveAllocation]] = {name: {} for name in self.nodes}
+        self.free = {name: len(n.gpus) for name, n in self.nodes.items()}
+        shapes: dict[tuple[object, ...], int] = {}
+        self.shape = {
+            name: shapes.setdefault((n.gpus, n.cpus, n.memory_mb), len(shapes)) for name, n in self.nodes.items()
+        }
+        self.buckets: dict[tuple[int, int], list[str]] = {}
+        for name, free in self.free.items():
+            self.buckets.setdefault((self.shape[name], free), []).append(name)
+        self.node_type = {name: n.gpus[0].type for name, n in self.nodes.items() if n.gpus}
+        if any(len(n.gpu_types()) > 1 for n in self.nodes.values()):
+            raise ValueError("the simulator needs one GPU type per node")
+        self.types = tuple(sorted(set(self.node_type.values())))
+        self.queues: dict[Request, list[_QueueEntry]] = {}
+        self.keys: dict[str, _QueueEntry] = {}
+        self.pending_levels: Counter[int] = Counter()
+        self.running_nodes: dict[str, tuple[str, ...]] = {}  # job id -> nodes it runs on
+        self.running_level: dict[str, int] = {}
+        self.levels: dict[int, set[str]] = {}  # level -> running job ids
+
+    @property
+    def pending_count(self) -> int:
+        return len(self.keys)
+
+    def add(self, job: Job) -> None:
+        """Queue a job (new, or back from preemption)."""
+        entry = (self.policy.job_order(job), job.id, job)
+        insort(self.queues.setdefault(job.request, []), entry, key=_entry_key)
+        self.keys[job.id] = entry
+        if self.policy.preemption:
+            self.pending_levels[self.policy.level(job)] += 1
+
+    def start(self, job: Job, placement: Placement, running: RunningJob) -> None:
+        entry = self.keys.pop(job.id)
+        queue = self.queues[job.request]
+        del queue[bisect_left(queue, _entry_key(entry), key=_entry_key)]
+        if self.policy.preemption:
+            self.pending_levels[self.policy.level(job)] -= 1
+            self.relevel(job.id, running)
+        self.running_nodes[job.id] = tuple(a.node for a in placement.allocations)
+        for alloc in placement.allocations:
+            self.live[alloc.node][job.id] = LiveAllocation(job.id, alloc)
+            self._move(alloc.node, -len(alloc.gpus))
+
+    def release(self, placement: Placement) -> None:
+        """A running job ends (finished or preempted): its GPUs are free now."""
+        job_id = placement.job_id
+        self.running_nodes.pop(job_id, None)
+        if (level := self.running_level.pop(job_id, None)) is not None:
+            self.levels[level].discard(job_id)
+        for alloc in placement.allocations:
+            del self.live[alloc.node][job_id]
+            self._move(alloc.node, len(alloc.gpus))
+
+    def relevel(self, job_id: str, running: RunningJob) -> None:
+        """Index a running job by its level now (at its start, and when it crosses a threshold)."""
+        if (old := self.running_level.get(job_id)) is not None:
+            self.levels[old].discard(job_id)
+        level = self.policy.level(running)
+        self.running_level[job_id] = level
+        self.levels.setdefault(level, set()).add(job_id)
+
+    def _move(self, name: str, change: int) -> None:
+        shape, free = self.shape[name], self.free[name]
+        bucket = self.buckets[(shape, free)]
+        del bucket[bisect_left(bucket, name)]
+        self.free[name] = free + change
+        insort(self.buckets.setdefault((shape, free + change), []), name)
+
+    def victims(self) -> list[str]:
+        """Running jobs some pending job outranks (a superset of the possible victims), by id."""
+        if not self.policy.preemption or not self.pending_count:
+            return []
+        top = max((level for level, count in self.pending_levels.items() if count > 0), default=None)
+        if top is None:
+            return []
+        return sorted(j for level, ids in self.levels.items() if level < top for j in ids)
+
+    def snapshot(self, running: Callable[[Iterable[str]], tuple[RunningJob, ...]]) -> Snapshot | None:
+        """The next cycle's input, or None when no pending job could be placed or preempt now.
+
+        ``running`` gives the scheduler's view of the named running jobs at this moment.
+        """
+        if not self.pending_count:
+            return None
+        if not self.prune:
+            pending = tuple(e[2] for q in self.queues.values() for e in q)
+            live = tuple(a for by_job in self.live.values() for a in by_job.values())
+            everyone = running(sorted(self.running_nodes)) if self.policy.preemption else ()
+            return Snapshot(nodes=tuple(self.nodes.values()), live=live, pending=pending, running=everyone)
+        victims = self.victims()
+        lowest = min((self.running_level[v] for v in victims), default=None)
+        slots = self._slots()
+        jobs: list[Job] = []
+        for request, queue in self.queues.items():
+            room = self._room(request, slots) if queue else 0
+            if lowest is None:
+                jobs.extend(e[2] for e in queue[:room])
+            else:
+                level = self.policy.level
+                jobs.extend(e[2] for k, e in enumerate(queue) if k < room or level(e[2]) > lowest)
+        if not jobs:
+            return None
+        wanted = sum(j.request.nodes for j in jobs)
+        names = {n for (_, free), names in self.buckets.items() if free > 0 for n in names[:wanted]}
+        names.update(n for v in victims for n in self.running_nodes[v])
+        ordered = sorted(names)
+        nodes = tuple(self.nodes[n] for n in ordered)
+        live = tuple(a for n in ordered for a in self.live[n].values())
+        return Snapshot(nodes=nodes, live=live, pending=tuple(jobs), running=running(victims) if victims else ())
+
+    def _slots(self) -> dict[str, Counter[int]]:
+        """Per GPU type: how many nodes have each count of free GPUs."""
+        slots: dict[str, Counter[int]] = {t: Counter() for t in self.types}
+        for (_, free), names in self.buckets.items():
+            if free > 0 and names:
+                slots[self.node_type[names[0]]][free] += len(names)
+        return slots
+
+    def _room(self, request: Request, slots: Mapping[str, Counter[int]]) -> int:
+        """At most how many jobs with this request the free GPUs could take now."""
+        per_node = math.ceil(request.gpus_per_node)
+        room = 0
+        for gpu_type in request.gpu_types or self.types:
+            counts = slots.get(gpu_type)
+            if not counts:
+                continue
+            gpus = sum(free * nodes for free, nodes in counts.items())
+            places = sum((free // per_node) * nodes for free, nodes in counts.items())
+            room += min(gpus // (per_node * request.nodes), places // request.nodes)
+        return room
+
+
+def _entry_key(entry: _QueueEntry) -> tuple[tuple[int, ...], str]:
+    return entry[0], entry[1]

@@ -1,0 +1,69 @@
+"""The jobs to simulate: requests for traced jobs, and the ones that can never fit the cluster."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from corral.model import Job, Node, Request
+from corral.sched import never_fits
+from corral.sim.trace import Trace, TraceJob
+
+EPOCH = datetime(2020, 1, 1, tzinfo=UTC)
+"""Virtual time zero: the trace's time origin."""
+
+NEVER_FITS = "never fits this cluster"
+
+
+@dataclass(frozen=True, slots=True)
+class SimJob:
+    """A traced job and the scheduler's view of it."""
+
+    trace: TraceJob
+    job: Job
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The jobs to simulate on one cluster, and the trace rows left out, by reason."""
+
+    jobs: tuple[SimJob, ...]
+    skipped: Mapping[str, int]
+
+    @property
+    def skipped_total(self) -> int:
+        return sum(self.skipped.values())
+
+
+def gang_request(job: TraceJob, max_per_node: int) -> Request:
+    """A request for the job: one node, or the fewest nodes of ``max_per_node`` GPUs that hold it."""
+    nodes = max(1, math.ceil(job.gpus / max_per_node)) if max_per_node > 0 else 1
+    return Request(nodes=nodes, gpus_per_node=float(math.ceil(job.gpus / nodes)), gpu_types=job.gpu_types)
+
+
+def prepare(trace: Trace, nodes: Sequence[Node]) -> Workload:
+    """Requests for every traced job; jobs that can never fit the cluster are skipped and counted."""
+    most: dict[str, int] = {}
+    for node in nodes:
+        for gpu_type in node.gpu_types():
+            most[gpu_type] = max(most.get(gpu_type, 0), node.count_of_type(gpu_type))
+    problems: dict[Request, str | None] = {}
+    skipped = Counter(trace.skipped)
+    jobs: list[SimJob] = []
+    for seq, item in enumerate(trace.jobs):
+        types = [t for t in item.gpu_types if t in most] if item.gpu_types else list(most)
+        request = gang_request(item, max((most[t] for t in types), default=0))
+        if request not in problems:
+            problems[request] = never_fits(request, nodes) if nodes else "no nodes"
+        if problems[request] is not None:
+            skipped[NEVER_FITS] += 1
+            continue
+        submitted = EPOCH + timedelta(seconds=item.submit_s)
+        job = Job(id=item.id, seq=seq, request=request, submitted_at=submitted, user=item.user, team=item.vc)
+        jobs.append(SimJob(item, job))
+    if len({j.job.id for j in jobs}) != len(jobs):
+        raise ValueError("the trace repeats a job_id; every job_id must be unique")
+    return Workload(jobs=tuple(jobs), skipped=dict(sorted(skipped.items())))
