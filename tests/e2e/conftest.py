@@ -348,3 +348,67 @@ def health_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[C
     }
     with _daemons(tmp_path_factory, "corral-health-", ["--grace", "1"], agents) as (cluster, _):
         yield cluster, flag
+
+
+@dataclass
+class NodeControl:
+    """Machine failures for a cluster started from the daemons: kill a node, bring its agent back."""
+
+    cluster: Cluster
+    daemons: dict[str, subprocess.Popen[bytes]]
+    agent_gpus: dict[str, str]
+
+    def kill_node(self, name: str) -> int:
+        """SIGKILL the node's agent and every process under it, as a power cut would; how many died."""
+        agent = self.daemons[name]
+        victims = {agent.pid, *_descendants(agent.pid)}
+        victims |= set(processes_mentioning(f"CORRAL_TASK_MARKER={name}:"))
+        for pid in victims:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        agent.wait(10)
+        wait_for(lambda: not processes_mentioning(f"CORRAL_TASK_MARKER={name}:"), 5.0, f"node {name} to be dead")
+        return len(victims)
+
+    def kill_agent(self, name: str) -> None:
+        """SIGKILL the agent process alone; its tasks keep running."""
+        agent = self.daemons[name]
+        agent.kill()
+        agent.wait(10)
+
+    def restart_agent(self, name: str) -> None:
+        """Start the node's agent again, as before."""
+        join_token = self.cluster.config()["join_token"]
+        args = ["agent", "--head", self.cluster.url, "--token", join_token, "--name", name]
+        args += ["--fake-gpus", self.agent_gpus[name], "--work-dir", str(self.cluster.home / "agents" / name)]
+        self.daemons[name] = _spawn(self.cluster, args, f"agent-{name}.log")
+
+
+def _descendants(root: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+                children.setdefault(ppid, []).append(int(entry))
+    found: set[int] = set()
+    stack = [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            if child not in found:
+                found.add(child)
+                stack.append(child)
+    return found
+
+
+@pytest.fixture(scope="module")
+def ddp_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeControl]:
+    """Two nodes (``d1``, ``d2``) with two fake GPUs each, for distributed jobs with real processes.
+
+    The head declares a node lost after 4 s of silence (heartbeats every 0.5 s); agents fence after
+    6 s; the grace period is 3 s."""
+    options = ["--node-timeout", "4", "--agent-lease", "6", "--heartbeat-interval", "0.5", "--grace", "3"]
+    gpus = {"d1": "2xH100:80GB", "d2": "2xH100:80GB"}
+    agents: dict[str, str | list[str]] = dict(gpus)
+    with _daemons(tmp_path_factory, "corral-ddp-", options, agents) as (cluster, daemons):
+        yield NodeControl(cluster, daemons, gpus)
