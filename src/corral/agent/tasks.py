@@ -50,6 +50,7 @@ class LocalTask:
             detail=self.detail,
             interrupted=self.interrupted,
             master_port=self.master_port,
+            checkpoint_at=checkpoint_mtime(self.desired.checkpoint_dir),
         )
 
 
@@ -133,6 +134,7 @@ class TaskSet:
             env = process_env(desired, local_rank, self.node, str(local.task_dir), local.marker)
             if local.master_port:
                 env["MASTER_PORT"] = str(local.master_port)
+                env["PORT"] = desired.env.get("PORT", str(local.master_port))  # a service replica listens here
             spec = launch.ProcessSpec(command=desired.command, env=env, cwd=cwd, log_path=log_path, marker=local.marker)
             local.processes.append(await launch.start(spec))
             local.shippers.append(LogShipper(log_path, desired.job_id, desired.generation, rank))
@@ -211,3 +213,16 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("", 0))
         return int(probe.getsockname()[1])
+
+
+CHECKPOINT_MARKER = ".corral-checkpoint"
+
+
+def checkpoint_mtime(checkpoint_dir: str) -> float | None:
+    """When the job last touched ``CORRAL_CHECKPOINT_DIR/.corral-checkpoint``; None if it never did."""
+    if not checkpoint_dir:
+        return None
+    try:
+        return (Path(checkpoint_dir) / CHECKPOINT_MARKER).stat().st_mtime
+    except OSError:
+        return None

@@ -36,6 +36,9 @@ COMMANDS: dict[str, str] = {
     "wait": "corral.cli.jobs:wait",
     "cancel": "corral.cli.jobs:cancel",
     "sim": "corral.cli.sim:sim",
+    "serve": "corral.cli.serve:serve",
+    "services": "corral.cli.serve:services",
+    "service": "corral.cli.serve:service",
 }
 
 

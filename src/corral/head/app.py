@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator
 
@@ -14,15 +15,16 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from corral import __version__
 from corral.clock import Clock, SystemClock
 from corral.head import errors
-from corral.head.loops import liveness_loop, schedule_loop
+from corral.head.loops import liveness_loop, schedule_loop, serve_loop
 from corral.head.metrics import HeadMetrics
 from corral.head.notify import Notifier
-from corral.head.routers import agents, cluster, jobs
+from corral.head.routers import agents, cluster, jobs, services
 from corral.head.runtime import HeadRuntime
 from corral.head.services.auth import TokenCache, bootstrap, write_client_config
 from corral.head.settings import HeadSettings
 from corral.head.store.db import Database
 from corral.sched import get_policy
+from corral.serve.proxy.load import LoadBook
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +35,7 @@ def create_app(settings: HeadSettings, clock: Clock | None = None, run_loops: bo
     settings.home.mkdir(parents=True, exist_ok=True)
     db = Database(settings.db_url)
     rt = HeadRuntime(settings=settings, db=db, clock=clock or SystemClock())
+    book = LoadBook()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -43,8 +46,11 @@ def create_app(settings: HeadSettings, clock: Clock | None = None, run_loops: bo
         app.state.admin_token = admin
         rt.notifier = Notifier(asyncio.get_running_loop())
         tasks = []
+        serve_wake = asyncio.Event()
+        book.on_waiting = functools.partial(asyncio.get_running_loop().call_soon_threadsafe, serve_wake.set)
         if run_loops:
             tasks = [asyncio.create_task(schedule_loop(rt, policy)), asyncio.create_task(liveness_loop(rt))]
+            tasks.append(asyncio.create_task(serve_loop(rt, book, serve_wake)))
         log.info("head ready at %s", settings.url)
         try:
             yield
@@ -70,6 +76,9 @@ def create_app(settings: HeadSettings, clock: Clock | None = None, run_loops: bo
     app.include_router(jobs.router)
     app.include_router(cluster.router)
     app.include_router(agents.router)
+    app.state.serve_book = book
+    app.include_router(services.router)
+    app.include_router(services.gateway_router)
 
     @app.get("/metrics", tags=["cluster"], response_class=PlainTextResponse)
     def prometheus() -> PlainTextResponse:

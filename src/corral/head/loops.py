@@ -10,7 +10,9 @@ import time
 from corral.head.runtime import HeadRuntime
 from corral.head.services.liveness import check_nodes, check_time_limits
 from corral.head.services.scheduling import run_cycle
+from corral.head.services.serving_loop import run_round
 from corral.sched import Policy
+from corral.serve.proxy.load import LoadBook
 
 log = logging.getLogger(__name__)
 MIN_PACED_CYCLE_S = 0.005  # cycles shorter than this run back to back
@@ -47,3 +49,16 @@ async def liveness_loop(rt: HeadRuntime, interval_s: float = 1.0) -> None:
         except Exception:
             log.exception("liveness check failed")
         await asyncio.sleep(interval_s)
+
+
+async def serve_loop(rt: HeadRuntime, book: LoadBook, wake: asyncio.Event, interval_s: float = 0.5) -> None:
+    """Keep every service's replicas at the count its autoscaler wants; probe their readiness.
+    A request waiting for a replica (a service scaled to zero) wakes it at once."""
+    while True:
+        wake.clear()
+        try:
+            await run_round(rt, book)
+        except Exception:
+            log.exception("serve round failed")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(wake.wait(), interval_s)

@@ -1,0 +1,153 @@
+"""Service commands: serve, services, service show|scale|delete, and the standalone gateway."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from corral.cli.render import ago, emit_json, output_option, render, styled_state, table
+from corral.client.errors import InvalidRequest
+
+
+def _services_api() -> Any:
+    from corral.client.config import load_config
+    from corral.client.light import LightTransport
+    from corral.client.services import ServiceApi
+
+    config = load_config()
+    return ServiceApi(LightTransport(config.head_url, config.token))
+
+
+def _read_spec(file: str) -> dict[str, Any]:
+    """The file's fields, checked here for a clear exit 2 before the head is reached."""
+    from corral.spec import SpecError, load_yaml_document
+    from corral.spec.service import parse_service_spec
+
+    try:
+        text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InvalidRequest(f"cannot read service file {file}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise InvalidRequest(f"service file {file} is not UTF-8 text") from None
+    try:
+        data = load_yaml_document(text, source=file)
+        parse_service_spec(data, file)
+    except SpecError as exc:
+        raise InvalidRequest("invalid service spec:\n  " + "\n  ".join(str(e) for e in exc.errors)) from None
+    body = {k: v for k, v in data.items() if k != "kind"}
+    body.setdefault("workdir", os.getcwd())
+    return body
+
+
+@click.command()
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@output_option
+def serve(file: str, output: str) -> None:
+    """Create the service FILE describes (YAML, `kind: service`), or update the one of that name.
+
+    Prints the service's name. A changed command, resources or environment rolls out one
+    replica at a time: one new replica starts, and an old one is drained once it is ready.
+    """
+    service = _services_api().apply(_read_spec(file))
+    if output == "json":
+        emit_json({"name": service["name"], "revision": service["revision"], "url": service["url"]})
+    else:
+        click.echo(service["name"])
+
+
+def _services_table(rows: list[dict[str, Any]]) -> None:
+    table(
+        None,
+        ["NAME", "READY", "DESIRED", "MIN-MAX", "REVISION", "URL", "UPDATED"],
+        [
+            [
+                s["name"],
+                s["replicas_ready"],
+                s["replicas_desired"],
+                f"{s['replicas_min']}-{s['replicas_max']}",
+                s["revision"],
+                s["url"],
+                ago(s["updated_at"]),
+            ]
+            for s in rows
+        ],
+    )
+
+
+@click.command()
+@output_option
+def services(output: str) -> None:
+    """List services: replicas ready and desired, revision and gateway URL."""
+    render(output, _services_api().services(), _services_table)
+
+
+@click.group()
+def service() -> None:
+    """Inspect, scale or delete one service."""
+
+
+def _show_table(s: dict[str, Any]) -> None:
+    spec = s["spec"]
+    command = spec["command"] if isinstance(spec["command"], str) else " ".join(spec["command"])
+    fields = [
+        ("name", s["name"]),
+        ("url", s["url"]),
+        ("user", s["user"]),
+        ("revision", s["revision"]),
+        (
+            "replicas",
+            f"{s['replicas_ready']} ready of {s['replicas_desired']} desired ({s['replicas_min']}-{s['replicas_max']})",
+        ),
+        ("command", command),
+        ("readiness", spec["readiness"]["path"]),
+        ("priority", spec.get("priority", 0)),
+    ]
+    table(None, ["FIELD", "VALUE"], [[k, v] for k, v in fields])
+    table(
+        "replicas",
+        ["JOB", "REVISION", "STATE", "READY", "NODE", "URL"],
+        [
+            [
+                r["job_id"],
+                r["revision"],
+                styled_state(r["state"]),
+                "draining" if r["draining"] else ("yes" if r["ready"] else "no"),
+                r.get("node") or "-",
+                r.get("url") or "-",
+            ]
+            for r in s["replicas"]
+        ],
+    )
+
+
+@service.command("show")
+@click.argument("name")
+@output_option
+def show(name: str, output: str) -> None:
+    """Show a service and its replicas."""
+    render(output, _services_api().service(name), _show_table)
+
+
+@service.command("scale")
+@click.argument("name")
+@click.argument("replicas", type=click.IntRange(0, 256))
+@output_option
+def scale(name: str, replicas: int, output: str) -> None:
+    """Run exactly REPLICAS replicas (0 stops them all) until `corral serve` applies the file again."""
+    out = _services_api().scale(name, replicas)
+    if output == "json":
+        emit_json(out)
+    else:
+        click.echo(f"{name}: {replicas} replicas")
+
+
+@service.command("delete")
+@click.argument("name")
+def delete(name: str) -> None:
+    """Delete a service; its replicas are stopped."""
+    _services_api().delete(name)
+    click.echo(f"{name}: deleted")

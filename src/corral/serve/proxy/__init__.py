@@ -1,0 +1,1 @@
+"""The gateway: routes ``/s/SERVICE/...`` to ready replicas; counts load for the autoscaler."""

@@ -1,0 +1,81 @@
+import pytest
+
+from corral.spec import SpecError
+from corral.spec.service import REPLICA_RESTARTS, load_service_yaml, parse_service_spec
+
+SERVICE_FILE = """\
+kind: service
+name: sentiment
+command: python examples/model_server.py     # listens on $PORT
+resources: {gpus: 0.5, cpus: 2, memory: 4GB}
+replicas: {min: 0, max: 4}
+readiness: {path: /ready, timeout: 2s, hold: 30s}
+autoscale: {target_inflight: 4, up_delay: 2s, down_delay: 1m}
+priority: 100
+env: {MODEL_DIM: 64}
+"""
+
+
+def errors_of(data) -> dict[str, str]:
+    with pytest.raises(SpecError) as info:
+        parse_service_spec(data)
+    return {e.field: e.message for e in info.value.errors}
+
+
+def test_the_documented_service_file_parses():
+    spec = load_service_yaml(SERVICE_FILE)
+    assert spec.name == "sentiment"
+    assert (spec.replicas.min, spec.replicas.max) == (0, 4)
+    assert spec.readiness.path == "/ready"
+    assert (spec.readiness.timeout_s, spec.readiness.hold_s) == (2.0, 30.0)
+    assert spec.autoscale.target_inflight == 4 and spec.autoscale.target_rps is None
+    assert (spec.autoscale.up_delay_s, spec.autoscale.down_delay_s) == (2.0, 60.0)
+    assert spec.env == {"MODEL_DIM": "64"}
+    assert spec.resources.memory_mb == 4096
+
+
+def test_a_replica_is_a_job_with_the_services_resources_and_priority():
+    spec = load_service_yaml(SERVICE_FILE)
+    job = spec.replica_job(3)
+    assert job.command == spec.command
+    assert job.resources == spec.resources
+    assert job.priority == 100
+    assert job.max_restarts == REPLICA_RESTARTS
+    assert job.env["CORRAL_SERVICE"] == "sentiment"
+    assert job.env["CORRAL_SERVICE_REVISION"] == "3"
+    assert job.env["MODEL_DIM"] == "64"
+    assert job.name == "sentiment-r3"
+
+
+def test_defaults_run_one_replica_probed_at_the_root():
+    spec = parse_service_spec({"name": "a", "command": "serve"})
+    assert (spec.replicas.min, spec.replicas.max) == (1, 1)
+    assert spec.readiness.path == "/"
+
+
+@pytest.mark.parametrize(
+    ("data", "field", "words"),
+    [
+        ({"name": "Big_Name", "command": "x"}, "name", "lowercase"),
+        ({"command": "x"}, "name", "required"),
+        ({"name": "a", "command": ""}, "command", "must not be empty"),
+        ({"name": "a", "command": "x", "replicas": {"min": 3, "max": 2}}, "replicas", "at least min"),
+        ({"name": "a", "command": "x", "replicas": {"min": -1}}, "replicas.min", "greater than or equal"),
+        ({"name": "a", "command": "x", "readiness": {"path": "ready"}}, "readiness.path", "absolute URL path"),
+        ({"name": "a", "command": "x", "readiness": {"timeout": "soon"}}, "readiness.timeout", "duration"),
+        ({"name": "a", "command": "x", "autoscale": {"target_inflight": 1, "target_rps": 5}}, "autoscale", "not both"),
+        ({"name": "a", "command": "x", "autoscale": {"target_rps": 0}}, "autoscale.target_rps", "greater than 0"),
+        ({"name": "a", "command": "x", "env": {"PORT": "80"}}, "env", "must not set PORT"),
+        ({"name": "a", "command": "x", "env": {"1X": "a"}}, "env", "bad variable name"),
+        ({"name": "a", "command": "x", "replicas": {"most": 3}}, "replicas.most", "valid fields are min, max"),
+        ({"name": "a", "command": "x", "resources": {"gpus": 1.5}}, "resources.gpus", "whole number"),
+    ],
+)
+def test_errors_name_the_field_and_what_is_valid(data, field, words):
+    errors = errors_of(data)
+    assert field in errors, errors
+    assert words in errors[field], errors[field]
+
+
+def test_a_job_file_is_not_a_service():
+    assert "expected 'service'" in errors_of({"kind": "job", "name": "a", "command": "x"})["kind"]
