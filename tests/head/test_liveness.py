@@ -129,10 +129,11 @@ def test_a_running_job_past_its_time_limit_times_out(head):
 
     out = head.job(job["id"])
     assert out["state"] == "TIMEOUT"
-    assert out["reason"] == "exceeded its time limit of 1m"
+    assert out["reason"] == "exceeded its time limit of 1m (SIGTERM, then SIGKILL after 30s)"
     assert out["restarts"] == 0  # a timeout is final, not requeued
     assert out["tasks"][0]["state"] == "STOPPING"
     assert n1.tasks() == []
+    assert n1.desired()["stop_grace_s"] == {task["task_id"]: 30.0}  # time to checkpoint
     assert head.free_gpus("n1") == list(range(1, 8))
     n1.beat([head.exited(task, 143)])
     assert head.job(job["id"])["state"] == "TIMEOUT"
@@ -157,3 +158,18 @@ def test_a_node_that_never_heartbeats_after_registering_is_lost(head):
     assert registered == head.clock.now()
     head.clock.advance(10.5)
     assert head.check_nodes() == ["n1"]
+
+
+def test_a_jobs_own_grace_period_applies_to_its_time_limit_and_to_cancel(head):
+    n1 = head.register("n1")
+    timed = head.submit({"command": "x", "time_limit": "1m", "grace_period": "5s", "resources": {"gpus": 1}})
+    other = head.submit({"command": "y", "grace_period": 0, "resources": {"gpus": 1}})
+    head.cycle()
+    tasks = {t["job_id"]: t for t in n1.tasks()}
+    assert tasks[timed["id"]]["grace_s"] == 5.0
+    assert tasks[other["id"]]["grace_s"] == 0.0
+    n1.beat([head.running(t) for t in tasks.values()])
+    head.clock.advance(61)
+    assert head.check_time_limits() == [timed["id"]]
+    assert head.job(timed["id"])["reason"] == "exceeded its time limit of 1m (SIGTERM, then SIGKILL after 5s)"
+    assert n1.desired()["stop_grace_s"] == {tasks[timed["id"]]["task_id"]: 5.0}

@@ -32,7 +32,7 @@ def with_pending(snap: Snapshot, *jobs: JobBuilder) -> Snapshot:
 def test_a_higher_priority_job_preempts_a_lower_preemptible_one() -> None:
     plan = run(with_pending(full_node("low"), make_job("high").gpus(8).priority(5)))
     assert victims(plan) == [("low", "high")]
-    assert plan.preemptions[0].reason == "preempted for job high (priority 5 > 0)"
+    assert plan.preemptions[0].reason == "preempted by job high (priority 5 > 0)"
     assert plan.placements == ()  # placed in a later cycle, once the victim has stopped
     reason = plan.reasons["high"]
     assert reason.code == PREEMPTING
@@ -126,7 +126,7 @@ def test_a_gang_victim_is_preempted_whole_and_frees_all_its_nodes() -> None:
         pending=[make_job("gang").gpus(8).nodes(2).priority(1)],
     )
     plan = run(snap)
-    assert plan.preemptions == (Preemption("wide", "gang", "preempted for job gang (priority 1 > 0)"),)
+    assert plan.preemptions == (Preemption("wide", "gang", "preempted by job gang (priority 1 > 0)"),)
 
 
 def test_lower_jobs_do_not_take_what_the_preemptor_will_use() -> None:

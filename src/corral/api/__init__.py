@@ -12,12 +12,13 @@ from corral.api.agents import (
     RegisterResponse,
     TaskReport,
 )
-from corral.api.jobs import AllocationOut, JobIds, JobOut, SubmitBatch, SubmitBatchOut, TaskOut
+from corral.api.jobs import AllocationOut, CheckpointDone, JobIds, JobOut, SubmitBatch, SubmitBatchOut, TaskOut
 from corral.api.nodes import DrainRequest, EventOut, GpuCount, GpuOut, JoinTokenOut, NodeOut, StatusOut
 
 __all__ = [
     "AGENT_PROTOCOL_VERSION",
     "AllocationOut",
+    "CheckpointDone",
     "DesiredState",
     "DesiredTask",
     "DrainRequest",

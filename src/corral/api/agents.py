@@ -25,6 +25,9 @@ class TaskReport(BaseModel):
     exit_code: int | None = None
     detail: str = ""
     master_port: int = Field(default=0, ge=0, le=65535, description="rank 0 only: the rendezvous port it chose")
+    checkpoint_at: float | None = Field(
+        default=None, description="mtime (Unix s) of CORRAL_CHECKPOINT_DIR/.corral-checkpoint, if the job wrote it"
+    )
     interrupted: bool = Field(
         default=False, description="stopped by the agent's own shutdown, not by the job or the head"
     )

@@ -53,6 +53,13 @@ class JobOut(BaseModel):
     workdir: str | None = None
     checkpoint_dir: str = ""
     tasks: list[TaskOut] = Field(default_factory=list)
+    preemptible: bool = False
+    grace_period_s: float | None = None
+    preemptions: int = 0
+    last_checkpoint_at: datetime | None = None
+    expected_start: datetime | None = Field(
+        default=None, description="for a pending job with a backfill reservation: when it is expected to start"
+    )
 
 
 class SubmitBatch(BaseModel):
@@ -67,3 +74,9 @@ class SubmitBatchOut(BaseModel):
 
 class JobIds(BaseModel):
     ids: list[str]
+
+
+class CheckpointDone(BaseModel):
+    """A job reports a checkpoint it saved."""
+
+    at: datetime | None = Field(default=None, description="when it was saved (default: now)")

@@ -56,6 +56,7 @@ def _load(session: Session, ids: Sequence[str]) -> list[Job]:
             JobRow.submitted_at,
             JobRow.user,
             JobRow.team,
+            JobRow.spec,
         ).where(JobRow.id.in_(ids))
     ).all()
     return [
@@ -66,6 +67,8 @@ def _load(session: Session, ids: Sequence[str]) -> list[Job]:
             submitted_at=r.submitted_at,
             user=r.user,
             team=r.team,
+            time_limit_s=r.spec.get("time_limit_s"),
+            preemptible=bool(r.spec.get("preemptible", False)),
             request=Request(
                 nodes=r.nodes,
                 gpus_per_node=r.gpus_per_node,

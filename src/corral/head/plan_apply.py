@@ -19,18 +19,20 @@ from sqlalchemy.orm import Session
 
 from corral.head.runtime import HeadRuntime
 from corral.head.services.common import bump_node, record_event
-from corral.head.services.lifecycle import LIVE_TASK_STATES
+from corral.head.services.lifecycle import LIVE_TASK_STATES, WANTED_TASK_STATES, current_tasks, preempt
 from corral.head.store.tables import GpuClaimRow, JobRow, NodeRow, TaskRow
 from corral.model import EPSILON, JobState, NodeState, TaskState
-from corral.sched import Placement, Plan
+from corral.sched import Placement, Plan, Preemption
 
 log = logging.getLogger(__name__)
+WANTED = {s.value for s in WANTED_TASK_STATES}
 
 
 @dataclass(frozen=True)
 class ApplyResult:
     placed: int
     skipped: int
+    preempted: int = 0
 
 
 class _Usage:
@@ -60,6 +62,7 @@ def apply_plan(rt: HeadRuntime, plan: Plan, known_reasons: Mapping[str, str]) ->
                 placed += 1
             else:
                 skipped += 1
+        preempted = sum(_preempt(session, p, now, rt.settings.preempt_grace_s) for p in plan.preemptions)
         for job_id, reason in plan.reasons.items():
             if known_reasons.get(job_id) != reason.message:  # written only when it says something new
                 session.execute(
@@ -69,7 +72,21 @@ def apply_plan(rt: HeadRuntime, plan: Plan, known_reasons: Mapping[str, str]) ->
                 )
     if skipped:
         log.info("plan apply skipped %d stale placements", skipped)
-    return ApplyResult(placed=placed, skipped=skipped)
+    return ApplyResult(placed=placed, skipped=skipped, preempted=preempted)
+
+
+def _preempt(session: Session, preemption: Preemption, now: datetime, grace_s: float) -> bool:
+    """Stop a victim the plan named, if it still runs the attempt the scheduler saw and may be preempted."""
+    job = session.scalar(select(JobRow).where(JobRow.id == preemption.victim_job_id))
+    if job is None or not job.spec.get("preemptible", False):
+        return False
+    tasks = current_tasks(session, job)
+    if job.state == JobState.PENDING.value and not tasks:
+        return False  # already requeued, or never placed
+    if JobState(job.state).terminal or any(t.state not in WANTED for t in tasks):
+        return False  # already stopping
+    preempt(session, job, now, preemption.reason, grace_s)
+    return True
 
 
 def _place(session: Session, placement: Placement, nodes: dict[str, NodeRow], usage: _Usage, now: datetime) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from sqlalchemy.orm import Session
 
@@ -30,6 +31,8 @@ class HeadRuntime:
     # Each pending job's place in the queue as of the last scheduling cycle (not stored: it
     # changes with every submit and finish, and is cheap to recompute).
     queue_positions: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # When the scheduler expects a reserved job to start (backfill), as of the last cycle.
+    expected_starts: dict[str, datetime] = field(default_factory=dict)
     job_cache: JobCache = field(default_factory=JobCache)
     samples: SampleStore = field(default_factory=SampleStore)
     # Observers of what happens (metrics); each gets a number of seconds.

@@ -94,7 +94,7 @@ class Preemptor:
 
     def preemptions(self, job: Job, victims: Sequence[str]) -> tuple[Preemption, ...]:
         return tuple(
-            Preemption(v, job.id, f"preempted for job {job.id} ({self._why(job, self.jobs[v])})")
+            Preemption(v, job.id, f"preempted by job {job.id} ({self._why(job, self.jobs[v])})")
             for v in victims
             if not self.jobs[v].stopping
         )

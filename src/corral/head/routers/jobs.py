@@ -1,4 +1,4 @@
-"""/v1/jobs: submit, list, show, cancel, logs."""
+"""/v1/jobs: submit, list, show, cancel, preempt, checkpoint, logs."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Response
 from fastapi.responses import StreamingResponse
 
-from corral.api import JobIds, JobOut, SubmitBatch, SubmitBatchOut
+from corral.api import CheckpointDone, JobIds, JobOut, SubmitBatch, SubmitBatchOut
 from corral.head.routers.deps import Runtime, User
 from corral.head.runtime import HeadRuntime
 from corral.head.security import Principal
 from corral.head.services import jobs as service
-from corral.head.services import logs
+from corral.head.services import logs, preemption
 from corral.head.services.common import Infeasible
 from corral.model import JobState
 from corral.spec import JobSpec
@@ -67,6 +67,18 @@ def show(job_id: str, rt: Runtime, who: User) -> JobOut:
 @router.post("/{job_id}/cancel", response_model=JobOut)
 def cancel(job_id: str, rt: Runtime, who: User) -> JobOut:
     return service.cancel(rt, who, [job_id])[0]
+
+
+@router.post("/{job_id}/preempt", response_model=JobOut)
+def preempt(job_id: str, rt: Runtime, who: User) -> JobOut:
+    """Admin only: stop a running job (SIGTERM, grace period, SIGKILL) and queue it again."""
+    return preemption.preempt_job(rt, who, job_id)
+
+
+@router.post("/{job_id}/checkpoint", response_model=JobOut)
+def checkpoint(job_id: str, rt: Runtime, who: User, body: CheckpointDone | None = None) -> JobOut:
+    """The job saved a checkpoint: preemption prefers victims that lose the least work since theirs."""
+    return preemption.checkpoint_done(rt, who, job_id, body.at if body else None)
 
 
 @router.post("/cancel", response_model=list[JobOut])

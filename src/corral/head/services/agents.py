@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
@@ -22,6 +22,7 @@ from corral.head.services import health
 from corral.head.services.common import Conflict, NotAllowed, NotFound, bump_node, record_event, wake_scheduler
 from corral.head.services.lifecycle import (
     LIVE_TASK_STATES,
+    record_checkpoint,
     release,
     stop_grace,
     task_exited,
@@ -151,6 +152,8 @@ def _apply_report(session: Session, node: str, report: TaskReport, now: datetime
         return
     if report.master_port and task.node_rank == 0 and task.master_port == 0:
         _rendezvous_chosen(session, task, report.master_port)
+    if report.checkpoint_at is not None and job.generation == task.generation:
+        record_checkpoint(job, min(datetime.fromtimestamp(report.checkpoint_at, UTC), now))
     if report.state == "STARTING":
         return  # known to the agent; RUNNING follows
     if report.state == "RUNNING":

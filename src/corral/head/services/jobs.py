@@ -239,4 +239,9 @@ def to_out(session: Session, row: JobRow, rt: HeadRuntime, tasks: list[TaskRow] 
             )
             for t in tasks
         ],
+        preemptible=bool(spec.get("preemptible", False)),
+        grace_period_s=spec.get("grace_period_s"),
+        preemptions=row.preemptions,
+        last_checkpoint_at=row.last_checkpoint_at,
+        expected_start=rt.expected_starts.get(row.id) if row.state == JobState.PENDING.value else None,
     )

@@ -196,3 +196,12 @@ def task_lost(session: Session, task: TaskRow, job: JobRow, now: datetime, why: 
     release(session, task, TaskState.LOST, now, None, why)
     if was_wanted and job.generation == task.generation:
         fail_or_requeue(session, job, now, f"rank {task.node_rank} lost: {why}", None)
+
+
+def record_checkpoint(job: JobRow, when: datetime) -> None:
+    """Keep the newest checkpoint time of the job's current attempt (it never goes back)."""
+    started = job.started_at
+    if started is not None and when < started and job.state == JobState.RUNNING.value:
+        return  # saved by an earlier attempt: this one has not checkpointed yet
+    if job.last_checkpoint_at is None or when > job.last_checkpoint_at:
+        job.last_checkpoint_at = when

@@ -8,7 +8,7 @@ from sqlalchemy import select
 
 from corral.head.runtime import HeadRuntime
 from corral.head.services.common import record_event, wake_scheduler
-from corral.head.services.lifecycle import LIVE_TASK_STATES, end_job, task_lost
+from corral.head.services.lifecycle import LIVE_TASK_STATES, end_job, stop_grace, task_lost
 from corral.head.store.tables import JobRow, NodeRow, TaskRow
 from corral.model import JobState, NodeState
 
@@ -73,7 +73,15 @@ def check_time_limits(rt: HeadRuntime) -> list[str]:
             job = session.scalar(select(JobRow).where(JobRow.id == job_id))
             if job is not None and job.state == JobState.RUNNING.value:
                 limit = float(job.spec["time_limit_s"])
-                end_job(session, job, JobState.TIMEOUT, now, f"exceeded its time limit of {_human(limit)}")
+                grace = stop_grace(job, rt.settings.preempt_grace_s)
+                end_job(
+                    session,
+                    job,
+                    JobState.TIMEOUT,
+                    now,
+                    f"exceeded its time limit of {_human(limit)} (SIGTERM, then SIGKILL after {_human(grace)})",
+                    grace_s=grace,
+                )
     return over
 
 

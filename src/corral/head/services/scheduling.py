@@ -11,9 +11,10 @@ from corral.head.plan_apply import apply_plan
 from corral.head.runtime import HeadRuntime
 from corral.head.services.convert import node_model
 from corral.head.services.lifecycle import LIVE_TASK_STATES
+from corral.head.services.running import LiveTask, running_jobs
 from corral.head.store.tables import JobRow, NodeRow, TaskRow
-from corral.model import Allocation, JobState, LiveAllocation, TaskState
-from corral.sched import Policy, Snapshot, schedule
+from corral.model import Allocation, JobState, LiveAllocation, RunningJob, TaskState
+from corral.sched import Policy, Snapshot, get_policy, schedule
 
 
 @dataclass(frozen=True)
@@ -22,8 +23,13 @@ class CycleResult:
     placed: int
 
 
-def load_snapshot(rt: HeadRuntime) -> tuple[Snapshot, dict[str, str]]:
-    """The cluster as the scheduler needs it, plus each pending job's stored reason."""
+def load_snapshot(rt: HeadRuntime, policy: Policy | None = None) -> tuple[Snapshot, dict[str, str]]:
+    """The cluster as the scheduler needs it, plus each pending job's stored reason.
+
+    Jobs holding resources are described (``Snapshot.running``) only when the policy
+    reserves (backfill) or preempts: both read them, plain placement does not. Without a
+    policy, the head's own."""
+    policy = policy or get_policy(rt.settings.policy)
     now = rt.clock.now()
     fresh_after = now - timedelta(seconds=rt.settings.node_timeout_s)
     live_states = [s.value for s in LIVE_TASK_STATES]
@@ -33,7 +39,15 @@ def load_snapshot(rt: HeadRuntime) -> tuple[Snapshot, dict[str, str]]:
         )
         tasks = session.execute(
             select(
-                TaskRow.job_id, TaskRow.node, TaskRow.gpus, TaskRow.gpu_fraction, TaskRow.cpus, TaskRow.memory_mb
+                TaskRow.job_id,
+                TaskRow.node,
+                TaskRow.gpus,
+                TaskRow.gpu_fraction,
+                TaskRow.cpus,
+                TaskRow.memory_mb,
+                TaskRow.generation,
+                TaskRow.state,
+                TaskRow.assigned_at,
             ).where(TaskRow.state.in_(live_states))
         ).all()
         waiting_rows = session.execute(
@@ -46,6 +60,9 @@ def load_snapshot(rt: HeadRuntime) -> tuple[Snapshot, dict[str, str]]:
         busy = {t.job_id for t in tasks} | set(fencing)
         reasons = {r.id: r.reason for r in waiting_rows if r.id not in busy}
         pending = rt.job_cache.jobs(session, list(reasons))
+        running: tuple[RunningJob, ...] = ()
+        if pending and (policy.backfill or policy.preemption):
+            running = running_jobs(session, (LiveTask(t.job_id, t.generation, t.state, t.assigned_at) for t in tasks))
     live = tuple(
         LiveAllocation(
             t.job_id,
@@ -55,17 +72,21 @@ def load_snapshot(rt: HeadRuntime) -> tuple[Snapshot, dict[str, str]]:
         )
         for t in tasks
     )
-    return Snapshot(nodes=nodes, live=live, pending=pending), reasons
+    return Snapshot(nodes=nodes, live=live, pending=pending, running=running), reasons
 
 
 def run_cycle(rt: HeadRuntime, policy: Policy) -> CycleResult:
-    snapshot, reasons = load_snapshot(rt)
+    snapshot, reasons = load_snapshot(rt, policy)
     if not snapshot.pending:
         rt.queue_positions = {}
+        rt.expected_starts = {}
         return CycleResult(pending=0, placed=0)
     plan = schedule(snapshot, policy, rt.clock.now())
     rt.queue_positions = {
         job_id: (reason.position, reason.queue_length) for job_id, reason in plan.reasons.items() if reason.position
+    }
+    rt.expected_starts = {
+        job_id: reason.expected_start for job_id, reason in plan.reasons.items() if reason.expected_start
     }
     result = apply_plan(rt, plan, reasons)
     return CycleResult(pending=len(snapshot.pending), placed=result.placed)
