@@ -31,7 +31,14 @@ DEFAULT_PORT = 8470
     type=float,
     default=10.0,
     show_default=True,
-    help="seconds between SIGTERM and SIGKILL when stopping tasks",
+    help="seconds between SIGTERM and SIGKILL when stopping tasks (cancel, gang teardown)",
+)
+@click.option(
+    "--preempt-grace",
+    type=float,
+    default=30.0,
+    show_default=True,
+    help="the same on preemption and time limits, so jobs can save a checkpoint; a job's grace_period wins",
 )
 @click.option(
     "--agent-lease",
@@ -50,6 +57,7 @@ def head(
     heartbeat_interval: float,
     node_timeout: float,
     grace: float,
+    preempt_grace: float,
     agent_lease: float | None,
     policy: str,
 ) -> None:
@@ -85,6 +93,7 @@ def head(
         node_timeout_s=node_timeout,
         agent_lease_s=lease,
         grace_s=grace,
+        preempt_grace_s=preempt_grace,
         policy=policy,
     )
     run(settings)

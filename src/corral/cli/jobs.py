@@ -99,6 +99,8 @@ def _parse_env(pairs: tuple[str, ...]) -> dict[str, str]:
 @click.option("--priority", type=int, default=0, show_default=True, help="higher runs first")
 @click.option("--time-limit", "time_limit", help="wall-clock limit, e.g. 30m or 2h")
 @click.option("--max-restarts", "max_restarts", type=int, default=0, show_default=True)
+@click.option("--preemptible", is_flag=True, help="may be stopped and requeued for a higher-priority job")
+@click.option("--grace-period", "grace_period", help="SIGTERM to SIGKILL when stopped, e.g. 30s")
 @click.option("--launcher", type=click.Choice(["per-node", "per-gpu"]), default="per-node", show_default=True)
 @click.option("--env", "env", multiple=True, metavar="K=V", help="environment variable (repeatable)")
 @output_option
@@ -114,6 +116,8 @@ def run(
     priority: int,
     time_limit: str | None,
     max_restarts: int,
+    preemptible: bool,
+    grace_period: str | None,
     launcher: str,
     env: tuple[str, ...],
     output: str,
@@ -142,7 +146,9 @@ def run(
         "launcher": launcher,
         "env": _parse_env(env),
     }
-    for key, value in (("name", name), ("team", team), ("time_limit", time_limit)):
+    if preemptible:
+        spec["preemptible"] = True
+    for key, value in (("name", name), ("team", team), ("time_limit", time_limit), ("grace_period", grace_period)):
         if value is not None:
             spec[key] = value
     job = api().submit(_validated(spec, "job"), idempotency_key=str(uuid.uuid4()))
@@ -186,6 +192,13 @@ def jobs(include_all: bool, states: tuple[str, ...], output: str) -> None:
     render(output, rows, _jobs_table)
 
 
+def _restarts_text(job: dict[str, Any]) -> str:
+    restarts, allowed, preemptions = job["restarts"], job.get("max_restarts", 0), job.get("preemptions", 0)
+    if not preemptions:
+        return f"{restarts} of {allowed}"
+    return f"{restarts} ({preemptions} preempted; {restarts - preemptions} of {allowed} after failures)"
+
+
 def _show_table(job: dict[str, Any]) -> None:
     fields = [
         ("id", job["id"]),
@@ -202,7 +215,10 @@ def _show_table(job: dict[str, Any]) -> None:
         ("started", ago(job.get("started_at"))),
         ("finished", ago(job.get("finished_at"))),
         ("exit code", job.get("exit_code")),
-        ("restarts", f"{job['restarts']} of {job.get('max_restarts', 0)}"),
+        ("restarts", _restarts_text(job)),
+        ("expected start", job.get("expected_start")),
+        ("preemptible", "yes" if job.get("preemptible") else "no"),
+        ("last checkpoint", ago(job.get("last_checkpoint_at"))),
         ("checkpoint dir", job.get("checkpoint_dir")),
     ]
     table(None, ["FIELD", "VALUE"], [[k, "-" if v is None else v] for k, v in fields])

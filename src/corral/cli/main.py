@@ -35,6 +35,8 @@ COMMANDS: dict[str, str] = {
     "logs": "corral.cli.logs:logs",
     "wait": "corral.cli.jobs:wait",
     "cancel": "corral.cli.jobs:cancel",
+    "preempt": "corral.cli.preempt:preempt",
+    "checkpoint-done": "corral.cli.preempt:checkpoint_done",
     "sim": "corral.cli.sim:sim",
     "serve": "corral.cli.serve:serve",
     "services": "corral.cli.serve:services",

@@ -62,6 +62,12 @@ class HeadApi:
     def cancel(self, job_ids: Sequence[str]) -> Any:
         return self.transport.send(Call("POST", "/v1/jobs/cancel", json={"ids": list(job_ids)}))
 
+    def preempt(self, job_id: str) -> Any:
+        return self.transport.send(Call("POST", f"/v1/jobs/{q(job_id)}/preempt"))
+
+    def checkpoint_done(self, job_id: str, at: str | None = None) -> Any:
+        return self.transport.send(Call("POST", f"/v1/jobs/{q(job_id)}/checkpoint", json={"at": at}))
+
     def logs(self, job_id: str, rank: int = 0, follow: bool = False, offset: int = 0) -> Iterator[bytes]:
         params = [("rank", str(rank)), ("offset", str(offset))] + ([("follow", "true")] if follow else [])
         return self.transport.stream(Call("GET", f"/v1/jobs/{q(job_id)}/logs", params=params))
