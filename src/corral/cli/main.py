@@ -41,6 +41,7 @@ COMMANDS: dict[str, str] = {
     "serve": "corral.cli.serve:serve",
     "services": "corral.cli.serve:services",
     "service": "corral.cli.serve:service",
+    "gateway": "corral.cli.serve:gateway",
 }
 
 

@@ -151,3 +151,25 @@ def delete(name: str) -> None:
     """Delete a service; its replicas are stopped."""
     _services_api().delete(name)
     click.echo(f"{name}: deleted")
+
+
+@click.command()
+@click.option("--head", "head_url", help="the head's URL (default: CORRAL_HEAD, or CORRAL_HOME's config)")
+@click.option("--token", help="a token to read the head with (default: CORRAL_TOKEN, or CORRAL_HOME's config)")
+@click.option("--host", default="127.0.0.1", show_default=True, help="address to listen on (0.0.0.0 for all)")
+@click.option("--port", type=int, default=8480, show_default=True)
+def gateway(head_url: str | None, token: str | None, host: str, port: int) -> None:
+    """Run a gateway apart from the head: HOST:PORT/s/SERVICE/... goes to a ready replica.
+
+    It learns the ready replicas from the head and reports its traffic to the head's autoscaler.
+    """
+    from corral.client.config import load_config
+    from corral.obs.logging import setup_logging
+    from corral.serve.proxy.standalone import run
+
+    if head_url is None or token is None:
+        config = load_config()
+        head_url = head_url or config.head_url
+        token = token if token is not None else config.token
+    setup_logging("gateway")
+    run(head_url, token, host, port)

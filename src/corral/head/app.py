@@ -36,6 +36,7 @@ def create_app(settings: HeadSettings, clock: Clock | None = None, run_loops: bo
     db = Database(settings.db_url)
     rt = HeadRuntime(settings=settings, db=db, clock=clock or SystemClock())
     book = LoadBook()
+    gateway = services.in_process_gateway(rt, book)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -51,6 +52,7 @@ def create_app(settings: HeadSettings, clock: Clock | None = None, run_loops: bo
         if run_loops:
             tasks = [asyncio.create_task(schedule_loop(rt, policy)), asyncio.create_task(liveness_loop(rt))]
             tasks.append(asyncio.create_task(serve_loop(rt, book, serve_wake)))
+        await gateway.start()
         log.info("head ready at %s", settings.url)
         try:
             yield
@@ -60,6 +62,7 @@ def create_app(settings: HeadSettings, clock: Clock | None = None, run_loops: bo
             for task in tasks:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+            await gateway.close()
             db.close()
 
     app = FastAPI(
@@ -79,6 +82,7 @@ def create_app(settings: HeadSettings, clock: Clock | None = None, run_loops: bo
     app.state.serve_book = book
     app.include_router(services.router)
     app.include_router(services.gateway_router)
+    app.mount("/s", gateway)
 
     @app.get("/metrics", tags=["cluster"], response_class=PlainTextResponse)
     def prometheus() -> PlainTextResponse:

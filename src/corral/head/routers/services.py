@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from fastapi import APIRouter, Request, Response
 
 from corral.api.services import GatewayView, LoadReport, ScaleRequest, ServiceOut
 from corral.head.routers.deps import Runtime, User
+from corral.head.runtime import HeadRuntime
 from corral.head.services import serving as service
+from corral.serve.proxy.gateway import Gateway
 from corral.serve.proxy.load import LoadBook
+from corral.serve.proxy.pool import ReplicaPool
 from corral.spec.service import ServiceSpec
 
 router = APIRouter(prefix="/v1/services", tags=["services"])
@@ -59,3 +64,13 @@ async def report_load(report: LoadReport, request: Request, rt: Runtime, _who: U
     book: LoadBook = request.app.state.serve_book
     book.report(report.gateway, report.services, rt.clock.monotonic())
     return Response(status_code=204)
+
+
+def in_process_gateway(rt: HeadRuntime, book: LoadBook) -> Gateway:
+    """The gateway the head serves at /s/: it reads ready replicas straight from the database
+    and counts its traffic in the head's own load book."""
+
+    async def view() -> GatewayView:
+        return await asyncio.to_thread(service.gateway_view, rt)
+
+    return Gateway(ReplicaPool(view), book)

@@ -1,0 +1,111 @@
+"""The gateway's picture of each service: its ready replicas and the requests each one holds.
+
+The picture is refreshed from the head (every ``interval_s``, and at once while a request waits
+for a replica). A replica that refuses a connection is left out for ``cooldown_s`` without
+waiting for the head to notice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from corral.api.services import Endpoint, GatewayView
+from corral.serve.lb import ReplicaView, RequestView, choose_replica
+
+log = logging.getLogger(__name__)
+
+ViewSource = Callable[[], Awaitable[GatewayView]]
+
+
+@dataclass
+class ServicePool:
+    ready: list[Endpoint] = field(default_factory=list)
+    hold_s: float = 60.0
+    sleeping: bool = False
+
+
+class ReplicaPool:
+    def __init__(
+        self, source: ViewSource, interval_s: float = 0.5, cooldown_s: float = 2.0, seed: int | None = None
+    ) -> None:
+        self.source = source
+        self.interval_s = interval_s
+        self.cooldown_s = cooldown_s
+        self.services: dict[str, ServicePool] = {}
+        self.outstanding: dict[str, int] = {}
+        self.refused_until: dict[str, float] = {}
+        self.rng = random.Random(seed)
+        self.loaded = False
+        self.refreshed_at = 0.0
+        self._wanted = asyncio.Event()
+        self._changed = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._refresh_forever(), name="gateway pool refresh")
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    def update(self, view: GatewayView) -> None:
+        self.services = {s.service: ServicePool(list(s.ready), s.hold_s, s.sleeping) for s in view.services}
+        self.loaded = True
+        self.refreshed_at = time.monotonic()
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def refresh(self) -> None:
+        self.update(await self.source())
+
+    async def refresh_unless_fresh(self, max_age_s: float = 0.2) -> None:
+        """Refresh now (a service the gateway has not heard of may have just been created)."""
+        if time.monotonic() - self.refreshed_at > max_age_s:
+            await self.refresh()
+
+    async def _refresh_forever(self) -> None:
+        while True:
+            self._wanted.clear()
+            try:
+                await self.refresh()
+            except Exception as exc:  # the head restarting: keep routing with what we know
+                log.warning("cannot refresh the gateway's replicas: %s", exc)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wanted.wait(), self.interval_s)
+
+    def choose(self, service: str, exclude: frozenset[str] = frozenset()) -> Endpoint | None:
+        pool = self.services.get(service)
+        if pool is None or not pool.ready:
+            return None
+        now = time.monotonic()
+        candidates = {e.replica: e for e in pool.ready if self.refused_until.get(e.replica, 0.0) <= now}
+        views = [ReplicaView(r, self.outstanding.get(r, 0)) for r in candidates]
+        chosen = choose_replica(RequestView(service=service, exclude=exclude), views, self.rng)
+        return None if chosen is None else candidates[chosen]
+
+    def refused(self, replica: str) -> None:
+        """The replica refused a connection: leave it out for a while."""
+        self.refused_until[replica] = time.monotonic() + self.cooldown_s
+
+    async def wait_for_replica(self, service: str, timeout_s: float) -> Endpoint | None:
+        """Hold until the service has a ready replica (or ``timeout_s`` passes)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            found = self.choose(service)
+            left = deadline - time.monotonic()
+            if found is not None or left <= 0:
+                return found
+            self._wanted.set()  # refresh now rather than at the next interval
+            changed = self._changed
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), min(left, self.interval_s))
