@@ -412,3 +412,14 @@ def ddp_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeContro
     agents: dict[str, str | list[str]] = dict(gpus)
     with _daemons(tmp_path_factory, "corral-ddp-", options, agents) as (cluster, daemons):
         yield NodeControl(cluster, daemons, gpus)
+
+
+@pytest.fixture(scope="module")
+def restartable_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeControl]:
+    """Two nodes (``r1``, ``r2``) with one fake GPU each whose agents tests may kill and start again;
+    the head's default node timeout (10 s), heartbeats every 0.5 s, a 2 s grace period."""
+    gpus = {"r1": "1xH100:80GB", "r2": "1xH100:80GB"}
+    agents: dict[str, str | list[str]] = dict(gpus)
+    options = ["--heartbeat-interval", "0.5", "--grace", "2"]
+    with _daemons(tmp_path_factory, "corral-restart-", options, agents) as (cluster, daemons):
+        yield NodeControl(cluster, daemons, gpus)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from corral import __version__
 from corral.agent import launch
+from corral.agent.adopt import Survivor, find_survivors
 from corral.agent.gpus import Inventory, sampler_for
 from corral.agent.health import run_health_command
 from corral.agent.tasks import TaskSet
@@ -66,10 +67,11 @@ class Agent:
     async def run(self) -> None:
         """Serve until cancelled; on the way out, stop every task."""
         launch.become_subreaper()
-        await self._kill_strays()
+        survivors = await self._find_survivors()
         try:
             while True:
-                await self._register()
+                await self._register(survivors)
+                survivors = []
                 lost = await self._serve()
                 log.warning("the head dropped this node (%s): stopping its tasks and registering again", lost)
                 await self.tasks.stop_all("stopped: the node was declared lost")
@@ -90,14 +92,29 @@ class Agent:
         if reports:
             await self.api.heartbeat(self.options.name, HeartbeatRequest(tasks=reports, applied_version=self.version))
 
-    async def _kill_strays(self) -> None:
-        """Tasks of an earlier agent on this node that still run are stopped: the head re-places them."""
-        markers = await asyncio.to_thread(launch.markers_with_prefix, f"{self.options.name}:")
-        for marker in sorted(markers):
-            log.warning("stopping %s, left running by an earlier agent", marker)
+    async def _find_survivors(self) -> list[Survivor]:
+        """Tasks an earlier agent on this node left running, to offer the head when registering;
+        ones without a readable record cannot be adopted and are stopped now."""
+        survivors, unknown = await asyncio.to_thread(find_survivors, self.options.name)
+        for marker in unknown:
+            log.warning("stopping %s, left running by an earlier agent without a task record", marker)
             await launch.terminate_tree([], marker, 2.0)
+        return survivors
 
-    async def _register(self) -> None:
+    def _adopt(self, survivors: list[Survivor], desired: DesiredState) -> None:
+        """Re-adopt the survivors the head still wants (same task and generation); the others are
+        adopted only to be stopped by the reconciliation that follows."""
+        wanted = {t.task_id: t for t in desired.tasks}
+        for survivor in survivors:
+            current = wanted.get(survivor.task_id)
+            if current is not None and current.generation == survivor.generation:
+                log.info("re-adopting task %s, left running by an earlier agent", survivor.task_id)
+                self.tasks.adopt(survivor, current)
+            else:
+                log.warning("stopping task %s, left running by an earlier agent: not wanted any more", survivor.task_id)
+                self.tasks.adopt(survivor, None)
+
+    async def _register(self, survivors: list[Survivor]) -> None:
         delay = 0.2
         while True:
             request = RegisterRequest(
@@ -109,7 +126,7 @@ class Agent:
                 advertise_addr=self.options.advertise_addr,
                 gpu_source=self.inventory.source,
                 version=__version__,
-                running=self.tasks.reports(),
+                running=self.tasks.reports() + [s.report() for s in survivors],
             )
             try:
                 reply = await self.api.register(request)
@@ -123,6 +140,7 @@ class Agent:
         self.last_contact = time.monotonic()
         self.version = -1
         log.info("registered as %s with %d GPUs (%s)", reply.node, len(self.inventory.gpus), self.inventory.source)
+        self._adopt(survivors, reply.desired)
         self._apply(reply.desired)
 
     async def _serve(self) -> str:

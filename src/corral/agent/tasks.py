@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from corral.agent import launch
+from corral.agent.adopt import RankRecord, Survivor, write_record
 from corral.agent.env import HOSTFILE, hostfile_text, process_env
 from corral.agent.logship import LogShipper
 from corral.api import DesiredTask, TaskReport
@@ -23,7 +24,7 @@ class LocalTask:
     desired: DesiredTask
     marker: str
     task_dir: Path
-    processes: list[launch.LaunchedProcess] = field(default_factory=list)
+    processes: list[launch.TaskProcess] = field(default_factory=list)
     shippers: list[LogShipper] = field(default_factory=list)
     state: str = "STARTING"  # STARTING → RUNNING → EXITED
     exit_code: int | None = None
@@ -108,6 +109,27 @@ class TaskSet:
             return
         finally:
             local.launched.set()
+        await self._follow(local)
+
+    def adopt(self, survivor: Survivor, desired: DesiredTask | None) -> None:
+        """Take over a task an earlier agent on this node started (``desired``: as the head wants it now)."""
+        local = LocalTask(
+            desired=desired or survivor.desired,
+            marker=survivor.marker,
+            task_dir=survivor.task_dir,
+            processes=list(survivor.processes()),
+            master_port=survivor.master_port,
+        )
+        for rank in survivor.ranks:
+            log_path = Path(rank.log_path)
+            local.shippers.append(LogShipper(log_path, local.desired.job_id, local.desired.generation, rank.rank))
+        local.launched.set()
+        self.tasks[local.key] = local
+        self.tracker.watch(local.marker, local.processes)
+        local.supervisor = asyncio.create_task(self._follow(local), name=f"task {local.key}")
+
+    async def _follow(self, local: LocalTask) -> None:
+        """From the moment every rank runs until the task is over and reported."""
         local.state = "RUNNING"
         self.changed.set()
         first_failure = await self._wait_all(local)
@@ -128,17 +150,23 @@ class TaskSet:
         cwd = _prepare_dirs(local)
         if desired.node_rank == 0 and "MASTER_PORT" not in desired.env:
             local.master_port = free_port()
+        ranks: list[RankRecord] = []
         for local_rank in range(desired.processes):
             rank = desired.rank_offset + local_rank
             log_path = local.task_dir.parent / f"rank-{rank}.log"
+            exit_file = local.task_dir / f"exit-{rank}"
             env = process_env(desired, local_rank, self.node, str(local.task_dir), local.marker)
             if local.master_port:
                 env["MASTER_PORT"] = str(local.master_port)
                 env["PORT"] = desired.env.get("PORT", str(local.master_port))  # a service replica listens here
-            spec = launch.ProcessSpec(command=desired.command, env=env, cwd=cwd, log_path=log_path, marker=local.marker)
-            local.processes.append(await launch.start(spec))
+            command = launch.recording_exit(desired.command, exit_file)
+            spec = launch.ProcessSpec(command=command, env=env, cwd=cwd, log_path=log_path, marker=local.marker)
+            process = await launch.start(spec)
+            local.processes.append(process)
             local.shippers.append(LogShipper(log_path, desired.job_id, desired.generation, rank))
+            ranks.append(RankRecord(rank, process.pid, process.key.start, str(log_path), str(exit_file)))
         self.tracker.watch(local.marker, local.processes)
+        write_record(local.task_dir, desired, local.master_port, ranks)
 
     async def _wait_all(self, local: LocalTask) -> int | None:
         """Wait for every process; when one fails, the others on this node are stopped too.

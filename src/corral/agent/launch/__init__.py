@@ -1,9 +1,11 @@
 """Starting task processes and ending them, with every descendant they spawned."""
 
+from corral.agent.launch.adopted import UNRECORDED_STATUS, AdoptedProcess, read_exit_file, recording_exit
 from corral.agent.launch.process import (
     LaunchedProcess,
     LaunchError,
     ProcessSpec,
+    TaskProcess,
     describe_exit,
     exit_status,
     running_pids,
@@ -21,12 +23,15 @@ from corral.agent.launch.tree import (
 
 __all__ = [
     "MARKER_ENV",
+    "UNRECORDED_STATUS",
+    "AdoptedProcess",
     "DescendantTracker",
     "LaunchError",
     "LaunchedProcess",
     "ProcInfo",
     "ProcKey",
     "ProcessSpec",
+    "TaskProcess",
     "TerminationResult",
     "become_subreaper",
     "describe_exit",
@@ -35,7 +40,9 @@ __all__ = [
     "is_subreaper",
     "kill_leftovers",
     "markers_with_prefix",
+    "read_exit_file",
     "reap_orphans",
+    "recording_exit",
     "running_pids",
     "start",
     "terminate_tree",

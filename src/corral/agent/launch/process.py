@@ -9,6 +9,7 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from corral.agent.launch.procfs import MARKER_ENV, ProcKey, key_of
 
@@ -33,6 +34,20 @@ class ProcessSpec:
     """Receives stdout and stderr, interleaved, in append mode; created with its parents."""
     marker: str
     """Unique key of the task attempt, used to find every process of the task later."""
+
+
+class TaskProcess(Protocol):
+    """One rank's process as task supervision sees it: started here, or adopted from an earlier agent."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def key(self) -> ProcKey: ...
+
+    async def wait(self) -> int:
+        """Wait for the process to exit; its exit status (see ``exit_status``)."""
+        ...
 
 
 class LaunchedProcess:

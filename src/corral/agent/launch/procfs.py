@@ -118,20 +118,37 @@ def has_marker(pid: int, marker: str) -> bool:
 
 def markers_with_prefix(prefix: str) -> set[str]:
     """Markers of live processes whose marker starts with ``prefix`` (e.g. one node's tasks)."""
+    return set(marked_processes(prefix))
+
+
+def marked_processes(prefix: str) -> dict[str, list[int]]:
+    """Live processes whose marker starts with ``prefix``, by marker, pids in ascending order."""
     needle = f"{MARKER_ENV}={prefix}".encode()
-    found: set[str] = set()
-    for pid, info in snapshot().items():
+    found: dict[str, list[int]] = {}
+    for pid, info in sorted(snapshot().items()):
         if not info.alive:
             continue
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                entries = f.read().split(b"\0")
-        except OSError:
-            continue
-        for entry in entries:
+        for entry in _environ_entries(pid):
             if entry.startswith(needle):
-                found.add(entry.split(b"=", 1)[1].decode(errors="replace"))
+                found.setdefault(entry.split(b"=", 1)[1].decode(errors="replace"), []).append(pid)
     return found
+
+
+def environ_value(pid: int, name: str) -> str | None:
+    """The value of ``name`` in the process's initial environment, or None."""
+    prefix = f"{name}=".encode()
+    for entry in _environ_entries(pid):
+        if entry.startswith(prefix):
+            return entry[len(prefix) :].decode(errors="replace")
+    return None
+
+
+def _environ_entries(pid: int) -> list[bytes]:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return f.read().split(b"\0")
+    except OSError:
+        return []
 
 
 def protected_pids(procs: Mapping[int, ProcInfo]) -> set[int]:

@@ -7,7 +7,7 @@ import signal
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from corral.agent.launch.process import LaunchedProcess
+from corral.agent.launch.process import TaskProcess
 from corral.agent.launch.procfs import (
     ProcInfo,
     ProcKey,
@@ -73,7 +73,7 @@ class DescendantTracker:
         self._roots: dict[str, tuple[ProcKey, ...]] = {}
         self._seen: dict[str, frozenset[ProcKey]] = {}
 
-    def watch(self, marker: str, processes: Iterable[LaunchedProcess]) -> None:
+    def watch(self, marker: str, processes: Iterable[TaskProcess]) -> None:
         """Start tracking the processes of a task (may be called again to add ranks)."""
         self._roots[marker] = (*self._roots.get(marker, ()), *(p.key for p in processes))
 
@@ -158,7 +158,7 @@ async def _wait_gone(targets: Sequence[ProcInfo], deadline: float, poll_s: float
 
 
 async def terminate_tree(
-    processes: Sequence[LaunchedProcess],
+    processes: Sequence[TaskProcess],
     marker: str,
     grace_s: float,
     *,
@@ -195,7 +195,7 @@ async def terminate_tree(
 
 
 async def kill_leftovers(
-    processes: Sequence[LaunchedProcess],
+    processes: Sequence[TaskProcess],
     marker: str,
     *,
     grace_s: float = 0.0,

@@ -74,10 +74,12 @@ def register(rt: HeadRuntime, req: RegisterRequest) -> RegisterResponse:
                 release(session, task, TaskState.EXITED, now, None, "stopped: its node restarted")
             else:
                 _lose(session, task, now, f"node {req.name} restarted and no longer runs it")
-        # A registering agent has stopped every task it does not report: nothing is left to fence.
+        # A registering agent has stopped every task it does not report: nothing is left to fence. One
+        # it reports (an agent restart found it still running) is fenced once the agent reports it gone.
         session.execute(
             update(TaskRow)
             .where(TaskRow.node == req.name, TaskRow.state == TaskState.LOST.value, TaskRow.fenced_after > now)
+            .where(TaskRow.id.not_in({task_id for task_id, _ in still_running}))
             .values(fenced_after=now)
         )
         wake_scheduler(session)
@@ -147,6 +149,10 @@ def _apply_report(session: Session, node: str, report: TaskReport, now: datetime
         return  # a stale attempt; the desired state no longer lists it, so the agent stops it
     if task.node != node:
         return  # another node's task: only the node that runs a task may report on it
+    if task.state == TaskState.LOST.value and report.state == "EXITED":
+        if task.fenced_after is not None and task.fenced_after > now:
+            task.fenced_after = now  # its processes are gone: the next attempt need not wait out the lease
+        return
     job = session.scalar(select(JobRow).where(JobRow.id == task.job_id))
     if job is None or task.state not in [s.value for s in LIVE_TASK_STATES]:
         return

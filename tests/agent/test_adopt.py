@@ -1,0 +1,153 @@
+"""Tasks that outlive their agent: the exit-status wrapper, adopted ranks, and finding survivors."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from corral.agent.adopt import RankRecord, find_survivors, write_record
+from corral.agent.launch import (
+    MARKER_ENV,
+    UNRECORDED_STATUS,
+    AdoptedProcess,
+    ProcKey,
+    describe_exit,
+    read_exit_file,
+    recording_exit,
+    terminate_tree,
+)
+from corral.agent.launch.procfs import key_of
+from corral.api import DesiredTask
+
+pytestmark = pytest.mark.timeout(20)
+
+
+def _spawn(
+    command: str | list[str], exit_file: Path, env: dict[str, str] | None = None, output: bool = False
+) -> subprocess.Popen[bytes]:
+    """Run ``command`` under the wrapper in its own session, as the agent does."""
+    return subprocess.Popen(
+        recording_exit(command, exit_file),
+        start_new_session=True,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE if output else subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+    )
+
+
+@pytest.mark.parametrize(
+    ("command", "status"),
+    [("exit 3", 3), ("true", 0), (["/bin/sh", "-c", "exit 7"], 7), ("kill -KILL $$", 137), ("no-such-cmd-x", 127)],
+)
+def test_the_wrapper_records_the_exit_status_and_exits_with_it(tmp_path, command, status):
+    exit_file = tmp_path / "exit-0"
+    proc = _spawn(command, exit_file)
+    assert proc.wait(10) == status
+    assert read_exit_file(exit_file) == status
+
+
+def test_sigterm_reaches_the_command_and_the_wrapper_waits_for_it_to_finish(tmp_path):
+    exit_file = tmp_path / "exit-0"
+    script = 'trap "sleep 0.3; echo saved; exit 9" TERM; echo ready; sleep 30 & wait'
+    proc = _spawn(script, exit_file, output=True)
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == b"ready"
+    os.killpg(proc.pid, signal.SIGTERM)  # the whole group, as a stop does
+    output, _ = proc.communicate(timeout=10)
+    assert proc.returncode == 9
+    assert b"saved" in output and b"Terminated" not in output
+    assert read_exit_file(exit_file) == 9
+
+
+def test_the_wrapper_keeps_stderr_and_leaves_no_extra_descriptor(tmp_path):
+    proc = _spawn("echo oops >&2; ls /proc/$$/fd", tmp_path / "exit-0", output=True)
+    out, _ = proc.communicate(timeout=10)
+    assert out.split() == [b"oops", b"0", b"1", b"2"]
+
+
+def test_an_adopted_rank_reports_the_status_its_wrapper_recorded(tmp_path):
+    asyncio.run(_an_adopted_rank_reports_the_status_its_wrapper_recorded(tmp_path))
+
+
+async def _an_adopted_rank_reports_the_status_its_wrapper_recorded(tmp_path):
+    exit_file = tmp_path / "exit-0"
+    flag = tmp_path / "go"
+    proc = _spawn(f"while [ ! -e {flag} ]; do sleep 0.05; done; exit 4", exit_file)
+    adopted = AdoptedProcess(key_of(proc.pid), "m", exit_file)
+    waiting = asyncio.create_task(adopted.wait())
+    await asyncio.sleep(0.3)
+    assert not waiting.done() and adopted.returncode is None
+    flag.touch()
+    await asyncio.to_thread(proc.wait, 10)
+    assert await asyncio.wait_for(waiting, 5) == 4
+    assert adopted.returncode == 4
+
+
+def test_an_adopted_rank_whose_wrapper_was_killed_outright_counts_as_sigkilled(tmp_path):
+    asyncio.run(_an_adopted_rank_whose_wrapper_was_killed_outright_counts_as_sigkilled(tmp_path))
+
+
+async def _an_adopted_rank_whose_wrapper_was_killed_outright_counts_as_sigkilled(tmp_path):
+    exit_file = tmp_path / "exit-0"
+    proc = _spawn("sleep 30", exit_file)
+    adopted = AdoptedProcess(key_of(proc.pid), "m", exit_file)
+    os.killpg(proc.pid, signal.SIGKILL)
+    await asyncio.to_thread(proc.wait, 10)
+    assert await asyncio.wait_for(adopted.wait(), 5) == UNRECORDED_STATUS
+    assert describe_exit(UNRECORDED_STATUS) == "killed by signal SIGKILL"
+
+
+def test_a_restarted_agent_finds_its_running_tasks_by_marker_and_record(tmp_path):
+    asyncio.run(_a_restarted_agent_finds_its_running_tasks_by_marker_and_record(tmp_path))
+
+
+async def _a_restarted_agent_finds_its_running_tasks_by_marker_and_record(tmp_path):
+    node = f"node-{uuid.uuid4().hex[:8]}"
+    task_dir = tmp_path / "task"
+    task_dir.mkdir()
+    desired = DesiredTask(
+        task_id="j-1/2/0",
+        job_id="j-1",
+        generation=2,
+        node_rank=0,
+        command="sleep 30",
+        launcher="per-node",
+        gpus=[0],
+        env={},
+        rank_offset=0,
+        processes=1,
+        checkpoint_dir=str(tmp_path / "ckpt"),
+        grace_s=1.0,
+    )
+    marker = f"{node}:{desired.task_id}"
+    env = {MARKER_ENV: marker, "CORRAL_TASK_DIR": str(task_dir)}
+    kept = _spawn("sleep 30", task_dir / "exit-0", env)
+    stray = _spawn("sleep 30", tmp_path / "exit-x", {MARKER_ENV: f"{node}:j-2/0/0", "CORRAL_TASK_DIR": "/nowhere"})
+    try:
+        key = key_of(kept.pid)
+        record = RankRecord(0, key.pid, key.start, str(tmp_path / "rank-0.log"), str(task_dir / "exit-0"))
+        write_record(task_dir, desired, 29501, [record])
+        survivors, unknown = await asyncio.to_thread(find_survivors, node)
+        assert unknown == [f"{node}:j-2/0/0"]
+        [survivor] = survivors
+        assert (survivor.task_id, survivor.generation, survivor.master_port) == ("j-1/2/0", 2, 29501)
+        report = survivor.report()
+        assert (report.state, report.generation, report.master_port) == ("RUNNING", 2, 29501)
+        [process] = survivor.processes()
+        assert process.key == ProcKey(key.pid, key.start)
+        started = time.monotonic()
+        await terminate_tree(survivor.processes(), marker, 1.0)
+        assert kept.wait(5) == 143 and time.monotonic() - started < 2.0
+        assert read_exit_file(task_dir / "exit-0") == 143
+    finally:
+        for proc in (kept, stray):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(5)
