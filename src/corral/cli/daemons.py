@@ -49,6 +49,12 @@ DEFAULT_PORT = 8470
 @click.option(
     "--policy", default="default", show_default=True, help="scheduling policy: default, fifo, priority or tiresias"
 )
+@click.option(
+    "--storage-root",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="where jobs' checkpoint directories go (CORRAL_CHECKPOINT_DIR = ROOT/JOB_ID); on a real cluster a "
+    "file system every node mounts at this path (default: CORRAL_HOME/checkpoints)",
+)
 def head(
     host: str,
     port: int,
@@ -60,6 +66,7 @@ def head(
     preempt_grace: float,
     agent_lease: float | None,
     policy: str,
+    storage_root: Path | None,
 ) -> None:
     """Run the head (control plane) in the foreground."""
     from corral.head.main import run
@@ -95,6 +102,7 @@ def head(
         grace_s=grace,
         preempt_grace_s=preempt_grace,
         policy=policy,
+        checkpoint_root=storage_root.resolve() if storage_root else None,
     )
     run(settings)
 

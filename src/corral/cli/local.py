@@ -142,7 +142,14 @@ def _wait_nodes(api: HeadApi, names: list[str], fresh: set[str], since: datetime
 @click.option("--fake-gpus", help="GPUs every agent pretends to have: 8xH100:80GB or 4xA100:40GB,2xL4:24GB")
 @click.option("--port", type=int, help=f"head port (default {DEFAULT_PORT}, or a free one if taken)")
 @click.option("--db", "db_url", help="database URL (default: SQLite under CORRAL_HOME)")
-def up(agents: int | None, fake_gpus: str | None, port: int | None, db_url: str | None) -> None:
+@click.option(
+    "--storage-root",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="where jobs' checkpoint directories go (default: CORRAL_HOME/checkpoints)",
+)
+def up(
+    agents: int | None, fake_gpus: str | None, port: int | None, db_url: str | None, storage_root: Path | None
+) -> None:
     """Start a local cluster (a head and N agents) in the background; prints the head URL.
 
     Running it again is harmless: what already runs is kept, missing agents are started.
@@ -158,7 +165,7 @@ def up(agents: int | None, fake_gpus: str | None, port: int | None, db_url: str 
     home = corral_home()
     home.mkdir(parents=True, exist_ok=True)
     state = _load_state(home)
-    url = _ensure_head(home, state, port, db_url)
+    url = _ensure_head(home, state, port, db_url, storage_root)
     config = read_config_file(home)
     api = HeadApi(LightTransport(url, config.get("token", "")))
     count = agents if agents is not None else max(1, len(state.get("agents", [])))
@@ -173,7 +180,9 @@ def _heard_since(stamp: str | None, since: datetime) -> bool:
     return stamp is not None and datetime.fromisoformat(stamp.replace("Z", "+00:00")) >= since
 
 
-def _ensure_head(home: Path, state: dict[str, Any], port: int | None, db_url: str | None) -> str:
+def _ensure_head(
+    home: Path, state: dict[str, Any], port: int | None, db_url: str | None, storage_root: Path | None = None
+) -> str:
     head = state.get("head", {})
     if _alive(head.get("pid")) and _healthy(head.get("url", "")):
         return str(head["url"])
@@ -187,9 +196,12 @@ def _ensure_head(home: Path, state: dict[str, Any], port: int | None, db_url: st
     db = db_url or head.get("db")
     if db:
         args += ["--db", db]
+    root = str(storage_root.resolve()) if storage_root else head.get("storage_root")
+    if root:
+        args += ["--storage-root", root]
     log_path = home / "logs" / "head.log"
     pid = _spawn(args, log_path, home)
-    state["head"] = {"pid": pid, "port": chosen, "url": url, "db": db}
+    state["head"] = {"pid": pid, "port": chosen, "url": url, "db": db, "storage_root": root}
     _save_state(home, state)
     _wait_head(url, pid, log_path)
     return url
