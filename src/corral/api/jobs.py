@@ -60,6 +60,10 @@ class JobOut(BaseModel):
     expected_start: datetime | None = Field(
         default=None, description="for a pending job with a backfill reservation: when it is expected to start"
     )
+    array_id: str | None = Field(default=None, description="for an array element: the array's id (its first job)")
+    array_index: int | None = Field(default=None, description="for an array element: its index")
+    after_ok: list[str] = Field(default_factory=list, description="jobs that must succeed before this one starts")
+    after_any: list[str] = Field(default_factory=list, description="jobs that must end before this one starts")
 
 
 class SubmitBatch(BaseModel):

@@ -56,9 +56,16 @@ def _submitted(job: dict[str, Any], output: str) -> None:
 
 @click.command()
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--array", help="one job per index: 0-99, 1,3,5-7, or 0-99%8 for at most 8 at once")
+@click.option("--after-ok", "after_ok", multiple=True, metavar="JOB", help="start after JOB succeeded (repeatable)")
+@click.option("--after-any", "after_any", multiple=True, metavar="JOB", help="start after JOB ended (repeatable)")
 @output_option
-def submit(file: str, output: str) -> None:
-    """Submit the job described by FILE (YAML; '-' reads standard input). Prints its id."""
+def submit(file: str, array: str | None, after_ok: tuple[str, ...], after_any: tuple[str, ...], output: str) -> None:
+    """Submit the job described by FILE (YAML; '-' reads standard input). Prints its id.
+
+    With --array (or `array:` in the file) it submits one job per index, each with
+    CORRAL_ARRAY_INDEX set, and prints every id, one per line.
+    """
     from corral.spec import SpecError, load_yaml_document
 
     try:
@@ -71,8 +78,32 @@ def submit(file: str, output: str) -> None:
         data = load_yaml_document(text, source=file)
     except SpecError as exc:
         raise _spec_error(exc) from None
-    job = api().submit(_validated(data, file), idempotency_key=str(uuid.uuid4()))
+    if isinstance(data, dict):
+        data = _with_options(data, array, after_ok, after_any)
+    spec = _validated(data, file)
+    if spec.get("array") is not None:
+        ids = api().submit_batch([spec])
+        if output == "json":
+            emit_json({"id": ids[0], "ids": ids})
+        else:
+            click.echo("\n".join(ids))
+        return
+    job = api().submit(spec, idempotency_key=str(uuid.uuid4()))
     _submitted(job, output)
+
+
+def _with_options(
+    data: dict[str, Any], array: str | None, after_ok: tuple[str, ...], after_any: tuple[str, ...]
+) -> dict[str, Any]:
+    """Command-line options override (array) or extend (dependencies) the file's fields."""
+    data = dict(data)
+    if array is not None:
+        data["array"] = array
+    for key, extra in (("after_ok", after_ok), ("after_any", after_any)):
+        if extra:
+            listed = data.get(key) or []
+            data[key] = [*listed, *extra] if isinstance(listed, list) else listed
+    return data
 
 
 def _parse_env(pairs: tuple[str, ...]) -> dict[str, str]:

@@ -8,7 +8,9 @@ has not seen before. Entries of jobs no longer pending are dropped.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -19,9 +21,34 @@ from corral.model import Job, Request
 _CHUNK = 500
 
 
+@dataclass(frozen=True)
+class Gate:
+    """What a pending job waits for besides resources: other jobs, or room in its array."""
+
+    after_ok: tuple[str, ...] = ()
+    after_any: tuple[str, ...] = ()
+    array_id: str | None = None
+    array_limit: int | None = None
+
+    @property
+    def closed(self) -> bool:
+        """Whether the job may have to wait (has dependencies or a throttled array)."""
+        return bool(self.after_ok or self.after_any or (self.array_id and self.array_limit))
+
+    @classmethod
+    def of(cls, spec: Mapping[str, Any]) -> Gate:
+        return cls(
+            after_ok=tuple(spec.get("after_ok", ())),
+            after_any=tuple(spec.get("after_any", ())),
+            array_id=spec.get("array_id"),
+            array_limit=spec.get("array_limit"),
+        )
+
+
 class JobCache:
     def __init__(self) -> None:
         self._jobs: dict[str, Job] = {}
+        self._gates: dict[str, Gate] = {}  # only jobs with a closed gate
         self._lock = threading.Lock()
 
     def jobs(self, session: Session, ids: Sequence[str]) -> tuple[Job, ...]:
@@ -29,20 +56,29 @@ class JobCache:
         with self._lock:
             missing = [job_id for job_id in ids if job_id not in self._jobs]
             for start in range(0, len(missing), _CHUNK):
-                for job in _load(session, missing[start : start + _CHUNK]):
+                for job, gate in _load(session, missing[start : start + _CHUNK]):
                     self._jobs[job.id] = job
+                    if gate.closed:
+                        self._gates[job.id] = gate
             wanted = set(ids)
             for job_id in [j for j in self._jobs if j not in wanted]:
                 del self._jobs[job_id]
+                self._gates.pop(job_id, None)
             return tuple(self._jobs[job_id] for job_id in ids if job_id in self._jobs)
+
+    def gates(self) -> dict[str, Gate]:
+        """The closed gates of the pending jobs last asked for."""
+        with self._lock:
+            return dict(self._gates)
 
     def forget(self, job_id: str) -> None:
         """Drop a job whose scheduling fields changed, so the next cycle reads it again."""
         with self._lock:
             self._jobs.pop(job_id, None)
+            self._gates.pop(job_id, None)
 
 
-def _load(session: Session, ids: Sequence[str]) -> list[Job]:
+def _load(session: Session, ids: Sequence[str]) -> list[tuple[Job, Gate]]:
     rows = session.execute(
         select(
             JobRow.id,
@@ -60,22 +96,25 @@ def _load(session: Session, ids: Sequence[str]) -> list[Job]:
         ).where(JobRow.id.in_(ids))
     ).all()
     return [
-        Job(
-            id=r.id,
-            seq=r.seq,
-            priority=r.priority,
-            submitted_at=r.submitted_at,
-            user=r.user,
-            team=r.team,
-            time_limit_s=r.spec.get("time_limit_s"),
-            preemptible=bool(r.spec.get("preemptible", False)),
-            request=Request(
-                nodes=r.nodes,
-                gpus_per_node=r.gpus_per_node,
-                gpu_types=tuple(r.gpu_types),
-                cpus_per_node=r.cpus,
-                memory_mb_per_node=r.memory_mb,
+        (
+            Job(
+                id=r.id,
+                seq=r.seq,
+                priority=r.priority,
+                submitted_at=r.submitted_at,
+                user=r.user,
+                team=r.team,
+                time_limit_s=r.spec.get("time_limit_s"),
+                preemptible=bool(r.spec.get("preemptible", False)),
+                request=Request(
+                    nodes=r.nodes,
+                    gpus_per_node=r.gpus_per_node,
+                    gpu_types=tuple(r.gpu_types),
+                    cpus_per_node=r.cpus,
+                    memory_mb_per_node=r.memory_mb,
+                ),
             ),
+            Gate.of(r.spec),
         )
         for r in rows
     ]

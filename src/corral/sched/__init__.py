@@ -4,6 +4,7 @@ from corral.sched.cycle import schedule
 from corral.sched.feasibility import never_fits
 from corral.sched.plan import (
     BACKFILL_BLOCKED,
+    DEPENDENCY,
     NEVER_FITS,
     NO_NODES,
     PREEMPTING,
@@ -20,6 +21,7 @@ from corral.sched.snapshot import CapacityView, NodeCapacity, NodeRanker, Rank, 
 
 __all__ = [
     "BACKFILL_BLOCKED",
+    "DEPENDENCY",
     "NEVER_FITS",
     "NO_NODES",
     "POLICIES",

@@ -26,6 +26,9 @@ PREEMPTING = "PREEMPTING"
 BACKFILL_BLOCKED = "BACKFILL_BLOCKED"
 """The job fits now but starting it would delay a reserved higher-priority job."""
 
+DEPENDENCY = "DEPENDENCY"
+"""The job waits for other jobs: its dependencies, or room in its array (decided before the scheduler runs)."""
+
 
 @dataclass(frozen=True)
 class Reason:

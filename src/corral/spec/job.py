@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
+from corral.spec.arrays import ArraySpec, parse_array
 from corral.spec.errors import FieldError, SpecError, from_validation_error
 from corral.spec.quantities import parse_duration_s, parse_memory_mb
 
@@ -16,6 +17,7 @@ Launcher = Literal["per-gpu", "per-node"]
 LAUNCHERS: tuple[str, ...] = ("per-gpu", "per-node")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,62}$")
 _ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_JOB_ID_RE = re.compile(r"^j-[a-z0-9]{1,30}$")
 MAX_NODES = 4096
 
 
@@ -118,6 +120,11 @@ class JobSpec(BaseModel):
         description="time between SIGTERM and SIGKILL when the job is stopped, e.g. 30s (default: the head's)",
     )
     env: dict[str, str] = Field(default_factory=dict, description="extra environment variables")
+    array: str | None = Field(
+        default=None, description="run one job per index: 0-99, 1,3,5-7, or 0-99%8 for at most 8 at once"
+    )
+    after_ok: list[str] = Field(default_factory=list, description="start only after these jobs all SUCCEEDED")
+    after_any: list[str] = Field(default_factory=list, description="start only after these jobs all ended")
     workdir: str | None = Field(default=None, description="working directory on the node (default: a task directory)")
 
     @field_validator("name")
@@ -150,6 +157,27 @@ class JobSpec(BaseModel):
         if isinstance(value, list) and not value:
             raise ValueError("must not be empty: give a shell command line or a list of arguments")
         return value
+
+    @field_validator("array")
+    @classmethod
+    def _array(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_array(value)
+        return value
+
+    @field_validator("after_ok", "after_any")
+    @classmethod
+    def _job_ids(cls, value: list[str]) -> list[str]:
+        for job_id in value:
+            if not _JOB_ID_RE.match(job_id):
+                raise ValueError(f"bad job id {job_id!r}: expected an id such as j-3fk2a9qz")
+        if len(set(value)) != len(value):
+            raise ValueError("lists a job twice")
+        return value
+
+    @property
+    def array_spec(self) -> ArraySpec | None:
+        return None if self.array is None else parse_array(self.array)
 
     @field_validator("team")
     @classmethod

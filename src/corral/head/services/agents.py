@@ -255,6 +255,9 @@ def desired_task(rt: HeadRuntime, job: JobRow, task: TaskRow, hosts: list[HostSl
     )
     if task.master_port:
         env["MASTER_PORT"] = str(task.master_port)
+    if spec.get("array_id"):
+        env["CORRAL_ARRAY_JOB_ID"] = spec["array_id"]
+        env["CORRAL_ARRAY_INDEX"] = str(spec["array_index"])
     return DesiredTask(
         task_id=task.id,
         job_id=job.id,

@@ -54,19 +54,21 @@ def _submit_once(rt: HeadRuntime, who: Principal, spec: JobSpec, idempotency_key
                 select(JobRow).where(JobRow.user == who.user, JobRow.idempotency_key == idempotency_key)
             )
             if existing is not None:
-                if existing.spec != _spec_json(spec):
+                if as_submitted(existing.spec) != _spec_json(spec):
                     raise Conflict(
                         f"Idempotency-Key {idempotency_key!r} was used for job {existing.id} with a different "
                         "spec; use a new key for a new job"
                     )
                 return to_out(session, existing, rt), False
         _check_feasible(session, [spec])
-        row = _new_row(spec, who, now, idempotency_key)
-        session.add(row)
-        record_event(session, now, "job.submitted", f"submitted by {who.user}", job_id=row.id)
+        check_dependencies(session, who, [spec])
+        rows = _new_rows(spec, who, now, idempotency_key)
+        session.add_all(rows)
+        for row in rows:
+            record_event(session, now, "job.submitted", f"submitted by {who.user}", job_id=row.id)
         wake_scheduler(session)
         session.flush()
-        return to_out(session, row, rt, tasks=[]), True
+        return to_out(session, rows[0], rt, tasks=[]), True
 
 
 def submit_many(rt: HeadRuntime, who: Principal, specs: Sequence[JobSpec]) -> list[str]:
@@ -74,7 +76,8 @@ def submit_many(rt: HeadRuntime, who: Principal, specs: Sequence[JobSpec]) -> li
     now = rt.clock.now()
     with rt.write() as session:
         _check_feasible(session, specs)
-        rows = [_new_row(spec, who, now, None) for spec in specs]
+        check_dependencies(session, who, specs)
+        rows = [row for spec in specs for row in _new_rows(spec, who, now, None)]
         session.execute(insert(JobRow), [_columns(row) for row in rows])
         message = f"submitted by {who.user}"
         session.execute(
@@ -98,13 +101,29 @@ def _columns(row: JobRow) -> dict[str, Any]:
 
 def _new_row(spec: JobSpec, who: Principal, now: datetime, idempotency_key: str | None) -> JobRow:
     return JobRow(
-        id=new_job_id(),
+def _new_rows(spec: JobSpec, who: Principal, now: datetime, idempotency_key: str | None) -> list[JobRow]:
+    """The job's row, or one per array element (the first carries the idempotency key)."""
+    elements = element_specs(spec, _spec_json(spec), new_job_id)
+    return [
+        _row(job_id, spec, stored, who, now, idempotency_key if n == 0 else None)
+        for n, (job_id, stored) in enumerate(elements)
+    ]
+
+
+        id=job_id,
+    """One job's row (an array spec is not expanded: use ``_new_rows``)."""
+    return _row(new_job_id(), spec, _spec_json(spec), who, now, idempotency_key)
+
+
+def _row(
+    job_id: str, spec: JobSpec, stored: dict[str, Any], who: Principal, now: datetime, idempotency_key: str | None
+) -> JobRow:
         name=spec.display_name,
         user=who.user,
         team=spec.team or DEFAULT_TEAM,
         priority=spec.priority,
         state=JobState.PENDING.value,
-        spec=_spec_json(spec),
+        spec=stored,
         nodes=spec.nodes,
         gpus_per_node=spec.resources.gpus,
         gpu_types=list(spec.resources.gpu_type),
@@ -245,3 +264,7 @@ def to_out(session: Session, row: JobRow, rt: HeadRuntime, tasks: list[TaskRow] 
         last_checkpoint_at=row.last_checkpoint_at,
         expected_start=rt.expected_starts.get(row.id) if row.state == JobState.PENDING.value else None,
     )
+        array_id=spec.get("array_id"),
+        array_index=spec.get("array_index"),
+        after_ok=spec.get("after_ok", []),
+        after_any=spec.get("after_any", []),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from sqlalchemy import select
@@ -10,11 +10,12 @@ from sqlalchemy import select
 from corral.head.plan_apply import apply_plan
 from corral.head.runtime import HeadRuntime
 from corral.head.services.convert import node_model
-from corral.head.services.lifecycle import LIVE_TASK_STATES
+from corral.head.services.gating import gate
+from corral.head.services.lifecycle import LIVE_TASK_STATES, end_job
 from corral.head.services.running import LiveTask, running_jobs
 from corral.head.store.tables import JobRow, NodeRow, TaskRow
 from corral.model import Allocation, JobState, LiveAllocation, RunningJob, TaskState
-from corral.sched import Policy, Snapshot, get_policy, schedule
+from corral.sched import DEPENDENCY, Plan, Policy, Reason, Snapshot, get_policy, schedule
 
 
 @dataclass(frozen=True)
@@ -23,8 +24,22 @@ class CycleResult:
     placed: int
 
 
+@dataclass(frozen=True)
+class CycleInput:
+    snapshot: Snapshot
+    reasons: dict[str, str]  # each pending job's stored reason
+    held: dict[str, str]  # pending jobs kept out of the snapshot: what they wait for
+    doomed: dict[str, str]  # pending jobs whose dependencies can never be met: why
+
+
 def load_snapshot(rt: HeadRuntime, policy: Policy | None = None) -> tuple[Snapshot, dict[str, str]]:
-    """The cluster as the scheduler needs it, plus each pending job's stored reason.
+    """The cluster as the scheduler needs it, plus each pending job's stored reason."""
+    loaded = load_cycle(rt, policy)
+    return loaded.snapshot, loaded.reasons
+
+
+def load_cycle(rt: HeadRuntime, policy: Policy | None = None) -> CycleInput:
+    """What one cycle needs: the snapshot, and the pending jobs that wait for other jobs.
 
     Jobs holding resources are described (``Snapshot.running``) only when the policy
     reserves (backfill) or preempts: both read them, plain placement does not. Without a
@@ -59,7 +74,8 @@ def load_snapshot(rt: HeadRuntime, policy: Policy | None = None) -> tuple[Snapsh
         # A requeued job waits until its previous attempt is gone: stopped, or surely fenced.
         busy = {t.job_id for t in tasks} | set(fencing)
         reasons = {r.id: r.reason for r in waiting_rows if r.id not in busy}
-        pending = rt.job_cache.jobs(session, list(reasons))
+        gated = gate(session, rt.job_cache.jobs(session, list(reasons)), rt.job_cache.gates(), busy)
+        pending = gated.runnable
         running: tuple[RunningJob, ...] = ()
         if pending and (policy.backfill or policy.preemption):
             running = running_jobs(session, (LiveTask(t.job_id, t.generation, t.state, t.assigned_at) for t in tasks))
@@ -72,16 +88,25 @@ def load_snapshot(rt: HeadRuntime, policy: Policy | None = None) -> tuple[Snapsh
         )
         for t in tasks
     )
-    return Snapshot(nodes=nodes, live=live, pending=pending, running=running), reasons
+    snapshot = Snapshot(nodes=nodes, live=live, pending=pending, running=running)
+    return CycleInput(snapshot, reasons, gated.held, gated.doomed)
 
 
 def run_cycle(rt: HeadRuntime, policy: Policy) -> CycleResult:
-    snapshot, reasons = load_snapshot(rt, policy)
+    loaded = load_cycle(rt, policy)
+    snapshot, reasons = loaded.snapshot, loaded.reasons
+    if loaded.doomed:
+        _cancel_doomed(rt, loaded.doomed)
+    held = {job_id: Reason(DEPENDENCY, message) for job_id, message in loaded.held.items()}
     if not snapshot.pending:
         rt.queue_positions = {}
         rt.expected_starts = {}
+        if held:
+            apply_plan(rt, Plan(reasons=held), reasons)
         return CycleResult(pending=0, placed=0)
     plan = schedule(snapshot, policy, rt.clock.now())
+    if held:
+        plan = replace(plan, reasons={**plan.reasons, **held})
     rt.queue_positions = {
         job_id: (reason.position, reason.queue_length) for job_id, reason in plan.reasons.items() if reason.position
     }
@@ -90,3 +115,13 @@ def run_cycle(rt: HeadRuntime, policy: Policy) -> CycleResult:
     }
     result = apply_plan(rt, plan, reasons)
     return CycleResult(pending=len(snapshot.pending), placed=result.placed)
+
+
+def _cancel_doomed(rt: HeadRuntime, doomed: dict[str, str]) -> None:
+    """Cancel pending jobs whose dependencies can never be met, saying which."""
+    now = rt.clock.now()
+    with rt.write() as session:
+        for job_id, why in doomed.items():
+            job = session.scalar(select(JobRow).where(JobRow.id == job_id))
+            if job is not None and job.state == JobState.PENDING.value:
+                end_job(session, job, JobState.CANCELLED, now, why)

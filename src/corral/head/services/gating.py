@@ -1,0 +1,100 @@
+"""Which pending jobs may be scheduled now: dependencies met, and room in their array.
+
+A job with ``after_ok`` waits until every listed job SUCCEEDED and is cancelled as soon as one
+ends otherwise; one with ``after_any`` waits until every listed job has ended. An array element
+waits while ``array_limit`` elements of its array hold resources (RUNNING, or placed and starting);
+among its waiting elements, those submitted first go first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from corral.head.jobcache import Gate
+from corral.head.store.tables import JobRow
+from corral.model import Job, JobState
+
+_CHUNK = 500
+
+
+@dataclass
+class Gated:
+    runnable: tuple[Job, ...]
+    held: dict[str, str] = field(default_factory=dict)  # job id → what it waits for
+    doomed: dict[str, str] = field(default_factory=dict)  # job id → why it can never run
+
+
+def gate(session: Session, pending: Sequence[Job], gates: Mapping[str, Gate], busy: Collection[str]) -> Gated:
+    """Split ``pending`` (in any order) into jobs to schedule, jobs held back, and jobs to cancel."""
+    closed = [job for job in pending if job.id in gates]
+    if not closed:
+        return Gated(runnable=tuple(pending))
+    out = Gated(runnable=())
+    states = _states(session, {d for j in closed for d in (*gates[j.id].after_ok, *gates[j.id].after_any)})
+    for job in closed:
+        _check_dependencies(job.id, gates[job.id], states, out)
+    _check_arrays(session, [j for j in sorted(closed, key=lambda j: j.seq) if j.id not in out.held], gates, busy, out)
+    blocked = out.held.keys() | out.doomed.keys()
+    out.runnable = tuple(job for job in pending if job.id not in blocked)
+    return out
+
+
+def _check_dependencies(job_id: str, gate: Gate, states: Mapping[str, str], out: Gated) -> None:
+    for dep in gate.after_ok:
+        state = states.get(dep)
+        if state is None:
+            out.doomed[job_id] = f"dependency {dep} no longer exists"
+            return
+        if JobState(state).terminal and state != JobState.SUCCEEDED.value:
+            out.doomed[job_id] = f"dependency {dep} ended {state}; after_ok needs every dependency to succeed"
+            return
+    waiting = [d for d in (*gate.after_ok, *gate.after_any) if d in states and not JobState(states[d]).terminal]
+    if waiting:
+        listed = ", ".join(f"{d} ({states[d]})" for d in waiting)
+        out.held[job_id] = f"waiting for {'dependency' if len(waiting) == 1 else 'dependencies'} {listed}"
+
+
+def _check_arrays(
+    session: Session, candidates: Sequence[Job], gates: Mapping[str, Gate], busy: Collection[str], out: Gated
+) -> None:
+    arrays = {gates[j.id].array_id for j in candidates if gates[j.id].array_id and gates[j.id].array_limit}
+    if not arrays:
+        return
+    live = _live_elements(session, sorted(a for a in arrays if a), busy)
+    for job in candidates:
+        array_id, limit = gates[job.id].array_id, gates[job.id].array_limit
+        if not array_id or not limit:
+            continue
+        if live.get(array_id, 0) >= limit:
+            out.held[job.id] = f"array {array_id} already has {limit} elements running (its limit)"
+        else:
+            live[array_id] = live.get(array_id, 0) + 1  # this one may start now
+
+
+def _states(session: Session, ids: Collection[str]) -> dict[str, str]:
+    ordered = sorted(ids)
+    states: dict[str, str] = {}
+    for start in range(0, len(ordered), _CHUNK):
+        chunk = ordered[start : start + _CHUNK]
+        rows = session.execute(select(JobRow.id, JobRow.state).where(JobRow.id.in_(chunk))).all()
+        states.update((job_id, state) for job_id, state in rows)
+    return states
+
+
+def _live_elements(session: Session, arrays: Sequence[str], busy: Collection[str]) -> dict[str, int]:
+    """Elements of each array holding resources: RUNNING, or pending with live tasks."""
+    array_of = JobRow.spec["array_id"].as_string()
+    rows = session.execute(
+        select(JobRow.id, JobRow.state, array_of).where(
+            array_of.in_(arrays), JobRow.state.in_([JobState.RUNNING.value, JobState.PENDING.value])
+        )
+    ).all()
+    live: dict[str, int] = {}
+    for job_id, state, array_id in rows:
+        if state == JobState.RUNNING.value or job_id in busy:
+            live[array_id] = live.get(array_id, 0) + 1
+    return live
