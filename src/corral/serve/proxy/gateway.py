@@ -16,7 +16,7 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine, MutableMapping, Sequence
 from typing import Any
 
-import httpx
+import aiohttp
 
 from corral.api.services import Endpoint
 from corral.serve.proxy.load import LoadBook
@@ -32,7 +32,9 @@ Send = Callable[[Message], Awaitable[None]]
 REPLICA_HEADER = b"x-corral-replica"
 # Hop-by-hop headers belong to one connection, not to the request or response being passed on.
 _HOP = {b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"te", b"trailer", b"upgrade"}
-_CONNECT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout)
+_HOP_AND_HOST = _HOP | {b"host"}
+WHOLE_BODY_MAX = 256 * 1024
+_CONNECT_ERRORS = (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError)
 
 
 class Gateway:
@@ -48,8 +50,20 @@ class Gateway:
         self._tasks: list[asyncio.Task[None]] = []
         self.book = book
         self.prefix = prefix
-        limits = httpx.Limits(max_connections=1000, max_keepalive_connections=200)
-        self.http = httpx.AsyncClient(timeout=httpx.Timeout(300.0, connect=2.0), limits=limits, trust_env=False)
+        self._http: aiohttp.ClientSession | None = None
+
+    @property
+    def http(self) -> aiohttp.ClientSession:
+        """The client for replicas: aiohttp, which keeps its speed under many concurrent requests
+        (see docs/benchmarks.md); created on first use, inside the running event loop."""
+        if self._http is None:
+            self._http = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=1000, limit_per_host=0),
+                timeout=aiohttp.ClientTimeout(total=None, connect=2.0, sock_read=300.0),
+                auto_decompress=False,
+                skip_auto_headers=("User-Agent", "Accept-Encoding", "Content-Type"),
+            )
+        return self._http
 
     async def start(self) -> None:
         self.pool.start()
@@ -62,7 +76,9 @@ class Gateway:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await self.pool.close()
-        await self.http.aclose()
+        if self._http is not None:
+            await self._http.close()
+            self._http = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -110,14 +126,15 @@ class Gateway:
                 )
                 return
         query = scope.get("query_string", b"")
-        headers = [(k, v) for k, v in scope["headers"] if k not in _HOP and k != b"host"]
+        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"] if k not in _HOP_AND_HOST]
         tried: frozenset[str] = frozenset()
         for attempt in range(2):
             url = endpoint.url + path + ("?" + query.decode("latin-1") if query else "")
-            request = self.http.build_request(scope["method"], url, headers=headers, content=body)
             self._outstanding(endpoint.replica, 1)
             try:
-                response = await self.http.send(request, stream=True)
+                response = await self.http.request(
+                    scope["method"], url, headers=headers, data=body, allow_redirects=False
+                )
             except _CONNECT_ERRORS as exc:
                 self._outstanding(endpoint.replica, -1)
                 self.pool.refused(endpoint.replica)
@@ -129,7 +146,7 @@ class Gateway:
                     return
                 endpoint = retry
                 continue
-            except httpx.HTTPError as exc:
+            except (aiohttp.ClientError, TimeoutError) as exc:
                 self._outstanding(endpoint.replica, -1)
                 await _reply(send, 502, f"service {service!r}: replica {endpoint.replica} failed: {exc}")
                 return
@@ -137,7 +154,7 @@ class Gateway:
                 await _pass_on(response, send, endpoint)
             finally:
                 self._outstanding(endpoint.replica, -1)
-                await response.aclose()
+                response.release()
             return
 
     def _outstanding(self, replica: str, delta: int) -> None:
@@ -171,13 +188,23 @@ async def _read_body(receive: Receive) -> bytes:
             return b"".join(chunks)
 
 
-async def _pass_on(response: httpx.Response, send: Send, endpoint: Endpoint) -> None:
-    headers = [(k, v) for k, v in response.headers.raw if k.lower() not in _HOP]
+async def _pass_on(response: aiohttp.ClientResponse, send: Send, endpoint: Endpoint) -> None:
+    headers = [(k.lower(), v) for k, v in response.raw_headers if k.lower() not in _HOP]
     headers.append((REPLICA_HEADER, endpoint.replica.encode()))
-    await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
-    # A replica that dies mid-response raises here: the server then cuts the client's connection,
-    # which is all a proxy can honestly say about a response it cannot finish.
-    async for chunk in response.aiter_raw():
+    start = {"type": "http.response.start", "status": response.status, "headers": headers}
+    length = response.content_length
+    if length is not None and length <= WHOLE_BODY_MAX:
+        # A small body of known length goes out in one message: one write instead of two or three
+        # (each write is a system call, the largest cost of a proxied request).
+        body = await response.read()
+        await send(start)
+        await send({"type": "http.response.body", "body": body, "more_body": False})
+        return
+    await send(start)
+    # Anything else (chunked, server-sent events, large) streams as it arrives. A replica that dies
+    # mid-response raises here: the server then cuts the client's connection, which is all a proxy
+    # can honestly say about a response it cannot finish.
+    async for chunk in response.content.iter_any():
         if chunk:
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
     await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -6,11 +6,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import signal
 import socket
 
 import httpx
 
 from corral.api.services import GatewayView
+from corral.serve.proxy.aioserver import serve
 from corral.serve.proxy.gateway import Gateway
 from corral.serve.proxy.load import LoadBook
 from corral.serve.proxy.pool import ReplicaPool
@@ -50,9 +52,7 @@ def standalone_gateway(head_url: str, token: str, name: str | None = None) -> Ga
 
 
 def run(head_url: str, token: str, host: str, port: int) -> None:
-    """Serve the gateway in the foreground until SIGINT or SIGTERM."""
-    import uvicorn
-
+    """Serve the gateway in the foreground (aiohttp's server) until SIGINT or SIGTERM."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP explicitly: asyncio disables Nagle only on sockets whose protocol says TCP.
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
@@ -62,7 +62,14 @@ def run(head_url: str, token: str, host: str, port: int) -> None:
     except OSError as exc:
         sock.close()
         raise SystemExit(f"corral gateway: cannot listen on {host}:{port}: {exc.strerror}") from None
-    app = standalone_gateway(head_url, token)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", log_config=None)
     log.info("gateway for %s listening on %s:%s", head_url, host, port)
-    uvicorn.Server(config).run(sockets=[sock])
+    asyncio.run(_serve_until_signalled(standalone_gateway(head_url, token), sock))
+
+
+async def _serve_until_signalled(gateway: Gateway, sock: socket.socket) -> None:
+    task = asyncio.create_task(serve(gateway, sock))
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, task.cancel)
+    with contextlib.suppress(asyncio.CancelledError):
+        await task

@@ -1,0 +1,130 @@
+"""The gateway against a real replica process: retry on a refused connection, the replica header,
+streaming, and the 503 after the hold; on uvicorn (ASGI, as the head serves it) and on aiohttp's
+server (as `corral gateway` serves it)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from corral.api.services import Endpoint, GatewayView, ServiceEndpoints
+from corral.serve.proxy.aioserver import serve
+from corral.serve.proxy.gateway import Gateway
+from corral.serve.proxy.load import LoadBook
+from corral.serve.proxy.pool import ReplicaPool
+
+MODEL_SERVER = Path(__file__).resolve().parents[2] / "examples" / "model_server.py"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def replica():
+    port = free_port()
+    env = {**os.environ, "PORT": str(port), "HOST": "127.0.0.1", "CORRAL_JOB_ID": "live", "STREAM_GAP_S": "0.2"}
+    proc = subprocess.Popen([sys.executable, str(MODEL_SERVER)], env=env, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            with contextlib.suppress(OSError):
+                socket.create_connection(("127.0.0.1", port), 0.5).close()
+                break
+            assert time.monotonic() < deadline, "the model server did not start"
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def gateway(endpoints: dict[str, list[Endpoint]], book: LoadBook | None = None, hold_s: float = 5.0) -> Gateway:
+    view = GatewayView(
+        services=[ServiceEndpoints(service=s, ready=e, hold_s=hold_s, sleeping=not e) for s, e in endpoints.items()]
+    )
+
+    async def source() -> GatewayView:
+        return view
+
+    return Gateway(ReplicaPool(source, interval_s=0.05), book or LoadBook())
+
+
+async def through(gw: Gateway, *requests: tuple[str, str]) -> list[httpx.Response]:
+    await gw.start()
+    try:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(gw), base_url="http://gw") as client:
+            return [await client.request(method, path, json={"x": [0.1] * 16}) for method, path in requests]
+    finally:
+        await gw.close()
+
+
+def test_a_refused_connection_is_retried_once_on_another_replica(replica):
+    dead = Endpoint(replica="dead", url=f"http://127.0.0.1:{free_port()}")
+    gw = gateway({"m": [dead, Endpoint(replica="live", url=replica)]})
+    responses = asyncio.run(through(gw, *[("POST", "/s/m/predict")] * 20))
+    assert [r.status_code for r in responses] == [200] * 20
+    assert {r.headers["x-corral-replica"] for r in responses} == {"live"}
+
+
+def test_only_dead_replicas_give_502_naming_the_replica():
+    dead = Endpoint(replica="dead", url=f"http://127.0.0.1:{free_port()}")
+    (response,) = asyncio.run(through(gateway({"m": [dead]}), ("POST", "/s/m/predict")))
+    assert response.status_code == 502 and "dead" in response.json()["detail"]
+
+
+def test_no_ready_replica_is_held_then_answered_503():
+    book = LoadBook()
+    started = time.monotonic()
+    (response,) = asyncio.run(through(gateway({"m": []}, book, hold_s=0.5), ("GET", "/s/m/")))
+    assert response.status_code == 503
+    assert "no ready replica" in response.json()["detail"]
+    assert time.monotonic() - started >= 0.5
+    assert book.local_report()["m"].requests == 1 and book.local_report()["m"].waiting == 0
+
+
+def test_unknown_service_is_404(replica):
+    (response,) = asyncio.run(through(gateway({"m": [Endpoint(replica="live", url=replica)]}), ("GET", "/s/other/")))
+    assert response.status_code == 404 and "other" in response.json()["detail"]
+
+
+def test_the_aiohttp_server_passes_whole_and_streamed_responses(replica):
+    port = free_port()
+
+    async def scenario() -> None:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        sock.bind(("127.0.0.1", port))
+        server = asyncio.create_task(serve(gateway({"m": [Endpoint(replica="live", url=replica)]}), sock))
+        try:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+                for _ in range(100):
+                    with contextlib.suppress(httpx.ConnectError):
+                        whole = await client.post("/s/m/predict?verbose=1", json={"x": [0.1] * 16})
+                        break
+                    await asyncio.sleep(0.05)
+                assert whole.status_code == 200 and whole.headers["x-corral-replica"] == "live"
+                assert whole.json()["replica"] == "live"
+                arrivals = []
+                async with client.stream("GET", "/s/m/stream?tokens=4") as streamed:
+                    assert streamed.headers["content-type"] == "text/event-stream"
+                    async for chunk in streamed.aiter_raw():
+                        arrivals += [time.monotonic()] * chunk.count(b"\n\n")
+                assert len(arrivals) == 4
+                assert arrivals[-1] - arrivals[0] > 0.5  # three gaps of 0.2 s: passed on as they came
+        finally:
+            server.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await server
+
+    asyncio.run(scenario())
