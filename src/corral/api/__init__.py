@@ -12,7 +12,17 @@ from corral.api.agents import (
     RegisterResponse,
     TaskReport,
 )
-from corral.api.jobs import AllocationOut, CheckpointDone, JobIds, JobOut, SubmitBatch, SubmitBatchOut, TaskOut
+from corral.api.jobs import (
+    AllocationOut,
+    CheckpointDone,
+    JobIds,
+    JobOut,
+    NodeGroupOut,
+    SubmitBatch,
+    SubmitBatchOut,
+    TaskOut,
+    WhyOut,
+)
 from corral.api.nodes import DrainRequest, EventOut, GpuCount, GpuOut, JoinTokenOut, NodeOut, StatusOut
 
 __all__ = [
@@ -32,6 +42,7 @@ __all__ = [
     "JobIds",
     "JobOut",
     "JoinTokenOut",
+    "NodeGroupOut",
     "NodeOut",
     "RegisterRequest",
     "RegisterResponse",
@@ -40,4 +51,5 @@ __all__ = [
     "SubmitBatchOut",
     "TaskOut",
     "TaskReport",
+    "WhyOut",
 ]

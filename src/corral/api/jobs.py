@@ -84,3 +84,21 @@ class CheckpointDone(BaseModel):
     """A job reports a checkpoint it saved."""
 
     at: datetime | None = Field(default=None, description="when it was saved (default: now)")
+
+
+class NodeGroupOut(BaseModel):
+    """Nodes that got the same verdict for a job: the check that rejected them (or ``fits``), and why."""
+
+    filter: str = Field(description="state, gpu_type, capacity, free or fits")
+    message: str
+    nodes: list[str]
+
+
+class WhyOut(BaseModel):
+    """``corral why``: a job's reason, and every node's verdict grouped."""
+
+    job_id: str
+    state: str
+    reason: str
+    nodes_needed: int
+    groups: list[NodeGroupOut]

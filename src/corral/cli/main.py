@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "logs": "corral.cli.logs:logs",
     "wait": "corral.cli.jobs:wait",
     "cancel": "corral.cli.jobs:cancel",
+    "why": "corral.cli.why:why",
     "preempt": "corral.cli.preempt:preempt",
     "checkpoint-done": "corral.cli.preempt:checkpoint_done",
     "sim": "corral.cli.sim:sim",

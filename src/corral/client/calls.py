@@ -62,6 +62,9 @@ class HeadApi:
     def cancel(self, job_ids: Sequence[str]) -> Any:
         return self.transport.send(Call("POST", "/v1/jobs/cancel", json={"ids": list(job_ids)}))
 
+    def why(self, job_id: str) -> Any:
+        return self.transport.send(Call("GET", f"/v1/jobs/{q(job_id)}/why"))
+
     def preempt(self, job_id: str) -> Any:
         return self.transport.send(Call("POST", f"/v1/jobs/{q(job_id)}/preempt"))
 

@@ -56,7 +56,7 @@ class JobCache:
         with self._lock:
             missing = [job_id for job_id in ids if job_id not in self._jobs]
             for start in range(0, len(missing), _CHUNK):
-                for job, gate in _load(session, missing[start : start + _CHUNK]):
+                for job, gate in load_jobs(session, missing[start : start + _CHUNK]):
                     self._jobs[job.id] = job
                     if gate.closed:
                         self._gates[job.id] = gate
@@ -78,7 +78,7 @@ class JobCache:
             self._gates.pop(job_id, None)
 
 
-def _load(session: Session, ids: Sequence[str]) -> list[tuple[Job, Gate]]:
+def load_jobs(session: Session, ids: Sequence[str]) -> list[tuple[Job, Gate]]:
     rows = session.execute(
         select(
             JobRow.id,

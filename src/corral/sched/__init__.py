@@ -18,6 +18,7 @@ from corral.sched.plan import (
 )
 from corral.sched.policy import POLICIES, Policy, get_policy
 from corral.sched.snapshot import CapacityView, NodeCapacity, NodeRanker, Rank, Snapshot
+from corral.sched.why import NodeGroup, why
 
 __all__ = [
     "BACKFILL_BLOCKED",
@@ -30,6 +31,7 @@ __all__ = [
     "RESOURCES",
     "CapacityView",
     "NodeCapacity",
+    "NodeGroup",
     "NodeRanker",
     "Placement",
     "Plan",
@@ -42,4 +44,5 @@ __all__ = [
     "get_policy",
     "never_fits",
     "schedule",
+    "why",
 ]

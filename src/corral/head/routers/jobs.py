@@ -9,12 +9,13 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Response
 from fastapi.responses import StreamingResponse
 
-from corral.api import CheckpointDone, JobIds, JobOut, SubmitBatch, SubmitBatchOut
+from corral.api import CheckpointDone, JobIds, JobOut, SubmitBatch, SubmitBatchOut, WhyOut
 from corral.head.routers.deps import Runtime, User
 from corral.head.runtime import HeadRuntime
 from corral.head.security import Principal
 from corral.head.services import jobs as service
 from corral.head.services import logs, preemption
+from corral.head.services import why as explain
 from corral.head.services.common import Infeasible
 from corral.model import JobState
 from corral.spec import JobSpec
@@ -67,6 +68,12 @@ def show(job_id: str, rt: Runtime, who: User) -> JobOut:
 @router.post("/{job_id}/cancel", response_model=JobOut)
 def cancel(job_id: str, rt: Runtime, who: User) -> JobOut:
     return service.cancel(rt, who, [job_id])[0]
+
+
+@router.get("/{job_id}/why", response_model=WhyOut)
+def why(job_id: str, rt: Runtime, who: User) -> WhyOut:
+    """Why the job waits: its reason, and which check each node fails, grouped by verdict."""
+    return explain.explain_job(rt, who, job_id)
 
 
 @router.post("/{job_id}/preempt", response_model=JobOut)

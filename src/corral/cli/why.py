@@ -1,0 +1,42 @@
+"""``corral why JOB``: what the job waits for, node group by node group."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from corral.cli.context import api
+from corral.cli.render import output_option, render, styled_state, table
+
+_SHOWN_NODES = 4
+
+
+def _nodes_text(nodes: list[str]) -> str:
+    shown = ", ".join(nodes[:_SHOWN_NODES])
+    more = len(nodes) - _SHOWN_NODES
+    return f"{len(nodes)}: {shown}" + (f" and {more} more" if more > 0 else "")
+
+
+def _why_table(out: dict[str, Any]) -> None:
+    click.echo(f"{out['job_id']} {styled_state(out['state'])}: {out['reason']}")
+    need = out["nodes_needed"]
+    click.echo(f"needs {need} node{'s' if need != 1 else ''} that fit at once")
+    table(
+        None,
+        ["NODES", "CHECK", "VERDICT"],
+        [[_nodes_text(g["nodes"]), g["filter"], g["message"]] for g in out["groups"]],
+    )
+
+
+@click.command()
+@click.argument("job_id", metavar="JOB")
+@output_option
+def why(job_id: str, output: str) -> None:
+    """Explain why JOB waits: which check each group of nodes fails.
+
+    Checks run in order: state (READY and heard from), gpu_type (an acceptable type),
+    capacity (could ever hold one node's share), free (has it free now). Nodes that
+    pass every check show as `fits`.
+    """
+    render(output, api().why(job_id), _why_table)
