@@ -6,6 +6,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
+from corral.api.usage import UsageOut
 from corral.spec import JobSpec
 
 
@@ -59,6 +60,9 @@ class JobOut(BaseModel):
     last_checkpoint_at: datetime | None = None
     expected_start: datetime | None = Field(
         default=None, description="for a pending job with a backfill reservation: when it is expected to start"
+    )
+    usage: UsageOut | None = Field(
+        default=None, description="GPU-seconds, cost and energy of every attempt so far (one job's view only)"
     )
     array_id: str | None = Field(default=None, description="for an array element: the array's id (its first job)")
     array_index: int | None = Field(default=None, description="for an array element: its index")

@@ -55,6 +55,11 @@ DEFAULT_PORT = 8470
     help="where jobs' checkpoint directories go (CORRAL_CHECKPOINT_DIR = ROOT/JOB_ID); on a real cluster a "
     "file system every node mounts at this path (default: CORRAL_HOME/checkpoints)",
 )
+@click.option(
+    "--gpu-prices",
+    default="",
+    help="price of one GPU-hour per GPU type, for `corral acct`: H100=2.5,A100=1.2 (types not named cost 0)",
+)
 def head(
     host: str,
     port: int,
@@ -67,6 +72,7 @@ def head(
     agent_lease: float | None,
     policy: str,
     storage_root: Path | None,
+    gpu_prices: str,
 ) -> None:
     """Run the head (control plane) in the foreground."""
     from corral.head.main import run
@@ -88,6 +94,7 @@ def head(
             f"--agent-lease: {lease:g}s must be longer than --node-timeout ({node_timeout:g}s), so that an agent "
             "cut off from the head stops its tasks only after the head has given up on them"
         )
+    prices = parse_prices(gpu_prices)
     home = corral_home()
     home.mkdir(parents=True, exist_ok=True)
     settings = HeadSettings(
@@ -103,8 +110,27 @@ def head(
         preempt_grace_s=preempt_grace,
         policy=policy,
         checkpoint_root=storage_root.resolve() if storage_root else None,
+        gpu_prices=prices,
     )
     run(settings)
+
+
+def parse_prices(text: str) -> dict[str, float]:
+    """``H100=2.5,A100=1.2`` → {"H100": 2.5, "A100": 1.2}; a clear error naming the option otherwise."""
+    prices: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, value = part.partition("=")
+        try:
+            price = float(value) if sep and name.strip() else -1.0
+        except ValueError:
+            price = -1.0
+        if price < 0:
+            raise InvalidRequest(
+                f"--gpu-prices: expected TYPE=PRICE pairs such as H100=2.5,A100=1.2 (price per GPU-hour, "
+                f"not negative), got {part!r}"
+            )
+        prices[name.strip()] = price
+    return prices
 
 
 @click.command()

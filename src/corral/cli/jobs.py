@@ -230,6 +230,13 @@ def _restarts_text(job: dict[str, Any]) -> str:
     return f"{restarts} ({preemptions} preempted; {restarts - preemptions} of {allowed} after failures)"
 
 
+def _usage_text(usage: dict[str, Any] | None) -> str | None:
+    if not usage:
+        return None
+    hours = usage["gpu_seconds"] / 3600
+    return f"{hours:.2f} GPU-hours, cost {usage['cost']:.2f}, {usage['energy_kwh']:.3f} kWh"
+
+
 def _show_table(job: dict[str, Any]) -> None:
     fields = [
         ("id", job["id"]),
@@ -251,6 +258,7 @@ def _show_table(job: dict[str, Any]) -> None:
         ("preemptible", "yes" if job.get("preemptible") else "no"),
         ("last checkpoint", ago(job.get("last_checkpoint_at"))),
         ("checkpoint dir", job.get("checkpoint_dir")),
+        ("usage", _usage_text(job.get("usage"))),
     ]
     table(None, ["FIELD", "VALUE"], [[k, "-" if v is None else v] for k, v in fields])
     if job.get("tasks"):

@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "drain": "corral.cli.cluster:drain",
     "undrain": "corral.cli.cluster:undrain",
     "events": "corral.cli.events:events",
+    "acct": "corral.cli.acct:acct",
     "top": "corral.cli.top:top",
     "head": "corral.cli.daemons:head",
     "agent": "corral.cli.daemons:agent",

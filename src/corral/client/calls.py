@@ -89,6 +89,10 @@ class HeadApi:
         params += [("job", job)] if job else []
         return self.transport.send(Call("GET", "/v1/events", params=params))
 
+    def usage(self, by: str = "user", since: str | None = None, until: str | None = None) -> Any:
+        params = [("by", by)] + [(k, v) for k, v in (("since", since), ("until", until)) if v]
+        return self.transport.send(Call("GET", "/v1/usage", params=params))
+
     def status(self) -> Any:
         return self.transport.send(Call("GET", "/v1/status"))
 

@@ -22,6 +22,12 @@ class HeadSettings:
     policy: str = "default"
     checkpoint_root: Path | None = None
     write_client_config: bool = True
+    # Accounting and idle GPUs (docs/observability.md).
+    gpu_prices: dict[str, float] = field(default_factory=dict)  # per GPU-hour, by GPU type
+    meter_interval_s: float = 30.0  # how often GPU energy is integrated and stored
+    idle_after_s: float | None = 1800.0  # flag jobs whose GPUs stay under 5 % this long; None: never
+    idle_action: str = "flag"  # "flag", or "cancel": warn, then cancel after idle_grace_s
+    idle_grace_s: float = 900.0
     extra: dict[str, str] = field(default_factory=dict)
 
     @property

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from corral.api import AllocationOut, JobOut, TaskOut
 from corral.head.runtime import HeadRuntime
 from corral.head.security import Principal
+from corral.head.services.accounting import job_usage
 from corral.head.services.common import Conflict, Infeasible, NotFound, record_event, wake_scheduler
 from corral.head.services.convert import node_model, request_of
 from corral.head.services.lifecycle import end_job
@@ -160,7 +161,8 @@ def get_row(session: Session, job_id: str, who: Principal) -> JobRow:
 
 def show(rt: HeadRuntime, who: Principal, job_id: str) -> JobOut:
     with rt.read() as session:
-        return to_out(session, get_row(session, job_id, who), rt)
+        row = get_row(session, job_id, who)
+        return to_out(session, row, rt).model_copy(update={"usage": job_usage(session, rt, row.id)})
 
 
 def list_jobs(rt: HeadRuntime, who: Principal, include_all: bool, states: Sequence[str], limit: int) -> list[JobOut]:

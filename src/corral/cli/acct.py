@@ -1,0 +1,78 @@
+"""`corral acct`: GPU time, cost and energy per user, team, GPU type or job over a period."""
+
+from __future__ import annotations
+
+import csv
+import re
+import sys
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import click
+
+from corral.cli.context import api
+from corral.cli.render import emit_json, table
+from corral.client.errors import InvalidRequest
+
+KEYS = ("user", "team", "gpu-type", "job")
+CSV_FIELDS = ("key", "jobs", "gpu_seconds", "gpu_hours", "cost", "energy_kwh")
+WHEN_HELP = "a duration such as 7d, 12h or 30m (that long ago), or a UTC date/time such as 2025-01-31T08:00"
+_AGO_RE = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_when(option: str, value: str | None, now: datetime) -> str | None:
+    """An ISO time for the head, from ``7d`` (ago) or a date/time; a clear error otherwise."""
+    if value is None:
+        return None
+    text = value.strip().lower()
+    match = _AGO_RE.match(text)
+    if match:
+        return (now - timedelta(seconds=float(match.group(1)) * _UNIT_S[match.group(2)])).isoformat()
+    try:
+        when = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise InvalidRequest(f"{option}: expected {WHEN_HELP}, got {value!r}") from None
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).isoformat()
+
+
+@click.command()
+@click.option("--by", type=click.Choice(KEYS), default="user", show_default=True, help="what each row adds up")
+@click.option("--since", help=f"start of the period: {WHEN_HELP} (default: all time)")
+@click.option("--until", help="end of the period, in the same forms (default: now)")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["table", "json", "csv"]),
+    default="table",
+    show_default=True,
+    help="table for people; json (the whole report) or csv (one row per key) for scripts",
+)
+def acct(by: str, since: str | None, until: str | None, output: str) -> None:
+    """Usage over a period: GPU-hours, cost and energy per user, team, GPU type or job.
+
+    Every attempt of a job counts (requeued and preempted ones too); a running job counts up to
+    now. Cost uses the head's --gpu-prices; energy is the GPUs' integrated power draw. Users see
+    their own jobs; admins see everyone's.
+    """
+    now = datetime.now(UTC)
+    report = api().usage(by=by, since=parse_when("--since", since, now), until=parse_when("--until", until, now))
+    if output == "json":
+        emit_json(report)
+    elif output == "csv":
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(CSV_FIELDS)
+        for row in report["rows"]:
+            writer.writerow([row[f] for f in CSV_FIELDS])
+    else:
+        _table(report)
+
+
+def _table(report: dict[str, Any]) -> None:
+    period = f"{report.get('since') or 'the beginning'} → {report['until']}"
+    rows = [*report["rows"], report["total"]]
+    table(
+        f"usage by {report['by']}, {period}",
+        [report["by"].upper().replace("-", " "), "JOBS", "GPU-HOURS", "COST", "ENERGY (kWh)"],
+        [[r["key"], r["jobs"], f"{r['gpu_hours']:.2f}", f"{r['cost']:.2f}", f"{r['energy_kwh']:.3f}"] for r in rows],
+    )
