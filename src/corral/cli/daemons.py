@@ -60,6 +60,25 @@ DEFAULT_PORT = 8470
     default="",
     help="price of one GPU-hour per GPU type, for `corral acct`: H100=2.5,A100=1.2 (types not named cost 0)",
 )
+@click.option(
+    "--idle-after",
+    default="30m",
+    show_default=True,
+    help="flag running jobs whose GPUs all stay under 5% utilization this long (a duration, or off)",
+)
+@click.option(
+    "--idle-action",
+    type=click.Choice(["flag", "cancel"]),
+    default="flag",
+    show_default=True,
+    help="flag: a note in the job's reason, an event and a metric; cancel: the same as a warning, then cancel",
+)
+@click.option(
+    "--idle-grace",
+    default="15m",
+    show_default=True,
+    help="with --idle-action cancel: how long a warned job may stay idle before it is cancelled",
+)
 def head(
     host: str,
     port: int,
@@ -73,6 +92,9 @@ def head(
     policy: str,
     storage_root: Path | None,
     gpu_prices: str,
+    idle_after: str,
+    idle_action: str,
+    idle_grace: str,
 ) -> None:
     """Run the head (control plane) in the foreground."""
     from corral.head.main import run
@@ -95,6 +117,9 @@ def head(
             "cut off from the head stops its tasks only after the head has given up on them"
         )
     prices = parse_prices(gpu_prices)
+    idle_off = idle_after.strip().lower() in ("off", "0", "never")
+    idle_after_s = None if idle_off else _duration("--idle-after", idle_after)
+    idle_grace_s = _duration("--idle-grace", idle_grace)
     home = corral_home()
     home.mkdir(parents=True, exist_ok=True)
     settings = HeadSettings(
@@ -111,8 +136,20 @@ def head(
         policy=policy,
         checkpoint_root=storage_root.resolve() if storage_root else None,
         gpu_prices=prices,
+        idle_after_s=idle_after_s,
+        idle_action=idle_action,
+        idle_grace_s=idle_grace_s,
     )
     run(settings)
+
+
+def _duration(option: str, value: str) -> float:
+    from corral.spec import parse_duration_s
+
+    try:
+        return parse_duration_s(value)
+    except ValueError as exc:
+        raise InvalidRequest(f"{option}: {exc}") from None
 
 
 def parse_prices(text: str) -> dict[str, float]:

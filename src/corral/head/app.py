@@ -15,7 +15,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from corral import __version__
 from corral.clock import Clock, SystemClock
 from corral.head import errors
-from corral.head.loops import liveness_loop, schedule_loop, serve_loop
+from corral.head.loops import idle_loop, liveness_loop, meter_loop, schedule_loop, serve_loop
 from corral.head.metrics import HeadMetrics
 from corral.head.notify import Notifier
 from corral.head.routers import agents, cluster, jobs, services, usage
@@ -52,6 +52,7 @@ def create_app(settings: HeadSettings, clock: Clock | None = None, run_loops: bo
         if run_loops:
             tasks = [asyncio.create_task(schedule_loop(rt, policy)), asyncio.create_task(liveness_loop(rt))]
             tasks.append(asyncio.create_task(serve_loop(rt, book, serve_wake)))
+            tasks += [asyncio.create_task(meter_loop(rt)), asyncio.create_task(idle_loop(rt))]
         await gateway.start()
         log.info("head ready at %s", settings.url)
         try:

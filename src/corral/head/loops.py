@@ -8,6 +8,8 @@ import logging
 import time
 
 from corral.head.runtime import HeadRuntime
+from corral.head.services.accounting import meter
+from corral.head.services.idle import check_idle
 from corral.head.services.liveness import check_nodes, check_time_limits
 from corral.head.services.scheduling import run_cycle
 from corral.head.services.serving_loop import run_round
@@ -62,3 +64,23 @@ async def serve_loop(rt: HeadRuntime, book: LoadBook, wake: asyncio.Event, inter
             log.exception("serve round failed")
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(wake.wait(), interval_s)
+
+
+async def meter_loop(rt: HeadRuntime) -> None:
+    """Store the GPUs' energy per job every meter interval (accounting)."""
+    while True:
+        await asyncio.sleep(rt.settings.meter_interval_s)
+        try:
+            await asyncio.to_thread(meter, rt)
+        except Exception:
+            log.exception("energy metering failed")
+
+
+async def idle_loop(rt: HeadRuntime, interval_s: float = 15.0) -> None:
+    """Flag (and, where configured, warn then cancel) jobs whose GPUs stay idle."""
+    while rt.settings.idle_after_s is not None:
+        await asyncio.sleep(min(interval_s, rt.settings.idle_after_s / 4))
+        try:
+            await asyncio.to_thread(check_idle, rt)
+        except Exception:
+            log.exception("idle GPU check failed")

@@ -12,11 +12,13 @@ from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 
 from corral.head.runtime import HeadRuntime
+from corral.head.services.idle import flagged_jobs
 from corral.head.store.tables import GpuClaimRow, JobRow, NodeRow
 from corral.model import EPSILON, JobState, NodeState
 from corral.obs import metric_names as names
 
 WAIT_BUCKETS = (0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 12 * 3600, 24 * 3600)
+IDLE_GPUS = "corral_job_idle_gpus"
 CYCLE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
 
 
@@ -73,6 +75,17 @@ class _StateCollector(Collector):
         yield from self._gpus(nodes, held)
         yield from self._nodes(nodes, now)
         yield from self._dcgm(nodes, held)
+        yield self._idle()
+
+    def _idle(self) -> GaugeMetricFamily:
+        with self.rt.read() as session:
+            flagged = flagged_jobs(session)
+        idle = GaugeMetricFamily(
+            IDLE_GPUS, "GPUs of running jobs flagged idle (under 5% utilization)", labels=["job", "user", "team"]
+        )
+        for job_id, (gpus, user, team) in sorted(flagged.items()):
+            idle.add_metric([job_id, user, team], float(gpus))
+        return idle
 
     def _gpus(
         self, nodes: list[NodeRow], held: dict[tuple[str, int], tuple[float, str, str]]
