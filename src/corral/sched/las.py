@@ -12,8 +12,8 @@ from bisect import bisect_right
 
 from corral.model import Job, RunningJob
 
-TIRESIAS_THRESHOLDS = (3_600.0, 36_000.0)
-"""GPU-seconds: 1 GPU-hour and 10 GPU-hours (three queues)."""
+TIRESIAS_THRESHOLDS = (3_250.0, 7_200.0)
+"""GPU-seconds: the two thresholds of Tiresias' published runs (three queues)."""
 
 QUEUES_PER_PRIORITY = 1_000
 """Room for the queue index inside a preemption level; more than any threshold list here."""

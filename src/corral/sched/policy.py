@@ -9,6 +9,7 @@ from types import MappingProxyType
 from corral.model import Job, RunningJob
 from corral.sched.las import TIRESIAS_THRESHOLDS, tiresias_level, tiresias_order
 from corral.sched.oracle import srpt_level, srpt_order
+from corral.sched.service_rank import THRESHOLDS, default_level, default_order
 from corral.sched.snapshot import NodeCapacity, NodeRanker, Rank
 
 
@@ -70,12 +71,18 @@ def by_name(node: NodeCapacity) -> Rank:
 
 DEFAULT = Policy(
     name="default",
-    description="priority (highest first), then submit order; best-fit packing; EASY backfill; preemption",
-    job_order=priority_then_submit,
+    description=(
+        "priority (highest first); within a priority, jobs past 2 GPU-hours of service last, then by the"
+        " size their user's or team's finished jobs had, then submit order; best-fit packing; EASY backfill;"
+        " preemption of lower priorities, demoted jobs and larger size classes"
+    ),
+    job_order=default_order,
     gpu_ranker=fewest_empty_gpus,
     cpu_ranker=gpu_free_first,
     backfill=True,
     preemption=True,
+    level=default_level,
+    thresholds=THRESHOLDS,
 )
 
 FIFO = Policy(
@@ -100,8 +107,8 @@ PRIORITY = Policy(
 TIRESIAS = Policy(
     name="tiresias",
     description=(
-        "Tiresias-style discretised least attained GPU-time: three queues split at 1 and 10 GPU-hours"
-        " received, FIFO within a queue, demotion as service grows, higher queues preempt lower ones"
+        "Tiresias-style discretised least attained GPU-time: three queues split at 3,250 and 7,200"
+        " GPU-seconds received, FIFO within a queue, demotion as service grows, higher queues preempt lower ones"
     ),
     job_order=tiresias_order,
     gpu_ranker=fewest_empty_gpus,

@@ -19,6 +19,7 @@ from datetime import timedelta
 
 from corral.model import Job, Node, RunningJob
 from corral.sched import Placement, Plan, Policy, schedule
+from corral.sched.history import FinishedJobs
 from corral.sim.state import ClusterState
 from corral.sim.workload import EPOCH, SimJob, Workload
 
@@ -70,8 +71,20 @@ class SimResult:
 class _Run:
     """One job's progress: work left (in traced seconds), service received, its current run."""
 
-    __slots__ = ("attained", "busy", "first_start", "item", "lost", "placement", "preempted", "run_no", "speed")
-    __slots__ += ("started", "work_left")
+    __slots__ = (
+        "attained",
+        "busy",
+        "expected",
+        "first_start",
+        "item",
+        "lost",
+        "placement",
+        "preempted",
+        "run_no",
+        "speed",
+        "started",
+        "work_left",
+    )
 
     def __init__(self, item: SimJob) -> None:
         self.item = item
@@ -85,6 +98,7 @@ class _Run:
         self.started = 0.0
         self.speed = 1.0
         self.run_no = 0
+        self.expected: float | None = None  # history's estimate when it last queued
 
     @property
     def gpus(self) -> int:
@@ -137,6 +151,7 @@ class _Engine:
         self.records: list[JobRecord] = []
         self.cycles = 0
         self.preemptions = 0
+        self.history = FinishedJobs()
 
     def run(self) -> SimResult:
         arrivals = self.workload.jobs
@@ -227,6 +242,7 @@ class _Engine:
         assert placement is not None and run.first_start is not None
         run.busy += (now - run.started) * run.gpus
         self.state.release(placement)
+        self.history.add(run.item.job.user, run.item.job.team, run.busy)
         self.records.append(
             JobRecord(
                 id=job_id,
@@ -260,9 +276,11 @@ class _Engine:
     def _pending(self, run: _Run) -> Job:
         """The scheduler's view of a job that waits: its service so far, and what the policy may read."""
         job = run.item.job
+        run.expected = self.history.expected(job.user, job.team)
         return replace(
             job,
             attained_gpu_s=run.attained,
+            expected_gpu_s=run.expected,
             preemptible=self.policy.preemption,
             oracle_gpu_s=run.work_left * job.request.total_gpus if self.policy.simulation_only else None,
         )
@@ -285,6 +303,7 @@ class _Engine:
                     user=job.user,
                     team=job.team,
                     attained_gpu_s=run.attained + elapsed * run.gpus,
+                    expected_gpu_s=run.expected,
                     oracle_gpu_s=max(0.0, left) * job.request.total_gpus if self.policy.simulation_only else None,
                 )
             )

@@ -1,0 +1,49 @@
+"""Corral's default order: explicit priority, then demotion by service, then expected size, then FIFO.
+
+Non-clairvoyant: it reads what a head knows, never a job's future.
+
+1. Priority, highest first (as set on the job).
+2. Attained GPU-seconds: a job that has received ``DEMOTE_AFTER_GPU_S`` drops below every
+   job that has not (least attained service, two queues). Long jobs therefore yield to new
+   work, and a burst of short jobs is not held behind them.
+3. Expected size: ``Job.expected_gpu_s`` (the median GPU-seconds of the user's or team's
+   finished jobs), in powers of two; ``UNKNOWN_GPU_S`` without history. Teams whose jobs
+   are known to be short go first.
+4. Submit order.
+
+A job preempts running jobs only of a lower (priority, queue, size class): never one in its
+own class, so jobs alike run first come, first served, to completion or demotion.
+"""
+
+from __future__ import annotations
+
+import math
+
+from corral.model import Job, RunningJob
+from corral.sched.las import queue_of
+
+DEMOTE_AFTER_GPU_S = 7_200.0
+"""Two GPU-hours received: a job past this is considered long."""
+
+THRESHOLDS = (DEMOTE_AFTER_GPU_S,)
+
+UNKNOWN_GPU_S = 3_600.0
+"""The size assumed for a job with no finished job of its user or team: one GPU-hour."""
+
+_CLASSES = 128  # size classes: powers of two from 1 to 2**127 GPU-seconds
+_QUEUES = 2
+
+
+def size_class(job: Job | RunningJob) -> int:
+    """``ceil(log2(expected GPU-seconds))``, clamped to 0..127."""
+    expected = job.expected_gpu_s if job.expected_gpu_s is not None else UNKNOWN_GPU_S
+    return min(_CLASSES - 1, max(0, math.ceil(math.log2(max(1.0, expected)))))
+
+
+def default_order(job: Job) -> tuple[int, ...]:
+    return (-job.priority, queue_of(job.attained_gpu_s, THRESHOLDS), size_class(job), job.seq)
+
+
+def default_level(job: Job | RunningJob) -> int:
+    queue = queue_of(job.attained_gpu_s, THRESHOLDS)
+    return (job.priority * _QUEUES - queue) * _CLASSES - size_class(job)
