@@ -144,6 +144,8 @@ def train(args):
         loss.backward()  # DDP averages the gradients across ranks here
         optimizer.step()
         done = step + 1
+        if step == start:
+            log(f"first step of this attempt done at {time.time():.3f}")  # bench/recovery.py reads it
         if done % 10 == 0:
             log(f"step {done}/{args.steps} loss {loss.item():.4f}")
         if rank == 0 and done % args.checkpoint_every == 0 and done < args.steps:

@@ -19,6 +19,7 @@ from corral.agent.launch import (
     AdoptedProcess,
     ProcKey,
     describe_exit,
+    markers_with_prefix,
     read_exit_file,
     recording_exit,
     terminate_tree,
@@ -55,7 +56,8 @@ def test_the_wrapper_records_the_exit_status_and_exits_with_it(tmp_path, command
 
 def test_sigterm_reaches_the_command_and_the_wrapper_waits_for_it_to_finish(tmp_path):
     exit_file = tmp_path / "exit-0"
-    script = 'trap "sleep 0.3; echo saved; exit 9" TERM; echo ready; sleep 30 & wait'
+    # The trap is set after the fork: a child forked with the handler in place could lose the signal.
+    script = 'sleep 30 & trap "kill $!; sleep 0.3; echo saved; exit 9" TERM; echo ready; wait'
     proc = _spawn(script, exit_file, output=True)
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == b"ready"
@@ -131,6 +133,9 @@ async def _a_restarted_agent_finds_its_running_tasks_by_marker_and_record(tmp_pa
     kept = _spawn("sleep 30", task_dir / "exit-0", env)
     stray = _spawn("sleep 30", tmp_path / "exit-x", {MARKER_ENV: f"{node}:j-2/0/0", "CORRAL_TASK_DIR": "/nowhere"})
     try:
+        deadline = time.monotonic() + 5
+        while len(markers_with_prefix(f"{node}:")) < 2 and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)  # until both have exec'd with their environment
         key = key_of(kept.pid)
         record = RankRecord(0, key.pid, key.start, str(tmp_path / "rank-0.log"), str(task_dir / "exit-0"))
         write_record(task_dir, desired, 29501, [record])

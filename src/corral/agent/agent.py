@@ -20,7 +20,7 @@ from corral.agent.adopt import Survivor, find_survivors
 from corral.agent.gpus import Inventory, sampler_for
 from corral.agent.health import run_health_command
 from corral.agent.tasks import TaskSet
-from corral.api import DesiredState, HeartbeatRequest, RegisterRequest
+from corral.api import DesiredState, GpuSample, HeartbeatRequest, RegisterRequest
 from corral.client.agent_api import AgentApi
 from corral.client.errors import ConflictError, CorralError, NotAllowedError, NotFoundError, Unreachable
 
@@ -63,6 +63,7 @@ class Agent:
         self._ship_lock = asyncio.Lock()
         self.sampler = sampler_for(inventory.gpus, inventory.source)
         self.health_problem = ""
+        self.sampled_at = -float("inf")
 
     async def run(self) -> None:
         """Serve until cancelled; on the way out, stop every task."""
@@ -179,9 +180,10 @@ class Agent:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.changed.wait(), self.interval_s)
             self.changed.clear()
-            await self._ship_logs()  # a task's last lines reach the head before its exit does
             reports = self.tasks.reports()
-            samples = await asyncio.to_thread(self.sampler.sample, self.tasks.gpu_shares()) if self.sampler else []
+            if any(r.state == "EXITED" for r in reports):
+                await self._ship_logs()  # a task's last lines reach the head before its exit does
+            samples = await self._samples_due()
             try:
                 desired = await self.api.heartbeat(
                     self.options.name,
@@ -197,6 +199,14 @@ class Agent:
             self.last_contact = time.monotonic()
             self.tasks.acknowledge(reports)
             self._apply(desired)
+
+    async def _samples_due(self) -> list[GpuSample]:
+        """GPU readings once per heartbeat interval; a beat that only reports a task change goes without,
+        so that it reaches the head (and the gang's other nodes) sooner."""
+        if self.sampler is None or time.monotonic() - self.sampled_at < self.interval_s:
+            return []
+        self.sampled_at = time.monotonic()
+        return await asyncio.to_thread(self.sampler.sample, self.tasks.gpu_shares())
 
     async def _fence_if_cut_off(self, exc: CorralError | None = None) -> None:
         """Past the lease without the head, the head has given this node's jobs to others: stop them here."""

@@ -150,23 +150,40 @@ class TaskSet:
         cwd = _prepare_dirs(local)
         if desired.node_rank == 0 and "MASTER_PORT" not in desired.env:
             local.master_port = free_port()
-        ranks: list[RankRecord] = []
-        for local_rank in range(desired.processes):
-            rank = desired.rank_offset + local_rank
-            log_path = local.task_dir.parent / f"rank-{rank}.log"
-            exit_file = local.task_dir / f"exit-{rank}"
-            env = process_env(desired, local_rank, self.node, str(local.task_dir), local.marker)
-            if local.master_port:
-                env["MASTER_PORT"] = str(local.master_port)
-                env["PORT"] = desired.env.get("PORT", str(local.master_port))  # a service replica listens here
-            command = launch.recording_exit(desired.command, exit_file)
-            spec = launch.ProcessSpec(command=command, env=env, cwd=cwd, log_path=log_path, marker=local.marker)
-            process = await launch.start(spec)
-            local.processes.append(process)
-            local.shippers.append(LogShipper(log_path, desired.job_id, desired.generation, rank))
-            ranks.append(RankRecord(rank, process.pid, process.key.start, str(log_path), str(exit_file)))
+            self.changed.set()  # report the port now: the other nodes' ranks start while these do
+            await asyncio.sleep(0.001)  # let the heartbeat go out before this loop is busy forking
+        ranks = [desired.rank_offset + local_rank for local_rank in range(desired.processes)]
+        specs = [self._rank_spec(local, cwd, rank) for rank in ranks]
+        local.shippers = [
+            LogShipper(spec.log_path, desired.job_id, desired.generation, rank)
+            for rank, spec in zip(ranks, specs, strict=True)
+        ]
+        # All ranks at once: each start waits on its own child, so serial starts would add up.
+        started = await asyncio.gather(*(launch.start(spec) for spec in specs), return_exceptions=True)
+        local.processes.extend(p for p in started if isinstance(p, launch.LaunchedProcess))
         self.tracker.watch(local.marker, local.processes)
-        write_record(local.task_dir, desired, local.master_port, ranks)
+        for failure in started:
+            if isinstance(failure, BaseException):
+                raise failure
+        records = [
+            RankRecord(rank, p.pid, p.key.start, str(spec.log_path), str(_exit_file(local, rank)))
+            for rank, p, spec in zip(ranks, local.processes, specs, strict=True)
+        ]
+        write_record(local.task_dir, desired, local.master_port, records)
+
+    def _rank_spec(self, local: LocalTask, cwd: Path, rank: int) -> launch.ProcessSpec:
+        desired = local.desired
+        env = process_env(desired, rank - desired.rank_offset, self.node, str(local.task_dir), local.marker)
+        if local.master_port:
+            env["MASTER_PORT"] = str(local.master_port)
+            env["PORT"] = desired.env.get("PORT", str(local.master_port))  # a service replica listens here
+        return launch.ProcessSpec(
+            command=launch.recording_exit(desired.command, _exit_file(local, rank)),
+            env=env,
+            cwd=cwd,
+            log_path=local.task_dir.parent / f"rank-{rank}.log",
+            marker=local.marker,
+        )
 
     async def _wait_all(self, local: LocalTask) -> int | None:
         """Wait for every process; when one fails, the others on this node are stopped too.
@@ -234,6 +251,11 @@ def _prepare_dirs(local: LocalTask) -> Path:
             "task %s: workdir %s does not exist here; running in %s", local.key, desired.workdir, local.task_dir
         )
     return local.task_dir
+
+
+def _exit_file(local: LocalTask, rank: int) -> Path:
+    """Where the rank's wrapper records its exit status (see ``launch.recording_exit``)."""
+    return local.task_dir / f"exit-{rank}"
 
 
 def free_port() -> int:
