@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,7 @@ FIGURES = {
     "makespan_s",
     "utilization",
     "preemptions",
+    "gpu_hours_lost",
 }
 TRACE = """job_id,submit_time_s,duration_s,num_gpus,gpu_type,user,vc,status
 a,0,3600,8,,,vc1,
@@ -134,3 +137,43 @@ def test_bad_trace_exits_2(tmp_path: Path) -> None:
     code, out = sim("--trace", bad, "--cluster", CLUSTERS / "philly.yaml")
     assert code == 2
     assert "missing column" in out
+
+
+def test_checkpoint_interval_counts_the_gpu_hours_preemption_loses(tmp_path: Path) -> None:
+    path = tmp_path / "two.csv"
+    path.write_text("job_id,submit_time_s,duration_s,num_gpus\nlong,0,10000,8\nshort,5000,100,8\n")
+    code, out = sim("--trace", path, "--cluster", one_node(tmp_path), "--policy", "tiresias")
+    assert code == 0, out
+    assert "LOST" in out
+    code, out = sim(
+        "--trace",
+        path,
+        "--cluster",
+        one_node(tmp_path),
+        "--policy",
+        "tiresias",
+        "--checkpoint-interval",
+        "600",
+        "-o",
+        "json",
+    )
+    figures = json.loads(out)["policies"]["tiresias"]
+    assert (figures["preemptions"], figures["gpu_hours_lost"]) == (1, pytest.approx(200 * 8 / 3600))
+    assert figures["avg_jct_s"] == (10_300 + 100) / 2
+
+
+def test_every_registered_policy_runs(trace: Path, tmp_path: Path) -> None:
+    names = ["default", "fifo", "priority", "tiresias", "srpt-oracle"]
+    args = [a for n in names for a in ("--policy", n)]
+    code, out = sim("--trace", trace, "--cluster", one_node(tmp_path), *args, "-o", "json")
+    assert code == 0, out
+    assert list(json.loads(out)["policies"]) == names
+
+
+def test_the_head_refuses_the_simulation_only_oracle() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "corral", "head", "--policy", "srpt-oracle"], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2
+    assert "'srpt-oracle' reads traced job durations and runs only in `corral sim`" in result.stderr
+    assert "valid policies are default, fifo, priority, tiresias" in result.stderr

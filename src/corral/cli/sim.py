@@ -29,7 +29,10 @@ from corral.cli.render import emit_json, output_option, table
     "policies",
     multiple=True,
     metavar="NAME",
-    help="scheduling policy to simulate; repeat to compare several (default: default)",
+    help=(
+        "scheduling policy to simulate: default, fifo, priority, tiresias or srpt-oracle (a clairvoyant bound);"
+        " repeat to compare several (default: default)"
+    ),
 )
 @click.option("--window", metavar="START:END", help="keep jobs with START <= submit_time_s < END (seconds)")
 @click.option("--limit", type=click.IntRange(min=0), metavar="N", help="keep the first N trace rows (after --window)")
@@ -40,6 +43,15 @@ from corral.cli.render import emit_json, output_option, table
     show_default=True,
     metavar="X",
     help="jobs arrive X times faster (submit times divided by X)",
+)
+@click.option(
+    "--checkpoint-interval",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="a preempted job loses the work since its last checkpoint, taken every SECONDS of a run"
+    " (a trace's checkpoint_interval_s column overrides it per job); 0 = nothing is lost",
 )
 @click.option(
     "--out",
@@ -55,14 +67,15 @@ def sim(
     window: str | None,
     limit: int | None,
     scale_load: float,
+    checkpoint_interval: float,
     out_dir: Path | None,
     output: str,
 ) -> None:
     """Replay a job trace on a simulated cluster, with Corral's scheduler, on a virtual clock.
 
-    Prints job completion time (JCT = finish - submit) percentiles, average wait, makespan and
-    GPU utilization for each policy. Rows that never ran, ask for no GPUs or can never fit
-    the cluster are skipped and counted. See docs/sim.md.
+    Prints job completion time (JCT = finish - submit) percentiles, average wait, makespan,
+    GPU utilization, preemptions and the GPU-hours they lost for each policy. Rows that never
+    ran, ask for no GPUs or can never fit the cluster are skipped and counted. See docs/sim.md.
     """
     from corral.sched import POLICIES, get_policy
     from corral.sim import build_nodes, load_cluster, parse_window, prepare, read_trace, simulate, summarize
@@ -89,7 +102,10 @@ def sim(
         raise click.BadParameter(str(exc), param_hint="--trace") from None
     nodes = build_nodes(spec)
     workload = prepare(trace, nodes)
-    results = {name: simulate(workload, nodes, get_policy(name), spec.gpu_speed) for name in names}
+    results = {
+        name: simulate(workload, nodes, get_policy(name), spec.gpu_speed, checkpoint_s=checkpoint_interval)
+        for name in names
+    }
     summaries = {name: summarize(result) for name, result in results.items()}
     document = report_document(summaries, workload.skipped_total)
     if out_dir is not None:

@@ -23,6 +23,7 @@ class Summary:
     makespan_s: float
     utilization: float
     preemptions: int
+    gpu_hours_lost: float = 0.0  # work thrown away by preemption: GPU-hours since each victim's last checkpoint
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -41,7 +42,7 @@ def summarize(result: SimResult) -> Summary:
     """The figures of one run; all zero when no job ran."""
     records = result.records
     if not records:
-        return Summary(0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, result.preemptions)
+        return Summary(0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, result.preemptions, result.lost_gpu_s / 3600)
     jct = sorted(r.jct_s for r in records)
     makespan = max(r.finish_s for r in records) - min(r.submit_s for r in records)
     busy = sum(r.gpu_seconds for r in records)
@@ -56,4 +57,5 @@ def summarize(result: SimResult) -> Summary:
         makespan_s=makespan,
         utilization=min(1.0, busy / capacity) if capacity > 0 else 0.0,
         preemptions=result.preemptions,
+        gpu_hours_lost=result.lost_gpu_s / 3600,
     )

@@ -11,7 +11,19 @@ from typing import Any
 from corral.sim.engine import SimResult
 from corral.sim.metrics import Summary
 
-_JOB_COLUMNS = ("job_id", "submit_s", "start_s", "finish_s", "jct_s", "wait_s", "gpus", "gpu_type", "nodes")
+_JOB_COLUMNS = (
+    "job_id",
+    "submit_s",
+    "start_s",
+    "finish_s",
+    "jct_s",
+    "wait_s",
+    "gpus",
+    "gpu_type",
+    "nodes",
+    "preemptions",
+    "gpu_s_lost",
+)
 
 
 def report_document(summaries: Mapping[str, Summary], skipped_jobs: int) -> dict[str, Any]:
@@ -40,12 +52,25 @@ def table_rows(summaries: Mapping[str, Summary]) -> list[list[str]]:
             hours(s.makespan_s),
             f"{s.utilization:.1%}",
             str(s.preemptions),
+            f"{s.gpu_hours_lost:.1f}h",
         ]
         for name, s in summaries.items()
     ]
 
 
-TABLE_COLUMNS = ("POLICY", "JOBS", "AVG JCT", "P50", "P95", "P99", "AVG WAIT", "MAKESPAN", "UTIL", "PREEMPT")
+TABLE_COLUMNS = (
+    "POLICY",
+    "JOBS",
+    "AVG JCT",
+    "P50",
+    "P95",
+    "P99",
+    "AVG WAIT",
+    "MAKESPAN",
+    "UTIL",
+    "PREEMPT",
+    "LOST",
+)
 
 
 def write_out(directory: Path, document: Mapping[str, Any], results: Mapping[str, SimResult]) -> list[Path]:
@@ -60,8 +85,7 @@ def write_out(directory: Path, document: Mapping[str, Any], results: Mapping[str
             writer = csv.writer(stream)
             writer.writerow(_JOB_COLUMNS)
             for r in result.records:
-                writer.writerow(
-                    [r.id, r.submit_s, r.start_s, r.finish_s, r.jct_s, r.wait_s, r.gpus, r.gpu_type, " ".join(r.nodes)]
-                )
+                times = [r.submit_s, r.start_s, r.finish_s, r.jct_s, r.wait_s]
+                writer.writerow([r.id, *times, r.gpus, r.gpu_type, " ".join(r.nodes), r.preemptions, r.lost_gpu_s])
         written.append(path)
     return written

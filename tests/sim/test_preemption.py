@@ -1,0 +1,157 @@
+"""Preemption in the simulator: exact timelines for tiresias, srpt-oracle and default, lost work, pruning."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from corral.sched import get_policy
+from corral.sim import SimResult, Trace, TraceJob, build_nodes, prepare, simulate, summarize
+from corral.spec import ClusterSpec, NodeGroupSpec
+
+
+def cluster(count: int = 1, gpus: int = 1) -> ClusterSpec:
+    return ClusterSpec(node_groups=[NodeGroupSpec(name="g", count=count, gpus_per_node=gpus, gpu_type="V100")])
+
+
+def job(
+    job_id: str, submit: float, duration: float, gpus: int = 1, team: str = "", checkpoint: float | None = None
+) -> TraceJob:
+    return TraceJob(id=job_id, submit_s=submit, duration_s=duration, gpus=gpus, vc=team, checkpoint_s=checkpoint)
+
+
+def run(
+    jobs: list[TraceJob], policy: str, spec: ClusterSpec | None = None, checkpoint: float = 0.0, prune: bool = True
+) -> SimResult:
+    spec = spec or cluster()
+    nodes = build_nodes(spec)
+    workload = prepare(Trace(tuple(jobs)), nodes)
+    return simulate(workload, nodes, get_policy(policy), spec.gpu_speed, checkpoint_s=checkpoint, prune=prune)
+
+
+def times(result: SimResult) -> dict[str, tuple[float, float]]:
+    return {r.id: (r.start_s, r.finish_s) for r in result.records}
+
+
+def test_tiresias_demotes_a_long_job_and_a_new_one_preempts_it() -> None:
+    # At t=5000 the long job has 5000 GPU-seconds, past the first threshold (3,250): queue 1.
+    result = run([job("long", 0, 10_000), job("short", 5_000, 100)], "tiresias")
+    assert times(result) == {"long": (0, 10_100), "short": (5_000, 5_100)}
+    assert result.preemptions == 1
+    assert {r.id: r.preemptions for r in result.records} == {"long": 1, "short": 0}
+    assert result.lost_gpu_s == 0
+
+
+def test_tiresias_does_not_preempt_a_job_in_the_same_queue() -> None:
+    result = run([job("first", 0, 3_000), job("second", 1_000, 100)], "tiresias")
+    assert times(result) == {"first": (0, 3_000), "second": (3_000, 3_100)}
+    assert result.preemptions == 0
+
+
+@pytest.mark.parametrize("policy", ["fifo", "priority"])
+def test_non_preemptive_policies_never_preempt(policy: str) -> None:
+    result = run([job("long", 0, 10_000), job("short", 5_000, 100)], policy)
+    assert times(result) == {"long": (0, 10_000), "short": (10_000, 10_100)}
+    assert result.preemptions == 0
+
+
+def test_a_preempted_job_loses_the_work_since_its_last_checkpoint() -> None:
+    # Checkpoints every 600 s: at t=5000 the last one was at 4800, so 200 s are done again.
+    result = run([job("long", 0, 10_000), job("short", 5_000, 100)], "tiresias", checkpoint=600)
+    assert times(result) == {"long": (0, 10_300), "short": (5_000, 5_100)}
+    assert result.lost_gpu_s == 200
+    assert summarize(result).gpu_hours_lost == pytest.approx(200 / 3600)
+    record = {r.id: r for r in result.records}["long"]
+    assert (record.lost_gpu_s, record.busy_gpu_s) == (200, 10_200)
+
+
+def test_a_jobs_own_checkpoint_interval_overrides_the_default() -> None:
+    result = run([job("long", 0, 10_000, checkpoint=1_000), job("short", 5_000, 100)], "tiresias", checkpoint=600)
+    assert times(result)["long"] == (0, 10_100)
+    assert result.lost_gpu_s == 0
+
+
+def test_lost_work_counts_every_gpu_of_a_gang() -> None:
+    spec = cluster(gpus=2)
+    result = run([job("gang", 0, 10_000, gpus=2), job("one", 5_000, 100)], "tiresias", spec, checkpoint=3_000)
+    # 5000 s into the run, the checkpoint at 3000 s keeps 3000 s: 2000 s × 2 GPUs are lost.
+    assert result.lost_gpu_s == 4_000
+    assert times(result) == {"gang": (0, 12_100), "one": (5_000, 5_100)}
+
+
+def test_srpt_oracle_preempts_for_a_job_with_less_remaining_work() -> None:
+    result = run([job("big", 0, 1_000), job("small", 10, 100)], "srpt-oracle")
+    assert times(result) == {"big": (0, 1_100), "small": (10, 110)}
+    assert result.preemptions == 1
+
+
+def test_srpt_oracle_keeps_a_job_whose_remaining_work_is_smaller() -> None:
+    result = run([job("nearly-done", 0, 1_000), job("bigger", 950, 100)], "srpt-oracle")
+    assert times(result) == {"nearly-done": (0, 1_000), "bigger": (1_000, 1_100)}
+
+
+def test_default_lets_a_team_known_for_short_jobs_go_first_and_preempt() -> None:
+    jobs = [
+        job("tiny-1", 0, 10, team="tiny"),
+        job("long", 20, 5_000, team="big"),
+        job("new", 30, 100, team="new"),
+        job("tiny-2", 30, 10, team="tiny"),
+    ]
+    result = run(jobs, "default")
+    # tiny-2 is expected to take 10 GPU-seconds (its team's history): it preempts "long"
+    # (no history: one GPU-hour assumed). "long" then resumes before "new": same size class, submitted first.
+    assert times(result) == {"tiny-1": (0, 10), "long": (20, 5_030), "tiny-2": (30, 40), "new": (5_030, 5_130)}
+
+
+def test_default_demotes_a_job_past_two_gpu_hours() -> None:
+    result = run([job("long", 0, 10_000, team="a"), job("new", 8_000, 100, team="b")], "default")
+    assert times(result) == {"long": (0, 10_100), "new": (8_000, 8_100)}
+
+
+def test_default_learns_only_from_finished_jobs() -> None:
+    # "ok" runs long and is still running when "b" arrives: no history yet, so no preemption.
+    result = run([job("ok", 0, 5_000, team="a"), job("b", 100, 10, team="a")], "default")
+    assert times(result) == {"ok": (0, 5_000), "b": (5_000, 5_010)}
+
+
+def random_jobs(seed: int, count: int = 60) -> list[TraceJob]:
+    rng = random.Random(seed)
+    teams = ["a", "b", "c"]
+    return [
+        job(
+            f"j{i:03d}",
+            float(rng.randrange(0, 20_000, 50)),
+            float(rng.choice([30, 600, 3_000, 9_000, 40_000])),
+            gpus=rng.choice([1, 1, 1, 2, 4, 8, 16]),
+            team=rng.choice(teams),
+        )
+        for i in range(count)
+    ]
+
+
+@pytest.mark.parametrize("policy", ["tiresias", "srpt-oracle", "default"])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_pruned_snapshots_give_the_same_run_as_full_ones(policy: str, seed: int) -> None:
+    jobs, spec = random_jobs(seed), cluster(count=4, gpus=8)
+    pruned, full = run(jobs, policy, spec, checkpoint=900), run(jobs, policy, spec, checkpoint=900, prune=False)
+    assert times(pruned) == times(full)
+    assert (pruned.preemptions, pruned.lost_gpu_s) == (full.preemptions, full.lost_gpu_s)
+
+
+@pytest.mark.parametrize("policy", ["tiresias", "srpt-oracle", "default", "priority"])
+def test_every_job_completes_and_utilization_stays_at_most_one(policy: str) -> None:
+    jobs = random_jobs(7)
+    result = run(jobs, policy, cluster(count=4, gpus=8), checkpoint=600)
+    assert sorted(r.id for r in result.records) == sorted(j.id for j in jobs)
+    assert result.unfinished == 0
+    assert 0 < summarize(result).utilization <= 1
+    duration = {j.id: j.duration_s for j in jobs}
+    assert all(r.finish_s - r.start_s >= duration[r.id] for r in result.records)
+
+
+@pytest.mark.parametrize("policy", ["tiresias", "srpt-oracle", "default"])
+def test_the_same_inputs_give_the_same_run(policy: str) -> None:
+    jobs = random_jobs(11)
+    first, second = run(jobs, policy, cluster(count=4, gpus=8)), run(jobs, policy, cluster(count=4, gpus=8))
+    assert first.records == second.records
