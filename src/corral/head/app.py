@@ -84,7 +84,7 @@ def create_app(settings: HeadSettings, clock: Clock | None = None, run_loops: bo
     app.state.serve_book = book
     app.include_router(services.router)
     app.include_router(services.gateway_router)
-    app.mount("/s", gateway)
+    app.add_middleware(services.GatewayFirst, gateway=gateway)
 
     @app.get("/metrics", tags=["cluster"], response_class=PlainTextResponse)
     def prometheus() -> PlainTextResponse:
