@@ -10,6 +10,7 @@ from corral.model.states import (
     TaskState,
     check_job_transition,
 )
+from corral.model.teams import FairShare, Quotas, TeamQuota
 
 __all__ = [
     "EPSILON",
@@ -17,6 +18,7 @@ __all__ = [
     "JOB_TRANSITIONS",
     "TERMINAL_JOB_STATES",
     "Allocation",
+    "FairShare",
     "Gpu",
     "IllegalTransition",
     "Job",
@@ -24,8 +26,10 @@ __all__ = [
     "LiveAllocation",
     "Node",
     "NodeState",
+    "Quotas",
     "Request",
     "RunningJob",
     "TaskState",
+    "TeamQuota",
     "check_job_transition",
 ]

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from corral.model import Allocation, Job, Request
 from corral.sched.backfill import blocked_reason, ends_by, find_reservation, guard_view, reserved_reason
+from corral.sched.fairshare import share_key
 from corral.sched.feasibility import ClusterShapes
 from corral.sched.placement import find_placement
-from corral.sched.plan import Placement, Plan, Preemption, Reason, Reservation
+from corral.sched.plan import QUOTA, Placement, Plan, Preemption, Reason, Reservation
 from corral.sched.policy import Policy
 from corral.sched.preempt import Preemptor
+from corral.sched.quota import QuotaLedger
 from corral.sched.reasons import explain
 from corral.sched.snapshot import CapacityView, Snapshot
 
@@ -43,18 +46,29 @@ class _Cycle:
     guard: CapacityView | None = None
     reserve_tried: bool = False
     shapes: ClusterShapes | None = None
+    quota: QuotaLedger | None = None
+    over_quota: dict[str, str] = field(default_factory=dict)  # job → why its team may not take more now
 
     def run(self) -> Plan:
         policy = self.policy
         view = CapacityView(self.snapshot, policy.gpu_ranker, policy.cpu_ranker)
+        self.quota = QuotaLedger(self.snapshot) if self.snapshot.quotas else None
         preemptor = (
-            Preemptor(self.snapshot, self.now, policy.level) if policy.preemption and self.snapshot.running else None
+            Preemptor(self.snapshot, self.now, policy.level, self.quota)
+            if policy.preemption and self.snapshot.running
+            else None
         )
-        queue = sorted(self.snapshot.pending, key=lambda job: (policy.job_order(job), job.id))
+        queue = sorted(self.snapshot.pending, key=self._order_key())
         # The views only shrink during a cycle, so a request that did not fit one never fits it later.
         unfit: set[tuple[bool, Request]] = set()
         no_victims: set[tuple[bool, Request, int]] = set()
-        for job in queue:
+        for queued in queue:
+            job = self._within_quota(queued, view)
+            if job is None:
+                if preemptor is not None and self._make_room_in_team(queued, view, preemptor):
+                    self.over_quota.pop(queued.id, None)
+                self.waiting.append(queued)
+                continue
             guarded = self.reservation is not None and not ends_by(job, self.now, self.reservation.start)
             target = self.guard if guarded and self.guard is not None else view
             key = (target is view, job.request)
@@ -62,20 +76,16 @@ class _Cycle:
             if placement is not None:
                 self._take(view, placement)
                 self.placements.append(placement)
+                if self.quota is not None:
+                    self.quota.take(job, placement.gpu_type)
                 continue
             unfit.add(key)
             if preemptor is not None and preemptor.worth_trying(job):
                 tried = (target is view, job.request, policy.level(job))
                 found = None if tried in no_victims else preemptor.find(target, job)
                 if found is not None:
-                    held, victims = found
-                    preemptor.commit(view, held, victims)
-                    if self.guard is not None:
-                        self.guard.apply(held)
-                    self.taken.extend(held.allocations)
-                    self.preemptions.extend(preemptor.preemptions(job, victims))
-                    self.special[job.id] = victims
-                    self.waiting.append(job)
+                    self._hold(view, preemptor, job, *found)
+                    self.waiting.append(queued)
                     continue
                 no_victims.add(tried)
             if target is not view:
@@ -83,13 +93,63 @@ class _Cycle:
                     self.special[job.id] = ()
             elif policy.backfill and not self.reserve_tried:
                 self._reserve(job)
-            self.waiting.append(job)
+            self.waiting.append(queued)
         return Plan(
             placements=tuple(self.placements),
             reasons=self._reasons(view, preemptor),
             preemptions=tuple(self.preemptions),
             reservations=() if self.reservation is None else (self.reservation,),
         )
+
+    def _order_key(self) -> Callable[[Job], tuple[object, ...]]:
+        """The policy's order; with fair share, the team's and user's share come right after priority."""
+        policy, fair = self.policy, self.snapshot.fair_share
+        if not (policy.fair_share and fair is not None):
+            return lambda job: (policy.job_order(job), job.id)
+        share = share_key(self.snapshot, fair)
+        return lambda job: (-job.priority, share(job), policy.job_order(job), job.id)
+
+    def _within_quota(self, job: Job, view: CapacityView) -> Job | None:
+        """The job limited to the GPU types its team's quota allows now; None (with a reason) if none."""
+        quota, request = self.quota, job.request
+        if quota is None or request.gpus_per_node <= 0:
+            return job
+        types = [t for t in (request.gpu_types or view.gpu_types) if t in view.gpu_types]
+        problems = {t: quota.admits(job, t) for t in types}
+        allowed = tuple(t for t in types if problems[t] is None)
+        if types and not allowed:
+            self.over_quota[job.id] = f"over quota: {problems[types[0]]}"
+            return None
+        if len(allowed) == len(types):
+            return job
+        return replace(job, request=replace(request, gpu_types=allowed))
+
+    def _make_room_in_team(self, job: Job, view: CapacityView, preemptor: Preemptor) -> bool:
+        """A job over its team's quota may still stop lower-priority jobs of its own team to fit within it."""
+        quota = self.quota
+        if quota is None or not preemptor.worth_trying(job):
+            return False
+        found = preemptor.find(view, job, own_team_only=True)
+        if found is None:
+            return False
+        held, victims = found
+        if held.gpu_type is not None and quota.admits(job, held.gpu_type, quota.held_by(victims, held.gpu_type)):
+            return False
+        self._hold(view, preemptor, job, held, victims)
+        return True
+
+    def _hold(
+        self, view: CapacityView, preemptor: Preemptor, job: Job, held: Placement, victims: tuple[str, ...]
+    ) -> None:
+        """Keep ``held`` for the job while its victims stop; it is placed in a later cycle."""
+        preemptor.commit(view, held, victims)
+        if self.guard is not None:
+            self.guard.apply(held)
+        self.taken.extend(held.allocations)
+        self.preemptions.extend(preemptor.preemptions(job, victims))
+        self.special[job.id] = victims
+        if self.quota is not None:
+            self.quota.take(job, held.gpu_type)
 
     def _take(self, view: CapacityView, placement: Placement) -> None:
         view.apply(placement)
@@ -114,7 +174,9 @@ class _Cycle:
         reservation = self.reservation
         for job in self.waiting:
             base = reasons[job.id]
-            if reservation is not None and job.id == reservation.job_id:
+            if job.id in self.over_quota:
+                reasons[job.id] = Reason(QUOTA, self.over_quota[job.id], base.position, base.queue_length)
+            elif reservation is not None and job.id == reservation.job_id:
                 reasons[job.id] = reserved_reason(base, reservation, self.now)
             elif job.id in self.special:
                 victims = self.special[job.id]

@@ -26,6 +26,9 @@ PREEMPTING = "PREEMPTING"
 BACKFILL_BLOCKED = "BACKFILL_BLOCKED"
 """The job fits now but starting it would delay a reserved higher-priority job."""
 
+QUOTA = "QUOTA"
+"""The job's team may not take more GPUs of the types it accepts now (nominal quota and borrowing limits)."""
+
 DEPENDENCY = "DEPENDENCY"
 """The job waits for other jobs: its dependencies, or room in its array (decided before the scheduler runs)."""
 
@@ -73,6 +76,7 @@ class Preemption:
     victim_job_id: str
     for_job_id: str
     reason: str
+    reclaim: bool = False  # the victim's team borrowed the quota the preempting job's team now claims back
 
 
 @dataclass(frozen=True)

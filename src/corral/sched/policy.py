@@ -44,6 +44,7 @@ class Policy:
     level: Callable[[Job | RunningJob], int] = by_priority
     thresholds: tuple[float, ...] = ()
     simulation_only: bool = False
+    fair_share: bool = False  # within a priority, teams and users that used less go first
 
 
 def priority_then_submit(job: Job) -> tuple[int, ...]:
@@ -83,6 +84,7 @@ DEFAULT = Policy(
     preemption=True,
     level=default_level,
     thresholds=THRESHOLDS,
+    fair_share=True,
 )
 
 FIFO = Policy(

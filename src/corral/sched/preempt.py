@@ -24,6 +24,7 @@ from corral.model import EPSILON, FULL_GPU, Allocation, Job, Request, RunningJob
 from corral.sched import describe
 from corral.sched.placement import candidates, find_placement
 from corral.sched.plan import PREEMPTING, Placement, Preemption, Reason
+from corral.sched.quota import QuotaLedger
 from corral.sched.snapshot import CapacityView, NodeCapacity, Snapshot
 
 EXHAUSTIVE = 8  # victims on one node up to which every subset is tried
@@ -42,11 +43,20 @@ class Preemptor:
     """Finds victims for blocked jobs during one cycle; a victim is given to one job only."""
 
     def __init__(
-        self, snapshot: Snapshot, now: datetime, level: Callable[[Job | RunningJob], int] | None = None
+        self,
+        snapshot: Snapshot,
+        now: datetime,
+        level: Callable[[Job | RunningJob], int] | None = None,
+        quota: QuotaLedger | None = None,
     ) -> None:
         self.level: Callable[[Job | RunningJob], int] = level or _priority
+        self.quota = quota
         self.held = snapshot.allocations_of()
-        self.jobs = {r.id: r for r in snapshot.running if (r.preemptible or r.stopping) and self.held.get(r.id)}
+        self.jobs = {
+            r.id: r
+            for r in snapshot.running
+            if (r.preemptible or r.stopping or (quota is not None and quota.borrowing(r.id))) and self.held.get(r.id)
+        }
         self.cost: dict[str, Cost] = {
             r.id: (0.0, 0) if r.stopping else (lost_gpu_seconds(r, self.held[r.id], now), 1) for r in self.jobs.values()
         }
@@ -56,18 +66,62 @@ class Preemptor:
                 self.on_node.setdefault(node, []).append(job_id)
         self.taken: set[str] = set()
         self._any_stopping = any(r.stopping for r in self.jobs.values())
-        self._lowest = min((self.level(r) for r in self.jobs.values() if not r.stopping), default=None)
+        self._lowest = min(
+            (self.level(r) for r in self.jobs.values() if r.preemptible and not r.stopping), default=None
+        )
+        self._reclaimable = quota is not None and quota.any_borrowing()
+        self._own_team: str | None = None
 
     def worth_trying(self, job: Job) -> bool:
         """Cheap test: could any victim serve this job at all?"""
-        return self._any_stopping or (self._lowest is not None and self._lowest < self.level(job))
+        return self._any_stopping or self._reclaimable or (self._lowest is not None and self._lowest < self.level(job))
 
-    def eligible(self, job: Job, victim_id: str) -> bool:
+    def eligible(self, job: Job, victim_id: str, gpu_type: str | None = None) -> bool:
+        """Whether the victim may be stopped for the job (placed on ``gpu_type``).
+
+        Without quotas: a lower level and preemptible. With quotas, a job within its team's
+        nominal quota may also reclaim GPUs from any job of a borrowing team, and a job that
+        would borrow never preempts a job of another team that is within its own quota."""
         victim = self.jobs[victim_id]
-        return victim_id not in self.taken and (victim.stopping or self.level(victim) < self.level(job))
+        if victim_id in self.taken or (self._own_team is not None and victim.team != self._own_team):
+            return False
+        if victim.stopping:
+            return True
+        if self._reclaims(job, victim_id, gpu_type):
+            return True
+        quota = self.quota
+        if (
+            quota is not None
+            and victim.team != job.team
+            and not quota.within_nominal(job, gpu_type)
+            and not quota.borrowing(victim_id)
+        ):
+            return False
+        return victim.preemptible and self.level(victim) < self.level(job)
 
-    def find(self, view: CapacityView, job: Job) -> tuple[Placement, tuple[str, ...]] | None:
-        """The placement and cheapest victim set that let the job start now, or None; ``view`` is unchanged."""
+    def _reclaims(self, job: Job, victim_id: str, gpu_type: str | None) -> bool:
+        quota = self.quota
+        return (
+            quota is not None
+            and self.jobs[victim_id].team != job.team
+            and quota.borrowing(victim_id)
+            and quota.within_nominal(job, gpu_type)
+        )
+
+    def find(
+        self, view: CapacityView, job: Job, own_team_only: bool = False
+    ) -> tuple[Placement, tuple[str, ...]] | None:
+        """The placement and cheapest victim set that let the job start now, or None; ``view`` is unchanged.
+
+        ``own_team_only`` limits victims to jobs of the job's own team (a team at its quota
+        makes room by stopping its own lower-priority work)."""
+        self._own_team = job.team if own_team_only else None
+        try:
+            return self._find(view, job)
+        finally:
+            self._own_team = None
+
+    def _find(self, view: CapacityView, job: Job) -> tuple[Placement, tuple[str, ...]] | None:
         request = job.request
         types: Sequence[str | None] = (
             [t for t in (request.gpu_types or view.gpu_types) if t in view.gpu_types]
@@ -91,13 +145,22 @@ class Preemptor:
         """Hold the placement on the view (on top of the victims, which still run) and use up the victims."""
         view.apply(placement)
         self.taken.update(victims)
+        if self.quota is not None:
+            for v in victims:
+                self.quota.give_back(self.jobs[v])
 
     def preemptions(self, job: Job, victims: Sequence[str]) -> tuple[Preemption, ...]:
-        return tuple(
-            Preemption(v, job.id, f"preempted by job {job.id} ({self._why(job, self.jobs[v])})")
-            for v in victims
-            if not self.jobs[v].stopping
-        )
+        out = []
+        for v in victims:
+            victim = self.jobs[v]
+            if victim.stopping:
+                continue
+            if not (victim.preemptible and self.level(victim) < self.level(job)):  # reclaimed quota
+                why = f"reclaiming team {job.team}'s quota from team {victim.team}"
+                out.append(Preemption(v, job.id, f"preempted by job {job.id} ({why})", reclaim=True))
+            else:
+                out.append(Preemption(v, job.id, f"preempted by job {job.id} ({self._why(job, victim)})"))
+        return tuple(out)
 
     def _why(self, job: Job, victim: RunningJob) -> str:
         if job.priority != victim.priority:
@@ -134,7 +197,7 @@ class Preemptor:
             node = view.nodes.get(name)
             if node is None or (gpu_type is not None and len(node.indices(gpu_type)) < request.gpu_slots_per_node):
                 continue
-            eligible = [v for v in self.on_node[name] if self.eligible(job, v)]
+            eligible = [v for v in self.on_node[name] if self.eligible(job, v, gpu_type)]
             found = self._cheapest_on_node(node, request, gpu_type, eligible) if eligible else None
             if found is not None:
                 options.append((self._total(found), name, found))

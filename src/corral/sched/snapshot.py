@@ -6,10 +6,22 @@ import heapq
 from bisect import bisect_left, insort
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
-from corral.model import EPSILON, FULL_GPU, Allocation, Job, LiveAllocation, Node, NodeState, Request, RunningJob
+from corral.model import (
+    EPSILON,
+    FULL_GPU,
+    Allocation,
+    FairShare,
+    Job,
+    LiveAllocation,
+    Node,
+    NodeState,
+    Quotas,
+    Request,
+    RunningJob,
+)
 
 if TYPE_CHECKING:
     from corral.sched.plan import Placement
@@ -32,6 +44,8 @@ class Snapshot:
     live: tuple[LiveAllocation, ...] = ()  # held now, including tasks still stopping
     pending: tuple[Job, ...] = ()  # waiting to be placed, in any order
     running: tuple[RunningJob, ...] = ()  # jobs holding ``live`` allocations, for backfill and preemption
+    quotas: Quotas = field(default_factory=dict)  # team → GPU type → quota; empty: no quotas
+    fair_share: FairShare | None = None  # decayed usage by team and user; None: no fair share
 
     def __post_init__(self) -> None:
         _check_unique("node", [n.name for n in self.nodes])

@@ -11,7 +11,19 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from types import MappingProxyType
 
-from corral.model import FULL_GPU, Allocation, Gpu, Job, LiveAllocation, Node, NodeState, Request, RunningJob
+from corral.model import (
+    FULL_GPU,
+    Allocation,
+    FairShare,
+    Gpu,
+    Job,
+    LiveAllocation,
+    Node,
+    NodeState,
+    Quotas,
+    Request,
+    RunningJob,
+)
 from corral.sched import Snapshot
 from corral.spec.quantities import parse_memory_mb
 
@@ -164,6 +176,8 @@ def running_job(
     time_limit_s: float | None = None,
     checkpoint_s_ago: float | None = None,
     stopping: bool = False,
+    team: str = "",
+    user: str = "",
 ) -> RunningJob:
     """A running job that started ``ran_s`` seconds before ``now``; its allocations are separate ``live_alloc``s."""
     started = now - timedelta(seconds=ran_s)
@@ -176,6 +190,8 @@ def running_job(
         time_limit_s=time_limit_s,
         last_checkpoint_at=checkpoint,
         stopping=stopping,
+        team=team,
+        user=user,
     )
 
 
@@ -184,6 +200,8 @@ def snapshot(
     pending: Iterable[Job | JobBuilder] = (),
     live: Iterable[LiveAllocation] = (),
     running: Iterable[RunningJob] = (),
+    quotas: Quotas | None = None,
+    fair_share: FairShare | None = None,
 ) -> Snapshot:
     """A ``Snapshot`` from built values or builders."""
     return Snapshot(
@@ -191,4 +209,6 @@ def snapshot(
         live=tuple(live),
         pending=tuple(j.build() if isinstance(j, JobBuilder) else j for j in pending),
         running=tuple(running),
+        quotas=quotas or {},
+        fair_share=fair_share,
     )

@@ -1,0 +1,36 @@
+"""Fair share: within a priority, teams (then users within a team) that used less go first.
+
+A team's share is its dominant resource share: over GPU types, the largest fraction of the
+cluster's GPUs of that type its decayed usage amounts to, divided by the team's weight
+(default 1). Usage decays with a half-life (the caller integrates it; see ``docs/scheduling.md``).
+Users are ranked the same way within their team, without weights.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+
+from corral.model import FairShare, Job, NodeState
+from corral.sched.snapshot import Snapshot
+
+
+def dominant_share(usage: Mapping[str, float], capacity: Mapping[str, float]) -> float:
+    """The largest share of any GPU type's capacity that ``usage`` (GPU-seconds by type) takes."""
+    return max((seconds / capacity[t] for t, seconds in usage.items() if capacity.get(t)), default=0.0)
+
+
+def share_key(snapshot: Snapshot, fair: FairShare) -> Callable[[Job], tuple[float, float]]:
+    """A sort key: (team's weighted dominant share, user's dominant share); lower goes first."""
+    capacity: dict[str, float] = defaultdict(float)
+    for node in snapshot.nodes:
+        if node.state == NodeState.READY:
+            for gpu in node.gpus:
+                capacity[gpu.type] += 1.0
+    teams = {team: dominant_share(usage, capacity) / fair.weights.get(team, 1.0) for team, usage in fair.teams.items()}
+    users = {user: dominant_share(usage, capacity) for user, usage in fair.users.items()}
+
+    def key(job: Job) -> tuple[float, float]:
+        return (round(teams.get(job.team, 0.0), 9), round(users.get(job.user, 0.0), 9))
+
+    return key

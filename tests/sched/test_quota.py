@@ -1,0 +1,122 @@
+"""Team quotas with borrowing, reclaim and fair share, scenario by scenario."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from corral.model import FairShare, TeamQuota
+from corral.sched import QUOTA, get_policy, schedule
+from corral.testing import live_alloc, make_job, make_node, running_job, snapshot
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+DEFAULT = get_policy("default")
+
+
+def nodes(count=2, gpus=8):
+    return [make_node(f"n{i}").gpus(gpus, "H100") for i in range(count)]
+
+
+def quotas(**nominal):
+    """``quotas(a=8, b=(8, 4, None))``: nominal, or (nominal, borrowing limit, lending limit)."""
+    table = {}
+    for team, spec in nominal.items():
+        value = spec if isinstance(spec, tuple) else (spec, None, None)
+        table[team] = {"H100": TeamQuota(*value)}
+    return table
+
+
+def test_a_team_borrows_idle_quota_of_others():
+    job = make_job("a1").gpus(8).nodes(2).team("a")
+    plan = schedule(snapshot(nodes(), pending=[job], quotas=quotas(a=8, b=8)), DEFAULT, NOW)
+    assert [p.job_id for p in plan.placements] == ["a1"]  # 8 own + 8 borrowed from b
+
+
+def test_a_borrowing_limit_caps_how_far_a_team_goes_past_its_quota():
+    job = make_job("a1").gpus(8).nodes(2).team("a")
+    plan = schedule(snapshot(nodes(), pending=[job], quotas=quotas(a=(8, 4, None), b=8)), DEFAULT, NOW)
+    assert plan.placements == ()
+    reason = plan.reasons["a1"]
+    assert reason.code == QUOTA
+    assert reason.message == (
+        "over quota: team a uses 0 of its 8 H100; 16 more would borrow beyond its borrowing limit of 4"
+    )
+
+
+def test_a_lending_limit_keeps_part_of_the_unused_quota_for_its_owner():
+    running = [running_job("b1", NOW, team="b")]
+    live = [live_alloc("b1", "n1", range(8))]
+    job = make_job("a1").gpus(4).team("a")
+    snap = snapshot(nodes(), pending=[job], live=live, running=running, quotas=quotas(a=4, b=(12, None, 0)))
+    plan = schedule(snap, DEFAULT, NOW)
+    assert [p.job_id for p in plan.placements] == ["a1"]  # within its own nominal
+    bigger = make_job("a2").gpus(8).team("a")
+    snap = snapshot(nodes(), pending=[bigger], live=live, running=running, quotas=quotas(a=4, b=(12, None, 0)))
+    plan = schedule(snap, DEFAULT, NOW)
+    assert plan.placements == ()
+    assert plan.reasons["a2"].message.endswith("no idle H100 quota can be lent now (0 left)")
+
+
+def test_an_owner_reclaims_its_quota_from_a_borrower_even_without_priority():
+    # b borrowed a's idle quota: its job runs on all 16 GPUs, not preemptible, high priority.
+    running = [running_job("b1", NOW, ran_s=600, priority=100, team="b")]
+    live = [live_alloc("b1", "n0", range(8)), live_alloc("b1", "n1", range(8))]
+    job = make_job("a1").gpus(8).team("a")
+    snap = snapshot(nodes(), pending=[job], live=live, running=running, quotas=quotas(a=8, b=8))
+    plan = schedule(snap, DEFAULT, NOW)
+    [preemption] = plan.preemptions
+    assert preemption.victim_job_id == "b1" and preemption.reclaim
+    assert preemption.reason == "preempted by job a1 (reclaiming team a's quota from team b)"
+
+
+def test_a_team_within_its_quota_is_never_preempted_for_a_borrower():
+    # a runs a preemptible low-priority job within its quota; b, already at its quota, wants more.
+    running = [running_job("a1", NOW, preemptible=True, team="a"), running_job("b1", NOW, team="b")]
+    live = [live_alloc("a1", "n0", range(8)), live_alloc("b1", "n1", range(8))]
+    job = make_job("b2").gpus(8).priority(50).team("b")
+    snap = snapshot(nodes(), pending=[job], live=live, running=running, quotas=quotas(a=8, b=8))
+    plan = schedule(snap, DEFAULT, NOW)
+    assert plan.preemptions == ()
+    assert plan.reasons["b2"].code == QUOTA
+
+
+def test_priority_preemption_still_works_inside_one_team():
+    running = [running_job("a1", NOW, preemptible=True, team="a")]
+    live = [live_alloc("a1", "n0", range(8))]
+    job = make_job("a2").gpus(8).priority(5).team("a")
+    snap = snapshot(nodes(1), pending=[job], live=live, running=running, quotas=quotas(a=8))
+    plan = schedule(snap, DEFAULT, NOW)
+    assert [p.victim_job_id for p in plan.preemptions] == ["a1"]
+    assert not plan.preemptions[0].reclaim
+
+
+def test_gpu_types_without_quotas_are_free_for_all():
+    cluster = [make_node("h").gpus(8, "H100"), make_node("l").gpus(8, "L4")]
+    job = make_job("a1").gpus(8).types("H100", "L4").team("a")
+    plan = schedule(snapshot(cluster, pending=[job], quotas=quotas(b=8)), DEFAULT, NOW)
+    # H100 is all b's quota (a may borrow it, b is idle): the preferred type still wins.
+    assert plan.placements[0].gpu_type == "H100"
+    busy = [running_job("b1", NOW, team="b")]
+    snap = snapshot(cluster, pending=[job], live=[live_alloc("b1", "h", range(4))], running=busy, quotas=quotas(b=8))
+    plan = schedule(snap, DEFAULT, NOW)
+    assert plan.placements[0].gpu_type == "L4"  # b uses its H100 quota: a falls back to the ungoverned type
+
+
+def test_fair_share_puts_the_team_that_used_less_first_within_a_priority():
+    heavy = make_job("heavy").gpus(8).team("a").seq(1)
+    light = make_job("light").gpus(8).team("b").seq(2)
+    urgent = make_job("urgent").gpus(8).team("a").seq(3).priority(1)
+    usage = FairShare(teams={"a": {"H100": 3600.0 * 8}, "b": {"H100": 60.0}})
+    plan = schedule(snapshot(nodes(1), pending=[heavy, light, urgent], fair_share=usage), DEFAULT, NOW)
+    assert [p.job_id for p in plan.placements] == ["urgent"]
+    assert plan.reasons["light"].position == 1 and plan.reasons["heavy"].position == 2
+    weighted = FairShare(teams=usage.teams, weights={"a": 1000.0})
+    plan = schedule(snapshot(nodes(1), pending=[heavy, light], fair_share=weighted), DEFAULT, NOW)
+    assert [p.job_id for p in plan.placements] == ["heavy"]  # a's weight makes its share small
+
+
+def test_fair_share_ranks_users_within_a_team():
+    first = make_job("first").gpus(8).team("a").user("ann").seq(1)
+    second = make_job("second").gpus(8).team("a").user("bob").seq(2)
+    usage = FairShare(users={"ann": {"H100": 1000.0}})
+    plan = schedule(snapshot(nodes(1), pending=[first, second], fair_share=usage), DEFAULT, NOW)
+    assert [p.job_id for p in plan.placements] == ["second"]

@@ -1,0 +1,101 @@
+"""Quota invariants over generated clusters: limits hold, and borrowers never preempt teams within quota."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import replace
+from datetime import UTC, datetime
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from corral.model import EPSILON, Job, TeamQuota
+from corral.sched import Snapshot, get_policy, schedule
+from corral.sched.quota import QuotaLedger
+from corral.testing.strategies import running_snapshots
+
+NOW = datetime(2025, 1, 1, tzinfo=UTC)
+FAST = settings(max_examples=100, deadline=None)
+DEFAULT = get_policy("default")
+NO_PREEMPTION = replace(DEFAULT, preemption=False, backfill=False)
+TEAMS = ("a", "b", "c")
+
+
+@st.composite
+def quota_snapshots(draw: st.DrawFn) -> Snapshot:
+    base = draw(running_snapshots(NOW))
+    team = st.sampled_from(TEAMS)
+    running = tuple(replace(r, team=draw(team)) for r in base.running)
+    pending = tuple(replace(j, team=draw(team)) for j in base.pending)
+    types = sorted({g.type for n in base.nodes for g in n.gpus})
+    quotas: dict[str, dict[str, TeamQuota]] = {}
+    for name in TEAMS:
+        for gpu_type in types:
+            if draw(st.booleans()):
+                nominal = float(draw(st.integers(0, 8)))
+                borrowing = draw(st.none() | st.integers(0, 8).map(float))
+                lending = draw(st.none() | st.integers(0, int(nominal)).map(float))
+                quotas.setdefault(name, {})[gpu_type] = TeamQuota(nominal, borrowing, lending)
+    return replace(base, running=running, pending=pending, quotas=quotas)
+
+
+def gpus(job: Job) -> float:
+    return job.request.gpus_per_node * job.request.nodes
+
+
+@FAST
+@given(quota_snapshots())
+def test_placements_never_take_a_team_past_its_quota_and_borrowing_limit(snap: Snapshot) -> None:
+    before = QuotaLedger(snap)
+    plan = schedule(snap, NO_PREEMPTION, NOW)
+    pending = {j.id: j for j in snap.pending}
+    added: dict[tuple[str, str], float] = defaultdict(float)
+    for placement in plan.placements:
+        if placement.gpu_type is not None:
+            added[(pending[placement.job_id].team, placement.gpu_type)] += gpus(pending[placement.job_id])
+    for (team, gpu_type), more in added.items():
+        if gpu_type not in before.governed:
+            continue
+        quota = before.quota(team, gpu_type)
+        after = before.used[(team, gpu_type)] + more
+        if after > quota.nominal + EPSILON and quota.borrowing_limit is not None:
+            assert after <= quota.nominal + quota.borrowing_limit + EPSILON
+
+
+@FAST
+@given(quota_snapshots())
+def test_new_borrowing_never_exceeds_the_idle_quota_others_lend(snap: Snapshot) -> None:
+    ledger = QuotaLedger(snap)
+    plan = schedule(snap, NO_PREEMPTION, NOW)
+    pending = {j.id: j for j in snap.pending}
+    borrowing_before = {t: -ledger.pool(t) for t in ledger.governed}
+    for placement in plan.placements:
+        if placement.gpu_type is not None:
+            ledger.take(pending[placement.job_id], placement.gpu_type)
+    for gpu_type in ledger.governed:
+        # what is lent never grows beyond what can be lent (it may already be over, if quotas changed)
+        assert -ledger.pool(gpu_type) <= max(0.0, borrowing_before[gpu_type]) + EPSILON
+
+
+@FAST
+@given(quota_snapshots())
+def test_a_team_within_its_quota_is_never_preempted_for_a_borrower(snap: Snapshot) -> None:
+    ledger = QuotaLedger(snap)
+    plan = schedule(snap, DEFAULT, NOW)
+    pending = {j.id: j for j in snap.pending}
+    running = {r.id: r for r in snap.running}
+    preempted_from: dict[str, list[str]] = defaultdict(list)
+    for p in plan.preemptions:
+        preempted_from[running[p.victim_job_id].team].append(p.victim_job_id)
+    for p in plan.preemptions:
+        victim, job = running[p.victim_job_id], pending[p.for_job_id]
+        if victim.team == job.team or ledger.borrowing(victim.id):
+            continue
+        if gpus(job) == 0 or victim.id not in ledger.holding:
+            continue  # GPU quotas say nothing of CPU-only work
+        gpu_type = ledger.holding[victim.id][1]
+        freed = ledger.held_by(preempted_from[job.team], gpu_type)
+        used = ledger.used[(job.team, gpu_type)] - freed
+        assert used + gpus(job) <= ledger.quota(job.team, gpu_type).nominal + EPSILON or (
+            gpu_type not in ledger.governed
+        ), f"{job.id} of team {job.team} would borrow, yet preempted {victim.id} of team {victim.team}"
