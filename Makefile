@@ -17,6 +17,9 @@ $(STAMP_RUN): pyproject.toml | $(BIN)/python
 
 $(STAMP_DEV): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@# The dashboard tests drive Debian's Chromium (never a downloaded browser); root installs it.
+	@if ! command -v chromium >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; fi
 	touch $@ $(STAMP_RUN)
 
 venv: $(STAMP_RUN)

@@ -48,3 +48,16 @@ class UsageSeries(BaseModel):
     step_s: float
     keys: list[str]
     buckets: list[UsageBucket]
+
+
+class GpuSeries(BaseModel):
+    node: str
+    index: int
+    points: list[tuple[datetime, float, float]] = Field(description="(time, utilization %, power W), oldest first")
+
+
+class JobGpusOut(BaseModel):
+    """The latest readings of the GPUs a job holds now, for its page in the dashboard."""
+
+    job_id: str
+    gpus: list[GpuSeries]

@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "undrain": "corral.cli.cluster:undrain",
     "events": "corral.cli.events:events",
     "acct": "corral.cli.acct:acct",
+    "dashboard": "corral.cli.dashboard:dashboard",
     "top": "corral.cli.top:top",
     "head": "corral.cli.daemons:head",
     "agent": "corral.cli.daemons:agent",
