@@ -68,7 +68,8 @@ def test_replicas_become_ready_when_their_probe_passes(head):
     urls = {r["url"] for r in service["replicas"]}
     assert urls == {"http://127.0.0.9:9000", "http://127.0.0.9:9001"}
     assert service["replicas_ready"] == 0
-    first, second = (r["job_id"] for r in service["replicas"])
+    by_url = {r["url"]: r["job_id"] for r in service["replicas"]}
+    first, second = by_url["http://127.0.0.9:9000"], by_url["http://127.0.0.9:9001"]
     serve_round(head, probes={first: True, second: False})
     assert show(head)["replicas_ready"] == 1
     view = head.client.get("/v1/gateway/endpoints", headers=head.admin).json()

@@ -128,3 +128,21 @@ def test_the_aiohttp_server_passes_whole_and_streamed_responses(replica):
                 await server
 
     asyncio.run(scenario())
+
+
+def test_readiness_probes_pass_only_on_2xx_in_time(replica):
+    from corral.serve.proxy.probe import Prober
+
+    async def probe() -> dict[str, bool]:
+        prober = Prober()
+        try:
+            targets = {
+                "ok": replica + "/ready",
+                "missing": replica + "/never",
+                "dead": f"http://127.0.0.1:{free_port()}/",
+            }
+            return await prober.probe_all(targets, dict.fromkeys(targets, 1.0))
+        finally:
+            await prober.aclose()
+
+    assert asyncio.run(probe()) == {"ok": True, "missing": False, "dead": False}

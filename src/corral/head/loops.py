@@ -15,6 +15,7 @@ from corral.head.services.scheduling import run_cycle
 from corral.head.services.serving_loop import run_round
 from corral.sched import Policy
 from corral.serve.proxy.load import LoadBook
+from corral.serve.proxy.probe import Prober
 
 log = logging.getLogger(__name__)
 MIN_PACED_CYCLE_S = 0.005  # cycles shorter than this run back to back
@@ -56,14 +57,18 @@ async def liveness_loop(rt: HeadRuntime, interval_s: float = 1.0) -> None:
 async def serve_loop(rt: HeadRuntime, book: LoadBook, wake: asyncio.Event, interval_s: float = 0.5) -> None:
     """Keep every service's replicas at the count its autoscaler wants; probe their readiness.
     A request waiting for a replica (a service scaled to zero) wakes it at once."""
-    while True:
-        wake.clear()
-        try:
-            await run_round(rt, book)
-        except Exception:
-            log.exception("serve round failed")
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(wake.wait(), interval_s)
+    prober = Prober()
+    try:
+        while True:
+            wake.clear()
+            try:
+                await run_round(rt, book, prober)
+            except Exception:
+                log.exception("serve round failed")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), interval_s)
+    finally:
+        await prober.aclose()
 
 
 async def meter_loop(rt: HeadRuntime) -> None:

@@ -180,7 +180,7 @@ def replica_infos(session: Session, service: str | None = None) -> list[ReplicaI
     query = select(ReplicaRow, JobRow.state, JobRow.generation).join(JobRow, JobRow.id == ReplicaRow.job_id)
     if service is not None:
         query = query.where(ReplicaRow.service == service)
-    rows = session.execute(query.order_by(ReplicaRow.created_at)).all()
+    rows = session.execute(query.order_by(ReplicaRow.created_at, ReplicaRow.job_id)).all()
     ids = [r[0].job_id for r in rows]
     addresses: dict[tuple[str, int], tuple[str, str | None]] = {}
     if ids:

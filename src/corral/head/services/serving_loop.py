@@ -26,7 +26,7 @@ from corral.head.store.tables import EventRow, JobRow
 from corral.model import JobState
 from corral.serve.autoscale import AutoscalePolicy, AutoscaleState, LoadSample, decide_replicas
 from corral.serve.proxy.load import LoadBook
-from corral.serve.proxy.probe import probe_all
+from corral.serve.proxy.probe import Prober
 from corral.serve.rollout import Phase, ReplicaState, Rollout, plan_rollout
 from corral.spec.service import ServiceSpec
 
@@ -220,12 +220,12 @@ def reconcile(
     apply(rt, services, [decide(s, windows.get(s.name, ()), probes, now) for s in services])
 
 
-async def run_round(rt: HeadRuntime, book: LoadBook) -> None:
+async def run_round(rt: HeadRuntime, book: LoadBook, prober: Prober) -> None:
     """One round of the serve loop: load, probe readiness, decide, apply."""
     services = await asyncio.to_thread(load, rt)
     windows = book.windows(rt.clock.monotonic())
     if not services:
         return
     urls, timeouts = probe_targets(services)
-    probes = await probe_all(urls, timeouts)
+    probes = await prober.probe_all(urls, timeouts)
     await asyncio.to_thread(reconcile, rt, services, windows, probes)
