@@ -47,6 +47,12 @@ DEFAULT_PORT = 8470
     "more than --node-timeout (default: node timeout + 5, at least 15)",
 )
 @click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="cluster config (YAML): teams and quotas, priority classes, queues, fair share; re-read when it changes",
+)
+@click.option(
     "--policy", default="default", show_default=True, help="scheduling policy: default, fifo, priority or tiresias"
 )
 @click.option(
@@ -89,6 +95,7 @@ def head(
     grace: float,
     preempt_grace: float,
     agent_lease: float | None,
+    config_path: Path | None,
     policy: str,
     storage_root: Path | None,
     gpu_prices: str,
@@ -120,6 +127,8 @@ def head(
     idle_off = idle_after.strip().lower() in ("off", "0", "never")
     idle_after_s = None if idle_off else _duration("--idle-after", idle_after)
     idle_grace_s = _duration("--idle-grace", idle_grace)
+    if config_path is not None:
+        _check_config(config_path)
     home = corral_home()
     home.mkdir(parents=True, exist_ok=True)
     settings = HeadSettings(
@@ -139,8 +148,21 @@ def head(
         idle_after_s=idle_after_s,
         idle_action=idle_action,
         idle_grace_s=idle_grace_s,
+        config_path=config_path.resolve() if config_path is not None else None,
     )
     run(settings)
+
+
+def _check_config(path: Path) -> None:
+    """Refuse to start on a config that does not validate, naming each bad field."""
+    from corral.head.config import read_config
+    from corral.spec import SpecError
+
+    try:
+        read_config(path)
+    except SpecError as exc:
+        problems = "\n  ".join(str(e) for e in exc.errors)
+        raise InvalidRequest(f"--config: {path} is not a valid cluster config:\n  {problems}") from None
 
 
 def _duration(option: str, value: str) -> float:

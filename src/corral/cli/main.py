@@ -38,6 +38,7 @@ COMMANDS: dict[str, str] = {
     "wait": "corral.cli.jobs:wait",
     "cancel": "corral.cli.jobs:cancel",
     "why": "corral.cli.why:why",
+    "cluster-config": "corral.cli.clusterconfig:cluster_config",
     "preempt": "corral.cli.preempt:preempt",
     "checkpoint-done": "corral.cli.preempt:checkpoint_done",
     "sim": "corral.cli.sim:sim",

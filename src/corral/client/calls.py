@@ -62,6 +62,12 @@ class HeadApi:
     def cancel(self, job_ids: Sequence[str]) -> Any:
         return self.transport.send(Call("POST", "/v1/jobs/cancel", json={"ids": list(job_ids)}))
 
+    def cluster_config(self) -> Any:
+        return self.transport.send(Call("GET", "/v1/config"))
+
+    def reload_cluster_config(self) -> Any:
+        return self.transport.send(Call("POST", "/v1/config/reload"))
+
     def why(self, job_id: str) -> Any:
         return self.transport.send(Call("GET", f"/v1/jobs/{q(job_id)}/why"))
 

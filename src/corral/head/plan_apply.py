@@ -78,8 +78,8 @@ def apply_plan(rt: HeadRuntime, plan: Plan, known_reasons: Mapping[str, str]) ->
 def _preempt(session: Session, preemption: Preemption, now: datetime, grace_s: float) -> bool:
     """Stop a victim the plan named, if it still runs the attempt the scheduler saw and may be preempted."""
     job = session.scalar(select(JobRow).where(JobRow.id == preemption.victim_job_id))
-    if job is None or not job.spec.get("preemptible", False):
-        return False
+    if job is None or not (preemption.reclaim or job.spec.get("preemptible", False)):
+        return False  # only preemptible jobs, and jobs running on borrowed quota its owner reclaims
     tasks = current_tasks(session, job)
     if job.state == JobState.PENDING.value and not tasks:
         return False  # already requeued, or never placed

@@ -10,11 +10,13 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from corral.clock import Clock
+from corral.head.config import ConfigHolder
 from corral.head.jobcache import JobCache
 from corral.head.notify import Notifier
 from corral.head.samples import SampleStore
 from corral.head.settings import HeadSettings
 from corral.head.store.db import Database
+from corral.model import FairShare
 
 
 def _ignore(_seconds: float) -> None:
@@ -33,6 +35,7 @@ class HeadRuntime:
     queue_positions: dict[str, tuple[int, int]] = field(default_factory=dict)
     # When the scheduler expects a reserved job to start (backfill), as of the last cycle.
     expected_starts: dict[str, datetime] = field(default_factory=dict)
+    fair_share_cache: tuple[datetime, FairShare] | None = None  # (computed at, usage)
     job_cache: JobCache = field(default_factory=JobCache)
     samples: SampleStore = field(default_factory=SampleStore)
     # Observers of what happens (metrics); each gets a number of seconds.
@@ -41,6 +44,7 @@ class HeadRuntime:
 
     def __post_init__(self) -> None:
         self.started_monotonic = self.clock.monotonic()
+        self.config = ConfigHolder(self.settings.config_path)
 
     @contextmanager
     def read(self) -> Iterator[Session]:

@@ -21,6 +21,7 @@ class HeadSettings:
     schedule_interval_s: float = 1.0
     policy: str = "default"
     checkpoint_root: Path | None = None
+    config_path: Path | None = None  # the cluster config (teams, quotas, priority classes, queues)
     write_client_config: bool = True
     # Accounting and idle GPUs (docs/observability.md).
     gpu_prices: dict[str, float] = field(default_factory=dict)  # per GPU-hour, by GPU type

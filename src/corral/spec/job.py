@@ -106,6 +106,10 @@ class JobSpec(BaseModel):
     launcher: Launcher = Field(default="per-node", description="per-node: one process per node; per-gpu: one per GPU")
     team: str | None = Field(default=None, description="the team charged for the job")
     priority: int = Field(default=0, ge=-1000, le=1000, description="higher runs first")
+    priority_class: str | None = Field(
+        default=None, description="a priority class of the cluster config (sets priority and preemptible)"
+    )
+    queue: str | None = Field(default=None, description="a queue of the cluster config (its defaults apply)")
     time_limit_s: Annotated[float | None, BeforeValidator(_duration)] = Field(
         default=None, alias="time_limit", description="wall-clock limit, e.g. 2h"
     )

@@ -17,6 +17,8 @@ from corral.api import AllocationOut, JobOut, TaskOut
 from corral.head.runtime import HeadRuntime
 from corral.head.security import Principal
 from corral.head.services.accounting import job_usage
+from corral.head.services.arrays import as_submitted, check_dependencies, element_specs
+from corral.head.services.classes import resolve
 from corral.head.services.common import Conflict, Infeasible, NotFound, record_event, wake_scheduler
 from corral.head.services.convert import node_model, request_of
 from corral.head.services.lifecycle import end_job
@@ -49,6 +51,7 @@ def submit(rt: HeadRuntime, who: Principal, spec: JobSpec, idempotency_key: str 
 
 def _submit_once(rt: HeadRuntime, who: Principal, spec: JobSpec, idempotency_key: str | None) -> tuple[JobOut, bool]:
     now = rt.clock.now()
+    spec = resolve(spec, who, rt.config.current)
     with rt.write() as session:
         if idempotency_key:
             existing = session.scalar(
@@ -75,6 +78,8 @@ def _submit_once(rt: HeadRuntime, who: Principal, spec: JobSpec, idempotency_key
 def submit_many(rt: HeadRuntime, who: Principal, specs: Sequence[JobSpec]) -> list[str]:
     """Accept many jobs in one transaction, all or none; answers their ids in order."""
     now = rt.clock.now()
+    config = rt.config.current
+    specs = [resolve(spec, who, config, f"jobs[{i}]." if len(specs) > 1 else "") for i, spec in enumerate(specs)]
     with rt.write() as session:
         _check_feasible(session, specs)
         check_dependencies(session, who, specs)
@@ -100,8 +105,6 @@ def _columns(row: JobRow) -> dict[str, Any]:
     return {column.key: getattr(row, column.key) for column in JobRow.__table__.columns if column.key != "seq"}
 
 
-def _new_row(spec: JobSpec, who: Principal, now: datetime, idempotency_key: str | None) -> JobRow:
-    return JobRow(
 def _new_rows(spec: JobSpec, who: Principal, now: datetime, idempotency_key: str | None) -> list[JobRow]:
     """The job's row, or one per array element (the first carries the idempotency key)."""
     elements = element_specs(spec, _spec_json(spec), new_job_id)
@@ -111,7 +114,7 @@ def _new_rows(spec: JobSpec, who: Principal, now: datetime, idempotency_key: str
     ]
 
 
-        id=job_id,
+def _new_row(spec: JobSpec, who: Principal, now: datetime, idempotency_key: str | None) -> JobRow:
     """One job's row (an array spec is not expanded: use ``_new_rows``)."""
     return _row(new_job_id(), spec, _spec_json(spec), who, now, idempotency_key)
 
@@ -119,6 +122,8 @@ def _new_rows(spec: JobSpec, who: Principal, now: datetime, idempotency_key: str
 def _row(
     job_id: str, spec: JobSpec, stored: dict[str, Any], who: Principal, now: datetime, idempotency_key: str | None
 ) -> JobRow:
+    return JobRow(
+        id=job_id,
         name=spec.display_name,
         user=who.user,
         team=spec.team or DEFAULT_TEAM,
@@ -265,8 +270,8 @@ def to_out(session: Session, row: JobRow, rt: HeadRuntime, tasks: list[TaskRow] 
         preemptions=row.preemptions,
         last_checkpoint_at=row.last_checkpoint_at,
         expected_start=rt.expected_starts.get(row.id) if row.state == JobState.PENDING.value else None,
-    )
         array_id=spec.get("array_id"),
         array_index=spec.get("array_index"),
         after_ok=spec.get("after_ok", []),
         after_any=spec.get("after_any", []),
+    )

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
+from corral.head.config import quotas_of
 from corral.head.plan_apply import apply_plan
 from corral.head.runtime import HeadRuntime
 from corral.head.services.convert import node_model
+from corral.head.services.decay import fair_share_usage
 from corral.head.services.gating import gate
 from corral.head.services.lifecycle import LIVE_TASK_STATES, end_job
 from corral.head.services.running import LiveTask, running_jobs
 from corral.head.store.tables import JobRow, NodeRow, TaskRow
-from corral.model import Allocation, JobState, LiveAllocation, RunningJob, TaskState
+from corral.model import Allocation, FairShare, JobState, LiveAllocation, RunningJob, TaskState
 from corral.sched import DEPENDENCY, Plan, Policy, Reason, Snapshot, get_policy, schedule
 
 
@@ -22,6 +25,9 @@ from corral.sched import DEPENDENCY, Plan, Policy, Reason, Snapshot, get_policy,
 class CycleResult:
     pending: int
     placed: int
+
+
+FAIR_SHARE_REFRESH_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,9 @@ def load_cycle(rt: HeadRuntime, policy: Policy | None = None) -> CycleInput:
     policy, the head's own."""
     policy = policy or get_policy(rt.settings.policy)
     now = rt.clock.now()
+    rt.config.reload_if_changed()
+    config = rt.config.current
+    quotas = quotas_of(config)
     fresh_after = now - timedelta(seconds=rt.settings.node_timeout_s)
     live_states = [s.value for s in LIVE_TASK_STATES]
     with rt.read() as session:
@@ -77,8 +86,9 @@ def load_cycle(rt: HeadRuntime, policy: Policy | None = None) -> CycleInput:
         gated = gate(session, rt.job_cache.jobs(session, list(reasons)), rt.job_cache.gates(), busy)
         pending = gated.runnable
         running: tuple[RunningJob, ...] = ()
-        if pending and (policy.backfill or policy.preemption):
+        if pending and (policy.backfill or policy.preemption or quotas):
             running = running_jobs(session, (LiveTask(t.job_id, t.generation, t.state, t.assigned_at) for t in tasks))
+        fair = _fair_share(rt, session, now) if pending and policy.fair_share and config.teams else None
     live = tuple(
         LiveAllocation(
             t.job_id,
@@ -88,7 +98,7 @@ def load_cycle(rt: HeadRuntime, policy: Policy | None = None) -> CycleInput:
         )
         for t in tasks
     )
-    snapshot = Snapshot(nodes=nodes, live=live, pending=pending, running=running)
+    snapshot = Snapshot(nodes=nodes, live=live, pending=pending, running=running, quotas=quotas, fair_share=fair)
     return CycleInput(snapshot, reasons, gated.held, gated.doomed)
 
 
@@ -115,6 +125,17 @@ def run_cycle(rt: HeadRuntime, policy: Policy) -> CycleResult:
     }
     result = apply_plan(rt, plan, reasons)
     return CycleResult(pending=len(snapshot.pending), placed=result.placed)
+
+
+def _fair_share(rt: HeadRuntime, session: Session, now: datetime) -> FairShare:
+    """Decayed usage by team and user, recomputed at most every ``FAIR_SHARE_REFRESH_S``."""
+    cached = rt.fair_share_cache
+    if cached is not None and (now - cached[0]).total_seconds() < FAIR_SHARE_REFRESH_S:
+        return cached[1]
+    settings = rt.config.current.fair_share
+    usage = fair_share_usage(session, now, settings.half_life_s, settings.weights)
+    rt.fair_share_cache = (now, usage)
+    return usage
 
 
 def _cancel_doomed(rt: HeadRuntime, doomed: dict[str, str]) -> None:

@@ -1,0 +1,35 @@
+"""A submitted job under the cluster config: its queue's defaults, its priority class, its team."""
+
+from __future__ import annotations
+
+from corral.head.security import Principal
+from corral.head.services.common import Infeasible
+from corral.spec import ClusterConfig, JobSpec
+
+DEFAULT_TEAM = "default"
+
+
+def resolve(spec: JobSpec, who: Principal, config: ClusterConfig, prefix: str = "") -> JobSpec:
+    """The spec with what the config decides filled in; ``Infeasible`` names a bad queue or class."""
+    update: dict[str, object] = {}
+    queue = None
+    if spec.queue is not None:
+        queue = config.queues.get(spec.queue)
+        if queue is None:
+            known = ", ".join(sorted(config.queues)) or "none are configured"
+            raise Infeasible(f"{prefix}queue", f"unknown queue {spec.queue!r} (queues: {known})")
+        if spec.time_limit_s is None and queue.time_limit_s is not None:
+            update["time_limit_s"] = queue.time_limit_s
+    class_name = spec.priority_class or (queue.priority_class if queue else None) or config.default_priority_class
+    if class_name is not None:
+        chosen = config.priority_classes.get(class_name)
+        if chosen is None:
+            known = ", ".join(sorted(config.priority_classes)) or "none are configured"
+            raise Infeasible(f"{prefix}priority_class", f"unknown priority class {class_name!r} (classes: {known})")
+        if spec.priority_class is not None and spec.priority != 0 and spec.priority != chosen.value:
+            raise Infeasible(f"{prefix}priority", "give either priority or priority_class, not both")
+        preemptible = spec.preemptible or chosen.preemptible
+        update.update(priority_class=class_name, priority=chosen.value, preemptible=preemptible)
+    if spec.team is None:
+        update["team"] = config.team_of(who.user) or DEFAULT_TEAM
+    return spec.model_copy(update=update) if update else spec

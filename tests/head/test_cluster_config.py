@@ -1,0 +1,134 @@
+"""The cluster config in the head: priority classes, queues, teams, quotas, fair share, reloading."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+
+import pytest
+
+CONFIG = """
+teams:
+  vision: {members: [alice], quotas: {H100: {nominal: 8}}}
+  nlp: {members: [bob], quotas: {H100: {nominal: 8, borrowing_limit: 8}}}
+priority_classes:
+  urgent: {value: 100}
+  batch: {value: 0, preemptible: true}
+default_priority_class: batch
+queues:
+  short: {time_limit: 1h, priority_class: urgent}
+"""
+
+
+@pytest.fixture
+def configured(tmp_path, clock, start_head):
+    path = tmp_path / "corral.yaml"
+    path.write_text(textwrap.dedent(CONFIG))
+    with start_head(tmp_path / "home", clock, config_path=path) as head:
+        head.config_path = path
+        yield head
+
+
+def submit_as(head, user, spec):
+    tokens = head.__dict__.setdefault("tokens", {})
+    if user not in tokens:
+        tokens[user] = head.user_token(user)
+    return head.submit(spec, token=tokens[user])
+
+
+def test_priority_classes_queues_and_teams_fill_in_the_job(configured):
+    head = configured
+    job = submit_as(head, "alice", {"command": "x", "resources": {"gpus": 1}})
+    assert (job["team"], job["priority"], job["preemptible"]) == ("vision", 0, True)  # default class: batch
+    job = submit_as(head, "bob", {"command": "x", "queue": "short"})
+    assert (job["team"], job["priority"], job["preemptible"], job["time_limit_s"]) == ("nlp", 100, False, 3600.0)
+    job = submit_as(head, "carol", {"command": "x", "priority_class": "urgent"})
+    assert (job["team"], job["priority"]) == ("default", 100)
+
+
+@pytest.mark.parametrize(
+    ("field", "spec", "message"),
+    [
+        ("priority_class", {"priority_class": "vip"}, "unknown priority class 'vip' (classes: batch, urgent)"),
+        ("queue", {"queue": "long"}, "unknown queue 'long' (queues: short)"),
+        ("priority", {"priority_class": "urgent", "priority": 5}, "give either priority or priority_class, not both"),
+    ],
+)
+def test_unknown_classes_and_queues_are_refused_naming_the_field(configured, field, spec, message):
+    response = configured.client.post("/v1/jobs", json={"command": "x", **spec}, headers=configured.admin)
+    assert response.status_code == 422
+    [detail] = response.json()["detail"]
+    assert (detail["field"], detail["msg"]) == (field, message)
+
+
+def test_a_borrowing_team_is_preempted_when_the_owner_needs_its_quota(configured):
+    head = configured
+    n1, n2 = head.register("n1", gpus=8), head.register("n2", gpus=8)
+    borrower = submit_as(head, "bob", {"command": "x", "nodes": 2, "resources": {"gpus": 8}, "priority_class": "urgent"})
+    assert head.cycle().placed == 1  # nlp borrows vision's idle 8 H100
+    for agent in (n1, n2):
+        agent.run_all()
+    owner = submit_as(head, "alice", {"command": "y", "resources": {"gpus": 8}})
+    assert head.cycle().placed == 0
+    job = head.job(borrower["id"])
+    assert job["state"] == "PENDING"  # not preemptible, high priority: reclaimed all the same
+    assert job["reason"] == f"preempted by job {owner['id']} (reclaiming team vision's quota from team nlp)"
+    assert job["preemptions"] == 1
+
+
+def test_a_team_past_its_borrowing_limit_waits_with_a_quota_reason(configured):
+    head = configured
+    head.register("n1", gpus=8)
+    head.register("n2", gpus=8)
+    head.register("n3", gpus=8)
+    job = submit_as(head, "bob", {"command": "x", "nodes": 3, "resources": {"gpus": 8}})
+    assert head.cycle().placed == 0
+    assert head.job(job["id"])["reason"].startswith(
+        "over quota: team nlp uses 0 of its 8 H100; 24 more would borrow beyond its borrowing limit of 8"
+    )
+
+
+def test_fair_share_favours_the_team_that_used_less(configured):
+    head = configured
+    n1 = head.register("n1", gpus=8)
+    first = submit_as(head, "alice", {"command": "x", "resources": {"gpus": 8}})
+    head.cycle()
+    n1.run_all()
+    head.clock.advance(3600)
+    [task] = n1.tasks()
+    n1.beat([head.exited(task, 0)])
+    head.rt.fair_share_cache = None
+    vision = submit_as(head, "alice", {"command": "again", "resources": {"gpus": 8}})
+    nlp = submit_as(head, "bob", {"command": "fresh", "resources": {"gpus": 8}})
+    assert head.cycle().placed == 1
+    assert nlp["id"] in {t["job_id"] for t in n1.tasks()}  # submitted later, but nlp has used nothing
+    assert head.job(vision["id"])["state"] == "PENDING"
+    assert first["id"] != vision["id"]
+
+
+def test_a_bad_config_file_is_refused_on_reload_and_the_old_one_stays(configured):
+    head = configured
+    head.config_path.write_text("teams:\n  vision: {parent: nowhere}\n")
+    response = head.client.post("/v1/config/reload", headers=head.admin)
+    assert response.status_code == 422
+    [detail] = response.json()["detail"]
+    assert detail["field"] == "teams.vision.parent"
+    assert "unknown team 'nowhere'" in detail["msg"]
+    assert head.client.get("/v1/config", headers=head.admin).json()["config"]["teams"]["vision"]["members"] == [
+        "alice"
+    ]
+    assert head.client.post("/v1/config/reload", headers=head.auth(head.user_token("dave"))).status_code == 403
+
+
+def test_a_changed_config_file_is_picked_up_by_the_next_cycle(configured):
+    head = configured
+    head.config_path.write_text("teams:\n  vision: {members: [alice, carol]}\n")
+    stat = head.config_path.stat()
+    os.utime(head.config_path, (stat.st_atime, stat.st_mtime + 5))
+    head.cycle()
+    assert head.client.get("/v1/config", headers=head.admin).json()["config"]["teams"]["vision"]["members"] == [
+        "alice",
+        "carol",
+    ]
+    job = submit_as(head, "carol", {"command": "x"})
+    assert job["team"] == "vision"

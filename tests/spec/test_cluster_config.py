@@ -1,0 +1,72 @@
+"""The cluster config file: valid documents load; every problem names the path of the bad field."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from corral.spec import SpecError, load_cluster_config_yaml
+
+GOOD = """
+organisation: acme
+teams:
+  research: {}
+  vision: {parent: research, members: [alice], quotas: {H100: {nominal: 16, borrowing_limit: 8, lending_limit: 4}}}
+priority_classes:
+  prod: {value: 100}
+  spot: {value: -10, preemptible: true}
+default_priority_class: spot
+queues:
+  debug: {time_limit: 30m, priority_class: prod}
+fair_share: {half_life: 3d, weights: {vision: 2}}
+"""
+
+
+def test_a_full_config_loads():
+    config = load_cluster_config_yaml(GOOD)
+    assert config.team_of("alice") == "vision"
+    assert config.ancestors("vision") == ["research", "acme"]
+    assert config.teams["vision"].quotas["H100"].lending_limit == 4
+    assert config.queues["debug"].time_limit_s == 1800
+    assert config.fair_share.half_life_s == 3 * 86400
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "message"),
+    [
+        ("teams: {a: {parent: b}}", "teams.a.parent", "unknown team 'b'"),
+        ("teams: {a: {members: [x]}, b: {members: [x]}}", "teams.b.members[0]", "x is already in team a"),
+        ("teams: {a: {quotas: {H100: {nominal: 2, lending_limit: 3}}}}", "teams.a.quotas.H100.lending_limit", "exceed"),
+        ("teams: {a: {quotas: {H100: {nominal: -1}}}}", "teams.a.quotas.H100.nominal", "greater than or equal to 0"),
+        ("default_priority_class: gold", "default_priority_class", "unknown priority class 'gold'"),
+        ("queues: {q: {priority_class: gold}}", "queues.q.priority_class", "unknown priority class 'gold'"),
+        ("fair_share: {weights: {ghost: 1}}", "fair_share.weights.ghost", "unknown team 'ghost'"),
+        ("fair_share: {half_life: soon}", "fair_share.half_life", "expected a duration"),
+        ("teams: {a: {paren: b}}", "teams.a.paren", "unknown field"),
+        ("teams: {a: {parent: b}, b: {parent: a}}", "teams.a.parent", "loops back"),
+    ],
+)
+def test_each_problem_names_its_field(text, field, message):
+    with pytest.raises(SpecError) as caught:
+        load_cluster_config_yaml(text)
+    problems = {e.field: e.message for e in caught.value.errors}
+    assert field in problems, problems
+    assert message in problems[field]
+
+
+def test_the_head_refuses_to_start_on_a_bad_config(tmp_path):
+    bad = tmp_path / "corral.yaml"
+    bad.write_text(textwrap.dedent("teams:\n  a: {quotas: {H100: {nominal: two}}}\n"))
+    result = subprocess.run(
+        [sys.executable, "-m", "corral", "head", "--config", str(bad), "--port", "1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"CORRAL_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "teams.a.quotas.H100.nominal" in result.stderr
