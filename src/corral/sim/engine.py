@@ -15,7 +15,7 @@ import heapq
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from corral.model import Job, Node, RunningJob
 from corral.sched import Placement, Plan, Policy, schedule
@@ -191,15 +191,37 @@ class _Engine:
     def _plan(self, now: float) -> None:
         at = EPOCH + timedelta(seconds=now)
         for _ in range(ROUNDS_PER_MOMENT):
-            snapshot = self.state.snapshot(lambda ids: self._running(ids, now))
-            if snapshot is None:
-                return
-            self.cycles += 1
-            plan = schedule(snapshot, self.policy, at)
+            plan = self._lean_plan(at)
+            if plan is None:
+                snapshot = self.state.snapshot(lambda ids: self._running(ids, now))
+                if snapshot is None:
+                    return
+                self.cycles += 1
+                plan = schedule(snapshot, self.policy, at)
             self._apply(plan, now)
             if not plan.preemptions:
                 return
         raise RuntimeError(f"policy {self.policy.name!r} keeps preempting at t={now}s")
+
+    def _lean_plan(self, at: datetime) -> Plan | None:
+        """The plan of a cycle without running jobs, when it is the plan the full cycle would make.
+
+        The scheduler only looks for victims for a job that does not fit what is free, so when
+        every job able to preempt someone is placed without, running jobs change nothing.
+        """
+        victims = self.state.victims()
+        if not victims:
+            return None
+        able = self.state.could_preempt(victims)
+        snapshot = self.state.lean()
+        if snapshot is None or len(able) > len(snapshot.pending):
+            return None
+        plan = schedule(snapshot, self.policy, at)
+        placed = {p.job_id for p in plan.placements}
+        if any(job_id not in placed for job_id in able):
+            return None
+        self.cycles += 1
+        return plan
 
     def _apply(self, plan: Plan, now: float) -> None:
         for placement in plan.placements:

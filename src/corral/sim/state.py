@@ -124,7 +124,25 @@ class ClusterState:
             live = tuple(a for by_job in self.live.values() for a in by_job.values())
             everyone = running(sorted(self.running_nodes)) if self.policy.preemption else ()
             return Snapshot(nodes=tuple(self.nodes.values()), live=live, pending=pending, running=everyone)
-        victims = self.victims()
+        return self._pruned(self.victims(), running)
+
+    def lean(self) -> Snapshot | None:
+        """The cycle's input without running jobs (so without preemption), pruned; None when nothing fits."""
+        if not self.prune or not self.pending_count:
+            return None
+        return self._pruned([], lambda ids: ())
+
+    def could_preempt(self, victims: Sequence[str]) -> list[str]:
+        """Pending jobs whose level is above some possible victim's."""
+        lowest = min((self.running_level[v] for v in victims), default=None)
+        if lowest is None:
+            return []
+        level = self.policy.level
+        return [e[1] for q in self.queues.values() for e in q if level(e[2]) > lowest]
+
+    def _pruned(
+        self, victims: Sequence[str], running: Callable[[Iterable[str]], tuple[RunningJob, ...]]
+    ) -> Snapshot | None:
         lowest = min((self.running_level[v] for v in victims), default=None)
         slots = self._slots()
         jobs: list[Job] = []
