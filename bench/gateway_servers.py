@@ -33,7 +33,7 @@ def serve(server: str, port: int, replica_port: int) -> None:
     from corral.serve.proxy.pool import ReplicaPool
 
     endpoint = Endpoint(replica="r1", url=f"http://127.0.0.1:{replica_port}")
-    view = GatewayView(services=[ServiceEndpoints(service="b", ready=[endpoint], hold_s=5, sleeping=False)])
+    view = GatewayView(services=[ServiceEndpoints(service="b", ready=[endpoint], hold_s=5, stopped=False)])
 
     async def source() -> GatewayView:
         return view

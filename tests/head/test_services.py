@@ -195,3 +195,18 @@ def test_gateways_report_load(head):
     assert response.status_code == 204
     windows = head.app.state.serve_book.windows(head.clock.monotonic())
     assert windows["echo"][-1].inflight == 3
+
+
+def test_scaling_to_zero_by_hand_stops_the_service_for_the_gateway(head):
+    head.register("n1")
+    create(head)
+    serve_round(head)
+    response = head.client.post("/v1/services/echo/scale", json={"replicas": 0}, headers=head.admin)
+    assert response.status_code == 200, response.text
+    assert (response.json()["replicas_min"], response.json()["replicas_max"]) == (0, 0)
+    busy = {"echo": [LoadSample(at=0, inflight=5, rps=10)]}
+    serve_round(head, windows=busy)  # requests do not wake a service stopped by hand
+    assert show(head)["replicas_desired"] == 0
+    assert all(r["draining"] for r in show(head)["replicas"])
+    (view,) = head.client.get("/v1/gateway/endpoints", headers=head.admin).json()["services"]
+    assert view["stopped"] is True and view["ready"] == []

@@ -50,9 +50,11 @@ def replica():
         proc.wait(10)
 
 
-def gateway(endpoints: dict[str, list[Endpoint]], book: LoadBook | None = None, hold_s: float = 5.0) -> Gateway:
+def gateway(
+    endpoints: dict[str, list[Endpoint]], book: LoadBook | None = None, hold_s: float = 5.0, stopped: bool = False
+) -> Gateway:
     view = GatewayView(
-        services=[ServiceEndpoints(service=s, ready=e, hold_s=hold_s, sleeping=not e) for s, e in endpoints.items()]
+        services=[ServiceEndpoints(service=s, ready=e, hold_s=hold_s, stopped=stopped) for s, e in endpoints.items()]
     )
 
     async def source() -> GatewayView:
@@ -92,6 +94,13 @@ def test_no_ready_replica_is_held_then_answered_503():
     assert "no ready replica" in response.json()["detail"]
     assert time.monotonic() - started >= 0.5
     assert book.local_report()["m"].requests == 1 and book.local_report()["m"].waiting == 0
+
+
+def test_a_service_stopped_by_hand_is_refused_at_once():
+    started = time.monotonic()
+    (response,) = asyncio.run(through(gateway({"m": []}, hold_s=30, stopped=True), ("GET", "/s/m/")))
+    assert response.status_code == 503 and "scaled to 0" in response.json()["detail"]
+    assert time.monotonic() - started < 5
 
 
 def test_unknown_service_is_404(replica):

@@ -50,7 +50,7 @@ class ServiceEndpoints(BaseModel):
     service: str
     ready: list[Endpoint]
     hold_s: float  # how long a request may wait for a ready replica
-    sleeping: bool  # no replica wanted (scaled to zero): a request wakes the service
+    stopped: bool  # scaled to 0 by hand (max 0): requests are refused at once, not held
 
 
 class GatewayView(BaseModel):

@@ -35,7 +35,7 @@ class ReplicasSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     min: int = Field(default=1, ge=0, le=MAX_REPLICAS, description="replicas kept even when idle (0: scale to zero)")
-    max: int = Field(default=1, ge=1, le=MAX_REPLICAS, description="replicas at most")
+    max: int = Field(default=1, ge=0, le=MAX_REPLICAS, description="replicas at most (0: stopped)")
 
     @model_validator(mode="after")
     def _ordered(self) -> ReplicasSpec:

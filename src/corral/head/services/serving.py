@@ -135,7 +135,7 @@ def scale(rt: HeadRuntime, who: Principal, name: str, replicas: int) -> ServiceO
         row = get_row(session, name, who)
         spec = stored_spec(row)
         pinned = spec.model_copy(
-            update={"replicas": spec.replicas.model_copy(update={"min": replicas, "max": max(replicas, 1)})}
+            update={"replicas": spec.replicas.model_copy(update={"min": replicas, "max": replicas})}
         )
         row.spec = spec_json(pinned)
         row.desired = replicas
@@ -263,5 +263,7 @@ def gateway_view(rt: HeadRuntime) -> GatewayView:
             if r.ready and r.draining_since is None and r.url is not None
         ]
         hold_s = float(row.spec.get("readiness", {}).get("hold", 60.0))
-        out.append(ServiceEndpoints(service=row.name, ready=ready, hold_s=hold_s, sleeping=row.desired == 0))
+        out.append(
+            ServiceEndpoints(service=row.name, ready=ready, hold_s=hold_s, stopped=row.spec["replicas"]["max"] == 0)
+        )
     return GatewayView(services=out)

@@ -112,6 +112,9 @@ class Gateway:
         if service not in self.pool.services:
             await _reply(send, 404, f"no service {service!r}; `corral services` lists them")
             return
+        if self.pool.services[service].stopped:
+            await _reply(send, 503, f"service {service!r} is scaled to 0 replicas; `corral service scale` starts it")
+            return
         body = await _read_body(receive)
         endpoint = self.pool.choose(service)
         if endpoint is None:

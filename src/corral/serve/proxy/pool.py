@@ -27,7 +27,7 @@ ViewSource = Callable[[], Awaitable[GatewayView]]
 class ServicePool:
     ready: list[Endpoint] = field(default_factory=list)
     hold_s: float = 60.0
-    sleeping: bool = False
+    stopped: bool = False
 
 
 class ReplicaPool:
@@ -59,7 +59,7 @@ class ReplicaPool:
             self._task = None
 
     def update(self, view: GatewayView) -> None:
-        self.services = {s.service: ServicePool(list(s.ready), s.hold_s, s.sleeping) for s in view.services}
+        self.services = {s.service: ServicePool(list(s.ready), s.hold_s, s.stopped) for s in view.services}
         self.loaded = True
         self.refreshed_at = time.monotonic()
         self._changed.set()
