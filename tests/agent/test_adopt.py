@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from corral.agent.adopt import RankRecord, find_survivors, write_record
+from corral.agent.adopt import INDEX, RankRecord, find_tasks, forget, write_record
 from corral.agent.launch import (
     MARKER_ENV,
     UNRECORDED_STATUS,
@@ -106,28 +106,15 @@ async def _an_adopted_rank_whose_wrapper_was_killed_outright_counts_as_sigkilled
     assert describe_exit(UNRECORDED_STATUS) == "killed by signal SIGKILL"
 
 
-def test_a_restarted_agent_finds_its_running_tasks_by_marker_and_record(tmp_path):
-    asyncio.run(_a_restarted_agent_finds_its_running_tasks_by_marker_and_record(tmp_path))
+def test_a_restarted_agent_finds_its_running_and_ended_tasks_by_marker_and_index(tmp_path):
+    asyncio.run(_a_restarted_agent_finds_its_running_and_ended_tasks_by_marker_and_index(tmp_path))
 
 
-async def _a_restarted_agent_finds_its_running_tasks_by_marker_and_record(tmp_path):
+async def _a_restarted_agent_finds_its_running_and_ended_tasks_by_marker_and_index(tmp_path):
     node = f"node-{uuid.uuid4().hex[:8]}"
     task_dir = tmp_path / "task"
     task_dir.mkdir()
-    desired = DesiredTask(
-        task_id="j-1/2/0",
-        job_id="j-1",
-        generation=2,
-        node_rank=0,
-        command="sleep 30",
-        launcher="per-node",
-        gpus=[0],
-        env={},
-        rank_offset=0,
-        processes=1,
-        checkpoint_dir=str(tmp_path / "ckpt"),
-        grace_s=1.0,
-    )
+    desired = _desired(tmp_path)
     marker = f"{node}:{desired.task_id}"
     env = {MARKER_ENV: marker, "CORRAL_TASK_DIR": str(task_dir)}
     kept = _spawn("sleep 30", task_dir / "exit-0", env)
@@ -138,10 +125,12 @@ async def _a_restarted_agent_finds_its_running_tasks_by_marker_and_record(tmp_pa
             await asyncio.sleep(0.01)  # until both have exec'd with their environment
         key = key_of(kept.pid)
         record = RankRecord(0, key.pid, key.start, str(tmp_path / "rank-0.log"), str(task_dir / "exit-0"))
-        write_record(task_dir, desired, 29501, [record])
-        survivors, unknown = await asyncio.to_thread(find_survivors, node)
-        assert unknown == [f"{node}:j-2/0/0"]
-        [survivor] = survivors
+        index = tmp_path / INDEX
+        write_record(task_dir, desired, 29501, [record], index)
+        found = await asyncio.to_thread(find_tasks, node, index)
+        assert found.unknown == [f"{node}:j-2/0/0"]
+        assert found.finished == []
+        [survivor] = found.running
         assert (survivor.task_id, survivor.generation, survivor.master_port) == ("j-1/2/0", 2, 29501)
         report = survivor.report()
         assert (report.state, report.generation, report.master_port) == ("RUNNING", 2, 29501)
@@ -151,8 +140,50 @@ async def _a_restarted_agent_finds_its_running_tasks_by_marker_and_record(tmp_pa
         await terminate_tree(survivor.processes(), marker, 1.0)
         assert kept.wait(5) == 143 and time.monotonic() - started < 2.0
         assert read_exit_file(task_dir / "exit-0") == 143
+        # Once its processes are gone, the index still knows it: it ended while no agent watched.
+        [ended] = (await asyncio.to_thread(find_tasks, node, index)).finished
+        report = ended.final_report()
+        assert (report.state, report.exit_code) == ("EXITED", 143)
+        forget(index, desired.task_id)
+        assert (await asyncio.to_thread(find_tasks, node, index)).finished == []
     finally:
         for proc in (kept, stray):
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(5)
+
+
+@pytest.mark.parametrize(
+    ("statuses", "code"),
+    [([0, 0], 0), ([143, 3], 3), ([None, 0], UNRECORDED_STATUS), ([5, 4], 5), ([143, 137], 143)],
+)
+def test_the_final_report_names_the_first_failure_not_a_stopped_sibling(tmp_path, statuses, code):
+    ranks = []
+    for rank, status in enumerate(statuses):
+        exit_file = tmp_path / f"exit-{rank}"
+        if status is not None:
+            exit_file.write_text(f"{status}\n")
+        ranks.append(RankRecord(rank, 1, 1, "log", str(exit_file)))
+    desired = _desired(tmp_path, processes=len(statuses))
+    write_record(tmp_path, desired, 0, ranks, tmp_path / INDEX)
+    [ended] = find_tasks("no-such-node", tmp_path / INDEX).finished
+    report = ended.final_report()
+    assert report.exit_code == code
+    assert report.detail == ("" if code == 0 else f"{describe_exit(code)} while the agent was away")
+
+
+def _desired(tmp_path: Path, processes: int = 1) -> DesiredTask:
+    return DesiredTask(
+        task_id="j-1/2/0",
+        job_id="j-1",
+        generation=2,
+        node_rank=0,
+        command="sleep 30",
+        launcher="per-gpu",
+        gpus=list(range(processes)),
+        env={},
+        rank_offset=0,
+        processes=processes,
+        checkpoint_dir=str(tmp_path / "ckpt"),
+        grace_s=1.0,
+    )

@@ -97,3 +97,20 @@ def test_a_task_the_head_no_longer_wants_is_stopped_by_the_restarted_agent(nodes
         15,
         "its GPU to be free",
     )
+
+
+@pytest.mark.timeout(90)
+def test_a_task_that_ends_while_no_agent_runs_is_reported_with_its_exit_code(nodes, tmp_path):
+    cluster = nodes.cluster
+    job_id, flag = _waiting_job(cluster, tmp_path, nodes=1, exit_code=4)
+    node = cluster.show(job_id)["tasks"][0]["node"]
+    before = _task_processes(cluster, node, job_id)
+    nodes.kill_agent(node)
+    flag.touch()
+    cluster.wait_for(lambda: not any(cluster.alive(key) for key in before), 15, "the task to end")
+
+    nodes.restart_agent(node)
+    cluster.wait(job_id, timeout=30)
+    job = cluster.show(job_id)
+    assert (job["state"], job["exit_code"], job["restarts"]) == ("FAILED", 4, 0), job
+    assert "exit code 4 while the agent was away" in job["reason"]

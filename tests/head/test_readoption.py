@@ -34,3 +34,14 @@ def test_a_lost_attempt_reported_running_at_registration_is_fenced_only_once_it_
     agent.beat([head.exited(task, 143, "stopped: the head no longer wants it")])
     assert head.cycle().placed == 1
     assert head.job(job_id)["restarts"] == 1
+
+
+def test_a_task_that_ended_while_its_agent_was_away_is_reported_with_its_exit_status(head):
+    agent = head.register("n1")
+    job_id, task = placed(head, agent, max_restarts=1)
+    agent.beat([head.running(task)])
+    head.register("n1", running=[head.exited(task, 4, "exit code 4 while the agent was away")])
+    job = head.job(job_id)
+    assert (job["state"], job["restarts"]) == ("PENDING", 1)
+    assert "exit code 4" in job["reason"] and "lost" not in job["reason"]
+    assert head.free_gpus("n1") == list(range(8))

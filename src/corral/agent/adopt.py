@@ -1,10 +1,12 @@
-"""Tasks that outlive their agent: each task's record, and finding the ones still running on start.
+"""Tasks that outlive their agent: each task's record, and finding them again on start.
 
 When a task's ranks have started, the agent writes ``task.json`` into its task directory: the
 desired task as the head gave it, the rendezvous port, and each rank's pid, start time, log and
-exit-status file. A restarted agent finds the tasks still running by the marker in their
-environment, reads their records, and reports them when it registers; the head keeps the ones it
-still wants, and the agent adopts those and stops the others.
+exit-status file; an entry in the work directory's ``live/`` index points at it until the head has
+acknowledged the task's end. A restarted agent finds the tasks still running by the marker in their
+environment, and the ones that ended while no agent watched through the index; it reports both when
+it registers. The head keeps the running ones it still wants (the agent adopts those and stops the
+others) and takes the ended ones' exit status as if the agent had never gone.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ from __future__ import annotations
 import json
 import logging
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 from corral.agent import launch
 from corral.agent.launch.procfs import environ_value, marked_processes
@@ -21,7 +24,9 @@ from corral.api import DesiredTask, TaskReport
 
 log = logging.getLogger(__name__)
 RECORD = "task.json"
+INDEX = "live"
 TASK_DIR_ENV = "CORRAL_TASK_DIR"
+_STOP_STATUSES = (128 + 15, 128 + 9)  # SIGTERM, SIGKILL: what stopping a failed rank's siblings gives
 
 
 @dataclass(frozen=True)
@@ -56,18 +61,55 @@ class Survivor:
             task_id=self.task_id, generation=self.generation, state="RUNNING", master_port=self.master_port
         )
 
+    def final_report(self) -> TaskReport:
+        """The report of a task whose ranks all ended: the first failure, preferring one that is not a
+        SIGTERM or SIGKILL (those usually stopped the siblings of the rank that failed)."""
+        statuses = [launch.read_exit_file(Path(r.exit_file)) for r in self.ranks]
+        failures = [launch.UNRECORDED_STATUS if s is None else s for s in statuses if s != 0]
+        code = min(failures, key=lambda s: s in _STOP_STATUSES) if failures else 0
+        return TaskReport(
+            task_id=self.task_id,
+            generation=self.generation,
+            state="EXITED",
+            exit_code=code,
+            detail=f"{launch.describe_exit(code)} while the agent was away" if code else "",
+            master_port=self.master_port,
+        )
+
     def processes(self) -> list[launch.AdoptedProcess]:
         return [
             launch.AdoptedProcess(launch.ProcKey(r.pid, r.start), self.marker, Path(r.exit_file)) for r in self.ranks
         ]
 
 
-def write_record(task_dir: Path, desired: DesiredTask, master_port: int, ranks: list[RankRecord]) -> None:
-    """Write the task's record atomically (a reader sees all of it or none)."""
+@dataclass
+class Found:
+    """What an agent finds of the tasks an earlier agent on this node ran."""
+
+    running: list[Survivor] = field(default_factory=list)
+    finished: list[Survivor] = field(default_factory=list)
+    """Every process ended while no agent watched; the head has not heard how."""
+    unknown: list[str] = field(default_factory=list)
+    """Markers of running processes without a readable record."""
+
+
+def write_record(task_dir: Path, desired: DesiredTask, master_port: int, ranks: list[RankRecord], index: Path) -> None:
+    """Write the task's record atomically (a reader sees all of it or none) and enter it in the index."""
     data = {"desired": desired.model_dump(mode="json"), "master_port": master_port, "ranks": [asdict(r) for r in ranks]}
     tmp = task_dir / f".{RECORD}.tmp"
     tmp.write_text(json.dumps(data))
     os.replace(tmp, task_dir / RECORD)
+    index.mkdir(parents=True, exist_ok=True)
+    (index / _entry(desired.task_id)).write_text(str(task_dir))
+
+
+def forget(index: Path, task_id: str) -> None:
+    """The head knows how the task ended: a later agent need not report it."""
+    (index / _entry(task_id)).unlink(missing_ok=True)
+
+
+def _entry(task_id: str) -> str:
+    return quote(task_id, safe="")
 
 
 def read_record(task_dir: Path, marker: str) -> Survivor | None:
@@ -85,18 +127,32 @@ def read_record(task_dir: Path, marker: str) -> Survivor | None:
         return None
 
 
-def find_survivors(node: str) -> tuple[list[Survivor], list[str]]:
-    """Tasks of this node with live processes: those with a record, and the markers of those without.
+def find_tasks(node: str, index: Path) -> Found:
+    """Tasks of this node with live processes (by marker), and indexed ones whose processes all ended.
 
     Blocking: reads all of ``/proc``.
     """
-    survivors: list[Survivor] = []
-    unknown: list[str] = []
+    found = Found()
     for marker, pids in sorted(marked_processes(f"{node}:").items()):
         task_dirs = {d for d in (environ_value(pid, TASK_DIR_ENV) for pid in pids) if d}
-        found = read_record(Path(task_dirs.pop()), marker) if len(task_dirs) == 1 else None
-        if found is not None and found.marker == f"{node}:{found.task_id}":
-            survivors.append(found)
+        survivor = read_record(Path(task_dirs.pop()), marker) if len(task_dirs) == 1 else None
+        if survivor is not None and survivor.marker == f"{node}:{survivor.task_id}":
+            found.running.append(survivor)
         else:
-            unknown.append(marker)
-    return survivors, unknown
+            found.unknown.append(marker)
+    running = {s.task_id for s in found.running}
+    for entry in sorted(index.iterdir()) if index.is_dir() else []:
+        record = _read_entry(entry)
+        if record is None:
+            entry.unlink(missing_ok=True)
+        elif record.task_id not in running:
+            found.finished.append(record)
+    return found
+
+
+def _read_entry(entry: Path) -> Survivor | None:
+    try:
+        task_dir = Path(entry.read_text())
+    except OSError:
+        return None
+    return read_record(task_dir, "")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from corral import __version__
 from corral.agent import launch
-from corral.agent.adopt import Survivor, find_survivors
+from corral.agent.adopt import Found, Survivor, find_tasks, forget
 from corral.agent.gpus import Inventory, sampler_for
 from corral.agent.health import run_health_command
 from corral.agent.tasks import TaskSet
@@ -68,11 +68,11 @@ class Agent:
     async def run(self) -> None:
         """Serve until cancelled; on the way out, stop every task."""
         launch.become_subreaper()
-        survivors = await self._find_survivors()
+        found = await self._find_earlier_tasks()
         try:
             while True:
-                await self._register(survivors)
-                survivors = []
+                await self._register(found)
+                found = Found()
                 lost = await self._serve()
                 log.warning("the head dropped this node (%s): stopping its tasks and registering again", lost)
                 await self.tasks.stop_all("stopped: the node was declared lost")
@@ -93,14 +93,17 @@ class Agent:
         if reports:
             await self.api.heartbeat(self.options.name, HeartbeatRequest(tasks=reports, applied_version=self.version))
 
-    async def _find_survivors(self) -> list[Survivor]:
-        """Tasks an earlier agent on this node left running, to offer the head when registering;
-        ones without a readable record cannot be adopted and are stopped now."""
-        survivors, unknown = await asyncio.to_thread(find_survivors, self.options.name)
-        for marker in unknown:
+    async def _find_earlier_tasks(self) -> Found:
+        """Tasks an earlier agent on this node ran, to report when registering: those still running
+        and those that ended meanwhile. Running ones without a readable record cannot be adopted and
+        are stopped now."""
+        found = await asyncio.to_thread(find_tasks, self.options.name, self.tasks.index)
+        for marker in found.unknown:
             log.warning("stopping %s, left running by an earlier agent without a task record", marker)
             await launch.terminate_tree([], marker, 2.0)
-        return survivors
+        for ended in found.finished:
+            log.info("task %s ended while no agent ran: %s", ended.task_id, ended.final_report().exit_code)
+        return found
 
     def _adopt(self, survivors: list[Survivor], desired: DesiredState) -> None:
         """Re-adopt the survivors the head still wants (same task and generation); the others are
@@ -115,7 +118,7 @@ class Agent:
                 log.warning("stopping task %s, left running by an earlier agent: not wanted any more", survivor.task_id)
                 self.tasks.adopt(survivor, None)
 
-    async def _register(self, survivors: list[Survivor]) -> None:
+    async def _register(self, found: Found) -> None:
         delay = 0.2
         while True:
             request = RegisterRequest(
@@ -127,7 +130,11 @@ class Agent:
                 advertise_addr=self.options.advertise_addr,
                 gpu_source=self.inventory.source,
                 version=__version__,
-                running=self.tasks.reports() + [s.report() for s in survivors],
+                running=[
+                    *self.tasks.reports(),
+                    *(s.report() for s in found.running),
+                    *(s.final_report() for s in found.finished),
+                ],
             )
             try:
                 reply = await self.api.register(request)
@@ -141,7 +148,9 @@ class Agent:
         self.last_contact = time.monotonic()
         self.version = -1
         log.info("registered as %s with %d GPUs (%s)", reply.node, len(self.inventory.gpus), self.inventory.source)
-        self._adopt(survivors, reply.desired)
+        self._adopt(found.running, reply.desired)
+        for ended in found.finished:
+            forget(self.tasks.index, ended.task_id)  # the head has its exit status now
         self._apply(reply.desired)
 
     async def _serve(self) -> str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from corral.agent import launch
-from corral.agent.adopt import RankRecord, Survivor, write_record
+from corral.agent.adopt import INDEX, RankRecord, Survivor, forget, write_record
 from corral.agent.env import HOSTFILE, hostfile_text, process_env
 from corral.agent.logship import LogShipper
 from corral.api import DesiredTask, TaskReport
@@ -64,6 +64,7 @@ class TaskSet:
         self.changed = changed
         self.tracker = tracker
         self.tasks: dict[str, LocalTask] = {}
+        self.index = work_dir / INDEX  # tasks whose end the head has not acknowledged (see ``adopt``)
 
     def reconcile(self, desired: list[DesiredTask], stop_grace_s: Mapping[str, float] | None = None) -> None:
         """Start what is wanted and missing, stop what is running and no longer wanted.
@@ -169,7 +170,7 @@ class TaskSet:
             RankRecord(rank, p.pid, p.key.start, str(spec.log_path), str(_exit_file(local, rank)))
             for rank, p, spec in zip(ranks, local.processes, specs, strict=True)
         ]
-        write_record(local.task_dir, desired, local.master_port, records)
+        write_record(local.task_dir, desired, local.master_port, records, self.index)
 
     def _rank_spec(self, local: LocalTask, cwd: Path, rank: int) -> launch.ProcessSpec:
         desired = local.desired
@@ -213,6 +214,7 @@ class TaskSet:
             local = self.tasks.get(report.task_id)
             if report.state == "EXITED" and local is not None and local.state == "EXITED":
                 del self.tasks[report.task_id]
+                forget(self.index, report.task_id)
 
     def gpu_shares(self) -> dict[int, float]:
         """How much of each GPU the running tasks hold."""

@@ -34,7 +34,8 @@ from corral.model import NodeState, TaskState
 
 
 def register(rt: HeadRuntime, req: RegisterRequest) -> RegisterResponse:
-    """(Re-)register a node; live tasks it no longer runs are lost, and its jobs requeued or failed."""
+    """(Re-)register a node. Tasks it reports running are kept, ones it reports ended (while its agent
+    was away) get their exit status, and live tasks it no longer has are lost: their jobs requeued or failed."""
     now = rt.clock.now()
     token = new_token("cn")
     with rt.write() as session:
@@ -66,6 +67,9 @@ def register(rt: HeadRuntime, req: RegisterRequest) -> RegisterResponse:
         row.state = NodeState.DRAINED.value if row.drained else NodeState.READY.value
         row.reason = row.drain_reason if row.drained else ""
         session.flush()
+        for report in req.running:
+            if report.state == "EXITED":  # it ended while no agent watched it; the exit status is known
+                _apply_report(session, req.name, report, now)
         still_running = {(r.task_id, r.generation) for r in req.running if r.state != "EXITED"}
         for task in _live_tasks(session, req.name):
             if (task.id, task.generation) in still_running or task.state == TaskState.ASSIGNED.value:
