@@ -14,6 +14,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from corral.api import AllocationOut, JobOut, TaskOut
+from corral.api.usage import UsageOut
 from corral.head.runtime import HeadRuntime
 from corral.head.security import Principal
 from corral.head.services.accounting import job_usage
@@ -72,7 +73,7 @@ def _submit_once(rt: HeadRuntime, who: Principal, spec: JobSpec, idempotency_key
             record_event(session, now, "job.submitted", f"submitted by {who.user}", job_id=row.id)
         wake_scheduler(session)
         session.flush()
-        return to_out(session, rows[0], rt, tasks=[]), True
+        return to_out(session, rows[0], rt, tasks=[]).model_copy(update={"usage": UsageOut()}), True
 
 
 def submit_many(rt: HeadRuntime, who: Principal, specs: Sequence[JobSpec]) -> list[str]:
