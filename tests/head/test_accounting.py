@@ -192,6 +192,12 @@ def test_bad_periods_are_refused(priced):
     assert response.json()["detail"][0]["field"] == "since"
     response = priced.client.get("/v1/usage", params={"by": "colour"}, headers=priced.admin)
     assert response.status_code == 422
+    for params in (
+        {"since": "2025-01-01T00:00:00", "step": 1},  # too many buckets
+        {"since": "9999-12-31T20:00:00", "until": "9999-12-31T23:59:59", "step": 3600},
+    ):
+        response = priced.client.get("/v1/usage/series", params=params, headers=priced.admin)
+        assert response.status_code == 422, response.text
 
 
 def test_series_buckets_add_up_to_the_report(priced):

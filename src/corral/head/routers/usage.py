@@ -10,6 +10,7 @@ from fastapi import APIRouter, Query
 from corral.api.usage import UsageKey, UsageReport, UsageSeries
 from corral.head.routers.deps import Runtime, User
 from corral.head.services import accounting
+from corral.head.services.common import Infeasible
 
 router = APIRouter(prefix="/v1/usage", tags=["usage"])
 PERIOD = "ISO-8601 time; a time without a zone is UTC"
@@ -39,10 +40,16 @@ def series(
     """Usage per bucket of time, for charts."""
     start = _utc(since)
     assert start is not None
-    return accounting.usage_series(rt, who, by, start, _utc(until), step)
+    try:
+        return accounting.usage_series(rt, who, by, start, _utc(until), step)
+    except OverflowError:
+        raise Infeasible("until", "the period must end before the year 9999") from None
 
 
 def _utc(value: datetime | None) -> datetime | None:
     if value is None:
         return None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    try:
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except OverflowError:
+        raise Infeasible("since", "a time out of range") from None
