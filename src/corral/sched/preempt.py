@@ -28,6 +28,7 @@ from corral.sched.quota import QuotaLedger
 from corral.sched.snapshot import CapacityView, NodeCapacity, Snapshot
 
 EXHAUSTIVE = 8  # victims on one node up to which every subset is tried
+SEARCHES_PER_CYCLE = 256  # victim searches per cycle; jobs blocked after that wait for the next cycle
 
 Cost = tuple[float, int]  # (GPU-seconds lost, jobs newly preempted)
 _Option = tuple[Cost, str, tuple[str, ...]]  # (cost, node, victims on it)
@@ -64,16 +65,23 @@ class Preemptor:
         for job_id in sorted(self.jobs):
             for node in sorted({a.node for a in self.held[job_id]}):
                 self.on_node.setdefault(node, []).append(job_id)
+        self._node_names = sorted(self.on_node)
+        self._levels = {r.id: self.level(r) for r in self.jobs.values()}
+        self._borrowing = {r.id: quota is not None and quota.borrowing(r.id) for r in self.jobs.values()}
+        self.searches = 0
+        self._subsets: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
         self.taken: set[str] = set()
         self._any_stopping = any(r.stopping for r in self.jobs.values())
         self._lowest = min(
-            (self.level(r) for r in self.jobs.values() if r.preemptible and not r.stopping), default=None
+            (self._levels[r.id] for r in self.jobs.values() if r.preemptible and not r.stopping), default=None
         )
-        self._reclaimable = quota is not None and quota.any_borrowing()
+        self._reclaimable = any(self._borrowing.values())
         self._own_team: str | None = None
 
     def worth_trying(self, job: Job) -> bool:
-        """Cheap test: could any victim serve this job at all?"""
+        """Cheap test: could any victim serve this job at all (and is the cycle's search budget left)?"""
+        if self.searches >= SEARCHES_PER_CYCLE:
+            return False
         return self._any_stopping or self._reclaimable or (self._lowest is not None and self._lowest < self.level(job))
 
     def eligible(self, job: Job, victim_id: str, gpu_type: str | None = None) -> bool:
@@ -82,31 +90,21 @@ class Preemptor:
         Without quotas: a lower level and preemptible. With quotas, a job within its team's
         nominal quota may also reclaim GPUs from any job of a borrowing team, and a job that
         would borrow never preempts a job of another team that is within its own quota."""
+        within = self.quota is None or self.quota.within_nominal(job, gpu_type)
+        return self._eligible(victim_id, job.team, self.level(job), within)
+
+    def _eligible(self, victim_id: str, team: str, level: int, within_nominal: bool) -> bool:
         victim = self.jobs[victim_id]
         if victim_id in self.taken or (self._own_team is not None and victim.team != self._own_team):
             return False
         if victim.stopping:
             return True
-        if self._reclaims(job, victim_id, gpu_type):
-            return True
-        quota = self.quota
-        if (
-            quota is not None
-            and victim.team != job.team
-            and not quota.within_nominal(job, gpu_type)
-            and not quota.borrowing(victim_id)
-        ):
-            return False
-        return victim.preemptible and self.level(victim) < self.level(job)
-
-    def _reclaims(self, job: Job, victim_id: str, gpu_type: str | None) -> bool:
-        quota = self.quota
-        return (
-            quota is not None
-            and self.jobs[victim_id].team != job.team
-            and quota.borrowing(victim_id)
-            and quota.within_nominal(job, gpu_type)
-        )
+        if victim.team != team and self.quota is not None:
+            if self._borrowing[victim_id] and within_nominal:
+                return True  # reclaim
+            if not within_nominal and not self._borrowing[victim_id]:
+                return False  # a borrower never preempts a team within its quota
+        return victim.preemptible and self._levels[victim_id] < level
 
     def find(
         self, view: CapacityView, job: Job, own_team_only: bool = False
@@ -116,6 +114,7 @@ class Preemptor:
         ``own_team_only`` limits victims to jobs of the job's own team (a team at its quota
         makes room by stopping its own lower-priority work)."""
         self._own_team = job.team if own_team_only else None
+        self.searches += 1
         try:
             return self._find(view, job)
         finally:
@@ -148,6 +147,8 @@ class Preemptor:
         if self.quota is not None:
             for v in victims:
                 self.quota.give_back(self.jobs[v])
+            teams = {self.jobs[v].team for v in victims}
+            self._borrowing.update({r: self.quota.borrowing(r) for r in self._borrowing if self.jobs[r].team in teams})
 
     def preemptions(self, job: Job, victims: Sequence[str]) -> tuple[Preemption, ...]:
         out = []
@@ -155,7 +156,7 @@ class Preemptor:
             victim = self.jobs[v]
             if victim.stopping:
                 continue
-            if not (victim.preemptible and self.level(victim) < self.level(job)):  # reclaimed quota
+            if not (victim.preemptible and self._levels[v] < self.level(job)):  # reclaimed quota
                 why = f"reclaiming team {job.team}'s quota from team {victim.team}"
                 out.append(Preemption(v, job.id, f"preempted by job {job.id} ({why})", reclaim=True))
             else:
@@ -178,6 +179,14 @@ class Preemptor:
             parts.append(f"waiting for {describe.and_list(going)} to stop")
         return Reason(PREEMPTING, f"{' and '.join(parts)} to start", base.position, base.queue_length)
 
+    def _cheapest_first(self, eligible: tuple[str, ...]) -> list[tuple[str, ...]]:
+        """Every subset of ``eligible``, cheapest first (victims' costs do not change within a cycle)."""
+        ordered = self._subsets.get(eligible)
+        if ordered is None:
+            subsets = [s for k in range(len(eligible) + 1) for s in combinations(eligible, k)]
+            ordered = self._subsets[eligible] = sorted(subsets, key=lambda s: (self._total(s), s))
+        return ordered
+
     def _total(self, victims: Sequence[str]) -> Cost:
         return (round(sum(self.cost[v][0] for v in victims), 6), sum(self.cost[v][1] for v in victims))
 
@@ -193,11 +202,13 @@ class Preemptor:
     def _victims_for_type(self, view: CapacityView, job: Job, gpu_type: str | None) -> tuple[str, ...] | None:
         request = job.request
         options: list[_Option] = []
-        for name in sorted(self.on_node):
+        level, slots = self.level(job), request.gpu_slots_per_node
+        within = self.quota is None or self.quota.within_nominal(job, gpu_type)
+        for name in self._node_names:
             node = view.nodes.get(name)
-            if node is None or (gpu_type is not None and len(node.indices(gpu_type)) < request.gpu_slots_per_node):
+            if node is None or (gpu_type is not None and len(node.indices(gpu_type)) < slots):
                 continue
-            eligible = [v for v in self.on_node[name] if self.eligible(job, v, gpu_type)]
+            eligible = [v for v in self.on_node[name] if self._eligible(v, job.team, level, within)]
             found = self._cheapest_on_node(node, request, gpu_type, eligible) if eligible else None
             if found is not None:
                 options.append((self._total(found), name, found))
@@ -216,8 +227,7 @@ class Preemptor:
         """The cheapest subset of the node's eligible victims whose removal fits one share, or None."""
         freed = {v: [a for a in self.held[v] if a.node == node.name] for v in eligible}
         if len(eligible) <= EXHAUSTIVE:
-            subsets = [s for k in range(len(eligible) + 1) for s in combinations(eligible, k)]
-            for subset in sorted(subsets, key=lambda s: (self._total(s), s)):
+            for subset in self._cheapest_first(tuple(eligible)):
                 if _fits_without(node, request, gpu_type, [a for v in subset for a in freed[v]]):
                     return subset
             return None

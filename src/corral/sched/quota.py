@@ -37,6 +37,8 @@ class QuotaLedger:
         teams = {r.id: r.team for r in snapshot.running}
         self.used: dict[tuple[str, str], float] = defaultdict(float)
         self.holding: dict[str, tuple[str, str, float]] = {}  # running job → (team, GPU type, GPUs)
+        self._lendable: dict[str, float] = {}  # per GPU type, computed on first use, then kept current
+        self._borrowed: dict[str, float] = {}
         for job_id, allocations in snapshot.allocations_of().items():
             held = _holding(allocations, type_at)
             if held is not None and job_id in teams:
@@ -71,19 +73,38 @@ class QuotaLedger:
     def pool(self, gpu_type: str, borrower: str | None = None) -> float:
         """Idle quota ``borrower`` may still borrow: unowned GPUs plus other teams' lendable unused
         nominal, less what is already lent."""
+        if gpu_type not in self._lendable:
+            self._total(gpu_type)
+        own = self._lends(borrower, gpu_type) if borrower is not None else 0.0
+        return self._lendable[gpu_type] - own - self._borrowed[gpu_type]
+
+    def _total(self, gpu_type: str) -> None:
         teams = {team for team, t in self.used if t == gpu_type} | {
             team for team, quotas in self.quotas.items() if gpu_type in quotas
         }
         owned = sum(self.quota(team, gpu_type).nominal for team in teams)
-        lendable = max(0.0, self.capacity[gpu_type] - owned)
-        borrowed = 0.0
-        for team in teams:
-            quota, used = self.quota(team, gpu_type), self.used[(team, gpu_type)]
-            limit = quota.nominal if quota.lending_limit is None else quota.lending_limit
-            if team != borrower:
-                lendable += min(limit, max(0.0, quota.nominal - used))
-            borrowed += max(0.0, used - quota.nominal)
-        return lendable - borrowed
+        self._lendable[gpu_type] = max(0.0, self.capacity[gpu_type] - owned) + sum(
+            self._lends(team, gpu_type) for team in teams
+        )
+        self._borrowed[gpu_type] = sum(self._borrows(team, gpu_type) for team in teams)
+
+    def _lends(self, team: str, gpu_type: str) -> float:
+        quota = self.quota(team, gpu_type)
+        limit = quota.nominal if quota.lending_limit is None else quota.lending_limit
+        return min(limit, max(0.0, quota.nominal - self.used[(team, gpu_type)]))
+
+    def _borrows(self, team: str, gpu_type: str) -> float:
+        return max(0.0, self.used[(team, gpu_type)] - self.quota(team, gpu_type).nominal)
+
+    def _add(self, team: str, gpu_type: str, gpus: float) -> None:
+        """Change a team's use, keeping the pool's totals current."""
+        if gpu_type in self._lendable:
+            self._lendable[gpu_type] -= self._lends(team, gpu_type)
+            self._borrowed[gpu_type] -= self._borrows(team, gpu_type)
+        self.used[(team, gpu_type)] += gpus
+        if gpu_type in self._lendable:
+            self._lendable[gpu_type] += self._lends(team, gpu_type)
+            self._borrowed[gpu_type] += self._borrows(team, gpu_type)
 
     def within_nominal(self, job: Job, gpu_type: str | None) -> bool:
         """Whether the job fits its team's nominal quota (always, for a type without quotas)."""
@@ -108,13 +129,13 @@ class QuotaLedger:
 
     def take(self, job: Job, gpu_type: str | None) -> None:
         if gpu_type is not None:
-            self.used[(job.team, gpu_type)] += _gpus(job)
+            self._add(job.team, gpu_type, _gpus(job))
 
     def give_back(self, running: RunningJob) -> None:
         """A victim's GPUs are on their way back."""
         held = self.holding.pop(running.id, None)
         if held is not None:
-            self.used[(held[0], held[1])] -= held[2]
+            self._add(held[0], held[1], -held[2])
 
 
 def _gpus(job: Job) -> float:
