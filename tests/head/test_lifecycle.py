@@ -363,6 +363,21 @@ def test_fractional_jobs_share_a_gpu(head):
     assert all(t["gpus"] == [0] for t in agent.tasks())
     assert head.job(third["id"])["state"] == "PENDING"
     assert head.job(first["id"])["allocation"] == [{"node": "n1", "gpus": [0], "gpu_fraction": 0.5}]
+    for task in agent.tasks():  # each gets half the GPU's SMs and memory (80GB in the harness)
+        assert task["env"]["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] == "50"
+        assert task["env"]["CORRAL_GPU_MEMORY_LIMIT_MB"] == str(40 * 1024)
+
+
+def test_a_quarter_gpu_gets_a_quarter_of_the_memory_and_whole_gpus_get_no_limit(head):
+    agent = head.register("n1", gpus=2)
+    quarter = head.submit({"command": "a", "resources": {"gpus": 0.25}})["id"]
+    whole = head.submit({"command": "b", "resources": {"gpus": 1}})["id"]
+    head.cycle()
+    env = {t["job_id"]: t["env"] for t in agent.tasks()}
+    assert env[quarter]["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] == "25"
+    assert env[quarter]["CORRAL_GPU_MEMORY_LIMIT_MB"] == str(20 * 1024)
+    assert "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE" not in env[whole]
+    assert "CORRAL_GPU_MEMORY_LIMIT_MB" not in env[whole]
 
 
 def test_cancel_ends_the_job_at_once_and_holds_gpus_until_the_exit(head, pair):

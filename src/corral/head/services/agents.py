@@ -217,7 +217,7 @@ def desired_state(session: Session, rt: HeadRuntime, node: NodeRow) -> DesiredSt
             continue
         job = session.scalar(select(JobRow).where(JobRow.id == task.job_id))
         if job is not None:
-            out.append(desired_task(rt, job, task, _hosts(session, job, task.generation)))
+            out.append(desired_task(rt, job, task, _hosts(session, job, task.generation), _gpu_memory(node)))
     return DesiredState(version=node.desired_version, tasks=out, stop_grace_s=stop_grace)
 
 
@@ -232,7 +232,24 @@ def _hosts(session: Session, job: JobRow, generation: int) -> list[HostSlots]:
     return [HostSlots(addr=r.address or r.node, slots=max(1, len(r.gpus))) for r in rows]
 
 
-def desired_task(rt: HeadRuntime, job: JobRow, task: TaskRow, hosts: list[HostSlots]) -> DesiredTask:
+def _gpu_memory(node: NodeRow) -> dict[int, int]:
+    return {int(g["index"]): int(g.get("memory_mb", 0)) for g in node.gpus}
+
+
+def _sharing_env(task: TaskRow, gpu_memory: dict[int, int]) -> dict[str, str]:
+    """For a fraction of a GPU: the share of its SMs (MPS) and of its memory the job may use."""
+    if task.gpu_fraction >= 1.0 or not task.gpus:
+        return {}
+    memory = min((gpu_memory.get(i, 0) for i in task.gpus), default=0)
+    env = {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": str(max(1, round(task.gpu_fraction * 100)))}
+    if memory:
+        env["CORRAL_GPU_MEMORY_LIMIT_MB"] = str(int(memory * task.gpu_fraction))
+    return env
+
+
+def desired_task(
+    rt: HeadRuntime, job: JobRow, task: TaskRow, hosts: list[HostSlots], gpu_memory: dict[int, int] | None = None
+) -> DesiredTask:
     spec = job.spec
     launcher = spec.get("launcher", "per-node")
     whole = int(job.gpus_per_node) if job.gpus_per_node >= 1 else 0
@@ -259,6 +276,7 @@ def desired_task(rt: HeadRuntime, job: JobRow, task: TaskRow, hosts: list[HostSl
     )
     if task.master_port:
         env["MASTER_PORT"] = str(task.master_port)
+    env.update(_sharing_env(task, gpu_memory or {}))
     if spec.get("array_id"):
         env["CORRAL_ARRAY_JOB_ID"] = spec["array_id"]
         env["CORRAL_ARRAY_INDEX"] = str(spec["array_index"])
