@@ -37,7 +37,7 @@ def load_holds(
         query = query.where(TaskRow.job_id.in_(list(job_ids)))
     rows = [r for r in session.execute(query).all() if r[0].gpus]
     types = gpu_types(session, {r[0].node for r in rows})
-    energy = stored_energy(session, {r[0].job_id for r in rows})
+    energy = stored_energy(session, {r[0].id for r in rows})
     holds = []
     for task, job_user, team, wanted in rows:
         fallback = wanted[0] if wanted else UNKNOWN_TYPE
@@ -71,19 +71,22 @@ def gpu_types(session: Session, nodes: Iterable[str]) -> dict[tuple[str, int], s
     return found
 
 
-def energy_events(session: Session, job_ids: Iterable[str]) -> dict[str, EventRow]:
-    """Each task's energy row (one per task that held GPUs), by task id."""
-    ids = list(job_ids)
+def energy_events(session: Session, task_ids: Iterable[str]) -> dict[str, EventRow]:
+    """Each task's energy row (one per task that held GPUs), by task id.
+
+    The row's ``job_id`` column holds the task id: the event is about that task, and a job's own
+    event list (``corral events --job``) stays the story of its state changes."""
+    ids = list(task_ids)
     found: dict[str, EventRow] = {}
     for start in range(0, len(ids), 500):
         query = select(EventRow).where(EventRow.kind == ENERGY_EVENT, EventRow.job_id.in_(ids[start : start + 500]))
         for row in session.scalars(query):
-            found[str(row.data.get("task", ""))] = row
+            found[str(row.job_id)] = row
     return found
 
 
-def stored_energy(session: Session, job_ids: Iterable[str]) -> dict[str, tuple[float, datetime | None]]:
-    return {task: energy_figures(row.data) for task, row in energy_events(session, job_ids).items()}
+def stored_energy(session: Session, task_ids: Iterable[str]) -> dict[str, tuple[float, datetime | None]]:
+    return {task: energy_figures(row.data) for task, row in energy_events(session, task_ids).items()}
 
 
 def energy_figures(data: dict[str, Any]) -> tuple[float, datetime | None]:

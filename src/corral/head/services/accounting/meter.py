@@ -1,9 +1,9 @@
 """The energy meter: integrates the GPUs' power readings of every hold and stores the totals.
 
 Readings live in memory (``SampleStore``); what they add up to is kept in one ``usage.energy``
-event per task (its ``data`` carries ``joules`` and ``through``), rewritten each time the meter
-runs, so energy survives a restart of the head and the store holds one row per GPU task, not
-one per reading.
+event per task (its ``job_id`` column holds the task id; its ``data`` carries ``job``, ``joules``
+and ``through``), rewritten each time the meter runs, so energy survives a restart of the head and
+the store holds one row per GPU task, not one per reading.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def meter(rt: HeadRuntime) -> int:
         return 0
     written = 0
     with rt.write() as session:
-        rows = energy_events(session, {m.hold.job_id for m in metered})
+        rows = energy_events(session, {m.hold.task_id for m in metered})
         for item in metered:
             row = rows.get(item.hold.task_id)
             stored_j, stored_through = energy_figures(row.data) if row is not None else (0.0, None)
@@ -76,7 +76,7 @@ def meter(rt: HeadRuntime) -> int:
             if row is None:
                 hold = item.hold
                 session.add(
-                    EventRow(ts=now, kind=ENERGY_EVENT, job_id=hold.job_id, node=hold.node, message=message, data=data)
+                    EventRow(ts=now, kind=ENERGY_EVENT, job_id=hold.task_id, node=hold.node, message=message, data=data)
                 )
             else:
                 row.data, row.message = data, message
@@ -85,4 +85,10 @@ def meter(rt: HeadRuntime) -> int:
 
 
 def _data(hold: Hold, joules: float, through: datetime) -> dict[str, object]:
-    return {"task": hold.task_id, "gpus": list(hold.gpus), "joules": joules, "through": through.isoformat()}
+    return {
+        "task": hold.task_id,
+        "job": hold.job_id,
+        "gpus": list(hold.gpus),
+        "joules": joules,
+        "through": through.isoformat(),
+    }
