@@ -204,11 +204,22 @@ class ServedHead:
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[ServedHead]:
+def cluster_config() -> str | None:
+    """The head's cluster config (YAML); a test module overrides this fixture to set teams and quotas."""
+    return None
+
+
+@pytest.fixture
+def served(tmp_path: Path, cluster_config: str | None) -> Iterator[ServedHead]:
     # The fake clock starts in the recent past, so the browser's "now" (real time) lies after it.
     clock = FakeClock(start=datetime.now(UTC).replace(microsecond=0) - timedelta(hours=3))
     port = free_port()
+    config_path = None
+    if cluster_config is not None:
+        config_path = tmp_path / "corral.yaml"
+        config_path.write_text(cluster_config)
     settings = HeadSettings(
+        config_path=config_path,
         home=tmp_path / "home",
         db_url=sqlite_url(tmp_path / "home" / "corral.db"),
         port=port,

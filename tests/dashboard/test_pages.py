@@ -9,6 +9,11 @@ import pytest
 pytestmark = pytest.mark.timeout(120)
 
 
+@pytest.fixture
+def cluster_config():
+    return "teams:\n  research: {quotas: {H100: {nominal: 8, borrowing_limit: 4}}}\n"
+
+
 def busy_cluster(served):
     """Three nodes: a busy job and an idle one on n1, n2 unhealthy GPU 3, n3 drained; one job waiting."""
     n1, n2, _ = served.register("n1"), served.register("n2"), served.register("n3", gpus=4, gpu_type="A100")
@@ -103,6 +108,10 @@ def test_teams_show_gpus_in_use_and_usage_charts_show_cost(served, page, screens
     assert teams == {"research": "4", "vision": "2"}
     research = page.locator("#teams tr", has=page.locator("text=research"))
     assert research.locator("td").nth(3).inner_text() == "8"  # waiting
+    assert research.locator("td").nth(4).inner_text() == "H100: 8 (+4 borrowable)"
+    assert research.locator(".bar").get_attribute("title") == "4 of 8 GPUs of its quota"
+    vision = page.locator("#teams tr", has=page.locator("text=vision"))
+    assert vision.locator("td").nth(4).inner_text() == "no quota set"
     screenshot(page, "teams")
 
     page.click("header >> text=Usage")

@@ -114,19 +114,27 @@ async function jobPage(my, id) {
   pre.scrollTop = pre.scrollHeight;
 }
 
-// ---- teams: GPUs in use now, waiting, and recent usage ----
+// ---- teams: GPUs in use now against their quota, waiting, and recent usage ----
+const quotaText = (quotas) => Object.entries(quotas).map(([type, q]) => `${type}: ${q.nominal}${q.borrowing_limit == null ? "" : ` (+${q.borrowing_limit} borrowable)`}`).join(", ");
+
 async function teams(my) {
   const since = new Date(Date.now() - 7 * 86400 * 1000).toISOString();
-  const [jobs, status, usage] = await Promise.all([api("/v1/jobs?state=RUNNING&state=PENDING"), api("/v1/status"), api(`/v1/usage?by=team&since=${encodeURIComponent(since)}`)]);
+  const [jobs, status, usage, config] = await Promise.all([api("/v1/jobs?state=RUNNING&state=PENDING"), api("/v1/status"), api(`/v1/usage?by=team&since=${encodeURIComponent(since)}`), api("/v1/config").catch(() => null)]);
   if (my !== generation) return;
   const byTeam = {};
-  const row = (t) => (byTeam[t] ??= { running: 0, pending: 0, jobs: 0, week: null });
-  for (const j of jobs) { const r = row(j.team); r.jobs += 1; r[j.state === "RUNNING" ? "running" : "pending"] += gpuCount(j); }
+  const row = (t) => (byTeam[t] ??= { running: 0, pending: 0, week: null, quotas: {} });
+  for (const [team, cfg] of Object.entries(config?.config?.teams ?? {})) if (Object.keys(cfg.quotas ?? {}).length) row(team).quotas = cfg.quotas;
+  for (const j of jobs) row(j.team)[j.state === "RUNNING" ? "running" : "pending"] += gpuCount(j);
   for (const u of usage.rows) row(u.key).week = u;
   const total = status.gpus_total || 1;
-  const rows = Object.entries(byTeam).sort((a, b) => b[1].running - a[1].running || a[0].localeCompare(b[0])).map(([team, r]) =>
-    `<tr><td>${esc(team)}</td><td class="num">${r.running}</td><td><div class="bar" title="${r.running} of ${total} GPUs"><div style="width:${((100 * r.running) / total).toFixed(1)}%"></div></div></td><td class="num">${r.pending}</td><td class="reason">no quota set</td><td class="num">${r.week ? r.week.gpu_hours.toFixed(2) : "0.00"}</td><td class="num">${r.week ? r.week.cost.toFixed(2) : "0.00"}</td></tr>`);
-  view.innerHTML = `<h1>Teams</h1><table id="teams"><thead><tr><th>Team</th><th class="num">GPUs in use</th><th>Share of the cluster</th><th class="num">GPUs waiting</th><th>Quota</th><th class="num">GPU-hours (7 d)</th><th class="num">Cost (7 d)</th></tr></thead>
+  const rows = Object.entries(byTeam).sort((a, b) => b[1].running - a[1].running || a[0].localeCompare(b[0])).map(([team, r]) => {
+    const nominal = Object.values(r.quotas).reduce((s, q) => s + q.nominal, 0);
+    const of = nominal > 0 ? nominal : total;
+    const title = nominal > 0 ? `${r.running} of ${nominal} GPUs of its quota` : `${r.running} of the cluster's ${total} GPUs`;
+    const over = r.running > of ? " over" : "";
+    return `<tr><td>${esc(team)}</td><td class="num">${r.running}</td><td><div class="bar${over}" title="${esc(title)}"><div style="width:${Math.min(100, (100 * r.running) / of).toFixed(1)}%"></div></div></td><td class="num">${r.pending}</td><td class="${nominal > 0 ? "" : "reason"}">${esc(nominal > 0 ? quotaText(r.quotas) : "no quota set")}</td><td class="num">${r.week ? r.week.gpu_hours.toFixed(2) : "0.00"}</td><td class="num">${r.week ? r.week.cost.toFixed(2) : "0.00"}</td></tr>`;
+  });
+  view.innerHTML = `<h1>Teams</h1><table id="teams"><thead><tr><th>Team</th><th class="num">GPUs in use</th><th>Against quota (or the cluster)</th><th class="num">GPUs waiting</th><th>Quota</th><th class="num">GPU-hours (7 d)</th><th class="num">Cost (7 d)</th></tr></thead>
     <tbody>${rows.join("") || '<tr><td colspan="7" class="reason">no team uses GPUs</td></tr>'}</tbody></table>`;
 }
 
