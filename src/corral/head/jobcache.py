@@ -112,9 +112,16 @@ def load_jobs(session: Session, ids: Sequence[str]) -> list[tuple[Job, Gate]]:
                     gpu_types=tuple(r.gpu_types),
                     cpus_per_node=r.cpus,
                     memory_mb_per_node=r.memory_mb,
+                    **_topology(r.spec),
                 ),
             ),
             Gate.of(r.spec),
         )
         for r in rows
     ]
+
+
+def _topology(spec: Mapping[str, Any]) -> dict[str, Any]:
+    topology = spec.get("topology") or {}
+    label = topology.get("required") or topology.get("pack") or "rack"
+    return {"topology": label, "topology_required": topology.get("required") is not None}

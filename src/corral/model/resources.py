@@ -45,6 +45,10 @@ class Request:
     gpu_types: tuple[str, ...] = ()  # acceptable types, preferred first; empty = any
     cpus_per_node: float | None = None
     memory_mb_per_node: int | None = None
+    # A gang's nodes share this node label's value (e.g. "rack") where they can: the fewest
+    # domains that fit it; with ``topology_required`` all of them must.
+    topology: str | None = "rack"
+    topology_required: bool = False
 
     @property
     def fractional(self) -> bool:

@@ -23,16 +23,16 @@ def find_placement(view: CapacityView, job: Job) -> Placement | None:
     """The best placement for the job on what is free in the view now, or None."""
     request = job.request
     if request.gpus_per_node <= 0:
-        return _placement(job, None, _first(candidates(view, request, None), request.nodes))
+        return _placement(job, None, _choose(candidates(view, request, None), request))
     if request.gpu_types:
         for gpu_type in request.gpu_types:  # the job's preference order
-            chosen = _first(candidates(view, request, gpu_type), request.nodes)
+            chosen = _choose(candidates(view, request, gpu_type), request)
             if chosen:
                 return _placement(job, gpu_type, chosen)
         return None
     best: tuple[tuple[tuple[float, Rank, str], ...], str, list[Choice]] | None = None
     for gpu_type in view.gpu_types:  # any type: the one that fits tightest, then by name
-        chosen = _first(candidates(view, request, gpu_type), request.nodes)
+        chosen = _choose(candidates(view, request, gpu_type), request)
         if chosen:
             option = (tuple(c.key for c in chosen), gpu_type, chosen)
             best = option if best is None or option[:2] < best[:2] else best
@@ -73,10 +73,30 @@ def _hosts(view: CapacityView, request: Request) -> Iterator[Choice]:
             yield Choice((0.0, node.cpu_rank, node.name), node, ())
 
 
-def _first(choices: Iterator[Choice], count: int) -> list[Choice] | None:
-    """The first ``count`` choices, or None when there are fewer: a gang is all or nothing."""
-    chosen = list(islice(choices, count))
-    return chosen if len(chosen) == count else None
+def _choose(choices: Iterator[Choice], request: Request) -> list[Choice] | None:
+    """``request.nodes`` distinct nodes, or None when there are fewer: a gang is all or nothing.
+
+    One node: the best fit. A gang: the fewest topology domains (nodes sharing the value of the
+    label ``request.topology``, e.g. one rack) that hold it; among domains that hold it whole, the
+    one with the fewest candidates, so larger free domains stay whole for larger gangs. With
+    ``topology_required`` the gang goes to one domain or waits. Nodes without the label are
+    domains of their own.
+    """
+    count = request.nodes
+    if count == 1 or request.topology is None:
+        chosen = list(islice(choices, count))
+        return chosen if len(chosen) == count else None
+    domains: dict[str, list[Choice]] = {}
+    for choice in choices:
+        value = choice.node.node.labels.get(request.topology)
+        domains.setdefault(f"={value}" if value is not None else f"node:{choice.node.name}", []).append(choice)
+    whole = [(len(c), c[0].key, name) for name, c in domains.items() if len(c) >= count]
+    if whole:
+        return domains[min(whole)[2]][:count]
+    if request.topology_required:
+        return None
+    chosen = [c for _, _, name in sorted((-len(c), c[0].key, n) for n, c in domains.items()) for c in domains[name]]
+    return chosen[:count] if len(chosen) >= count else None
 
 
 def _placement(job: Job, gpu_type: str | None, chosen: list[Choice] | None) -> Placement | None:

@@ -94,6 +94,27 @@ class ResourcesSpec(BaseModel):
         return value
 
 
+class TopologySpec(BaseModel):
+    """Where a gang's nodes go: ``pack: rack`` (as few racks as fit, the default) or ``required: rack``
+    (all in one rack, or wait). The value names a node label the agents report (``--labels rack=r1``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    pack: str | None = Field(default=None, description="node label to pack the gang by (preferred)")
+    required: str | None = Field(default=None, description="node label all the gang's nodes must share")
+
+    @field_validator("pack", "required")
+    @classmethod
+    def _label(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-/]{0,62}", value):
+            raise ValueError(f"bad label name {value!r}: expected a node label such as rack or block")
+        return value
+
+    @property
+    def label(self) -> str:
+        return self.required or self.pack or "rack"
+
+
 class JobSpec(BaseModel):
     """A batch job: one task per node, all nodes started together (a gang)."""
 
@@ -104,6 +125,9 @@ class JobSpec(BaseModel):
     nodes: int = Field(default=1, ge=1, le=MAX_NODES, description="nodes in the gang")
     resources: ResourcesSpec = Field(default_factory=ResourcesSpec)
     launcher: Launcher = Field(default="per-node", description="per-node: one process per node; per-gpu: one per GPU")
+    topology: TopologySpec = Field(
+        default_factory=TopologySpec, description="gang placement: {pack: rack} (default) or {required: rack}"
+    )
     team: str | None = Field(default=None, description="the team charged for the job")
     priority: int = Field(default=0, ge=-1000, le=1000, description="higher runs first")
     priority_class: str | None = Field(
@@ -177,6 +201,13 @@ class JobSpec(BaseModel):
                 raise ValueError(f"bad job id {job_id!r}: expected an id such as j-3fk2a9qz")
         if len(set(value)) != len(value):
             raise ValueError("lists a job twice")
+        return value
+
+    @field_validator("topology", mode="after")
+    @classmethod
+    def _one_topology(cls, value: TopologySpec) -> TopologySpec:
+        if value.pack is not None and value.required is not None:
+            raise ValueError("give pack or required, not both")
         return value
 
     @property

@@ -109,6 +109,10 @@ class JobBuilder:
     def time_limit(self, seconds: float) -> JobBuilder:
         return replace(self, _time_limit_s=float(seconds))
 
+    def topology(self, label: str | None, required: bool = False) -> JobBuilder:
+        """Pack a gang by this node label (``required``: all in one domain); None: ignore topology."""
+        return replace(self, _request=replace(self._request, topology=label, topology_required=required))
+
     def preemptible(self, preemptible: bool = True) -> JobBuilder:
         return replace(self, _preemptible=preemptible)
 
@@ -135,7 +139,8 @@ class JobBuilder:
         memory_mb_per_node: int | None = None,
     ) -> JobBuilder:
         r = self._request
-        request = Request(
+        request = replace(
+            r,
             nodes=r.nodes if nodes is None else nodes,
             gpus_per_node=r.gpus_per_node if gpus_per_node is None else gpus_per_node,
             gpu_types=r.gpu_types if gpu_types is None else gpu_types,

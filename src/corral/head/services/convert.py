@@ -36,4 +36,6 @@ def request_of(spec: JobSpec) -> Request:
         gpu_types=tuple(spec.resources.gpu_type),
         cpus_per_node=spec.resources.cpus,
         memory_mb_per_node=spec.resources.memory_mb,
+        topology=spec.topology.label,
+        topology_required=spec.topology.required is not None,
     )

@@ -1,0 +1,58 @@
+"""Topology-aware gangs: the fewest racks (or blocks) that hold a gang, one rack when required."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from corral.sched import get_policy, schedule
+from corral.testing import make_job, make_node, snapshot
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+DEFAULT = get_policy("default")
+
+
+def racks(**sizes):
+    """``racks(r1=2, r2=4)``: that many 8-GPU nodes in each rack, named r1-0, r1-1, ..."""
+    return [make_node(f"{rack}-{i}").gpus(8).labels(rack=rack) for rack, n in sizes.items() for i in range(n)]
+
+
+def placed_racks(plan):
+    [placement] = plan.placements
+    return sorted({a.node.split("-")[0] for a in placement.allocations})
+
+
+def test_a_gang_goes_to_the_smallest_rack_that_holds_it_whole():
+    cluster = racks(r1=2, r2=4, r3=3)
+    assert placed_racks(schedule(snapshot(cluster, pending=[make_job("g").gpus(8).nodes(3)]), DEFAULT, NOW)) == ["r3"]
+    assert placed_racks(schedule(snapshot(cluster, pending=[make_job("g").gpus(8).nodes(4)]), DEFAULT, NOW)) == ["r2"]
+    assert placed_racks(schedule(snapshot(cluster, pending=[make_job("g").gpus(8).nodes(2)]), DEFAULT, NOW)) == ["r1"]
+
+
+def test_a_gang_no_rack_holds_spans_the_fewest_racks():
+    cluster = racks(r1=2, r2=4, r3=3)
+    plan = schedule(snapshot(cluster, pending=[make_job("g").gpus(8).nodes(6)]), DEFAULT, NOW)
+    assert placed_racks(plan) == ["r2", "r3"]
+
+
+def test_a_required_rack_makes_the_gang_wait_rather_than_span():
+    cluster = racks(r1=2, r2=4)
+    job = make_job("g").gpus(8).nodes(5).topology("rack", required=True)
+    plan = schedule(snapshot(cluster, pending=[job]), DEFAULT, NOW)
+    assert plan.placements == ()
+    fits = make_job("g").gpus(8).nodes(4).topology("rack", required=True)
+    assert placed_racks(schedule(snapshot(cluster, pending=[fits]), DEFAULT, NOW)) == ["r2"]
+
+
+def test_nodes_without_the_label_are_their_own_domains():
+    cluster = [make_node(f"n{i}").gpus(8) for i in range(3)]
+    packed = schedule(snapshot(cluster, pending=[make_job("g").gpus(8).nodes(2)]), DEFAULT, NOW)
+    assert len(packed.placements) == 1
+    required = make_job("g").gpus(8).nodes(2).topology("rack", required=True)
+    assert schedule(snapshot(cluster, pending=[required]), DEFAULT, NOW).placements == ()
+
+
+def test_gangs_pack_by_any_label_such_as_a_block():
+    cluster = [make_node(f"n{i}").gpus(8).labels(block="b0" if i < 3 else "b1") for i in range(5)]
+    plan = schedule(snapshot(cluster, pending=[make_job("g").gpus(8).nodes(2).topology("block")]), DEFAULT, NOW)
+    [placement] = plan.placements
+    assert {a.node for a in placement.allocations} <= {"n3", "n4"}  # b1: the smallest block that holds it
