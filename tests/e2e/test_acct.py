@@ -131,3 +131,13 @@ def test_acct_and_show_report_a_finished_jobs_usage(priced_cluster):
     bad = cli("acct", "--since", "last tuesday")
     assert bad.returncode == 2
     assert "--since" in bad.stderr
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("--gpu-prices", "H100=cheap"), ("--gpu-prices", "H100"), ("--gpu-prices", "H100=-1"), ("--idle-after", "soon")],
+)
+def test_head_refuses_bad_prices_and_idle_options(tmp_path, option, value):
+    result = Cli(tmp_path)("head", "--port", "1", option, value)
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"error: {option}: ")
