@@ -1,5 +1,6 @@
 """Accounting through the head: exact GPU-seconds, cost and energy of scripted runs, across restarts."""
 
+import contextlib
 from datetime import timedelta
 
 import pytest
@@ -217,3 +218,23 @@ def test_series_buckets_add_up_to_the_report(priced):
     assert research == pytest.approx(720.0)
     cost = sum(b["usage"].get("infra", {}).get("cost", 0) for b in series["buckets"])
     assert cost == pytest.approx(0.1, abs=1e-5)
+
+
+def test_the_meter_loop_stores_energy_once_more_when_the_head_stops(priced):
+    import asyncio
+
+    from corral.head.loops import meter_loop
+
+    first, *_ = scripted(priced)
+
+    async def start_then_stop():
+        task = asyncio.create_task(meter_loop(priced.rt))
+        await asyncio.sleep(0.05)  # well before the first interval
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    asyncio.run(start_then_stop())
+    events = priced.client.get("/v1/events", params={"limit": 1000}, headers=priced.admin).json()
+    stored = [e for e in events if e["kind"] == "usage.energy" and e["data"]["job"] == first]
+    assert [round(e["data"]["joules"]) for e in stored] == [216_000]

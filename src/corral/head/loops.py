@@ -72,13 +72,19 @@ async def serve_loop(rt: HeadRuntime, book: LoadBook, wake: asyncio.Event, inter
 
 
 async def meter_loop(rt: HeadRuntime) -> None:
-    """Store the GPUs' energy per job every meter interval (accounting)."""
-    while True:
-        await asyncio.sleep(rt.settings.meter_interval_s)
+    """Store the GPUs' energy per job every meter interval (accounting), and once more on the way out."""
+    try:
+        while True:
+            await asyncio.sleep(rt.settings.meter_interval_s)
+            try:
+                await asyncio.to_thread(meter, rt)
+            except Exception:
+                log.exception("energy metering failed")
+    finally:
         try:
             await asyncio.to_thread(meter, rt)
         except Exception:
-            log.exception("energy metering failed")
+            log.exception("energy metering failed at shutdown")
 
 
 async def idle_loop(rt: HeadRuntime, interval_s: float = 15.0) -> None:
