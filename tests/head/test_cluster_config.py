@@ -64,7 +64,9 @@ def test_unknown_classes_and_queues_are_refused_naming_the_field(configured, fie
 def test_a_borrowing_team_is_preempted_when_the_owner_needs_its_quota(configured):
     head = configured
     n1, n2 = head.register("n1", gpus=8), head.register("n2", gpus=8)
-    borrower = submit_as(head, "bob", {"command": "x", "nodes": 2, "resources": {"gpus": 8}, "priority_class": "urgent"})
+    borrower = submit_as(
+        head, "bob", {"command": "x", "nodes": 2, "resources": {"gpus": 8}, "priority_class": "urgent"}
+    )
     assert head.cycle().placed == 1  # nlp borrows vision's idle 8 H100
     for agent in (n1, n2):
         agent.run_all()
@@ -114,9 +116,7 @@ def test_a_bad_config_file_is_refused_on_reload_and_the_old_one_stays(configured
     [detail] = response.json()["detail"]
     assert detail["field"] == "teams.vision.parent"
     assert "unknown team 'nowhere'" in detail["msg"]
-    assert head.client.get("/v1/config", headers=head.admin).json()["config"]["teams"]["vision"]["members"] == [
-        "alice"
-    ]
+    assert head.client.get("/v1/config", headers=head.admin).json()["config"]["teams"]["vision"]["members"] == ["alice"]
     assert head.client.post("/v1/config/reload", headers=head.auth(head.user_token("dave"))).status_code == 403
 
 
@@ -132,3 +132,17 @@ def test_a_changed_config_file_is_picked_up_by_the_next_cycle(configured):
     ]
     job = submit_as(head, "carol", {"command": "x"})
     assert job["team"] == "vision"
+
+
+def test_a_gpu_speed_table_makes_a_job_wait_for_the_faster_type(tmp_path, clock, start_head):
+    path = tmp_path / "corral.yaml"
+    path.write_text("gpu_speed: {H100: 1.0, L4: 0.2}\n")
+    with start_head(tmp_path / "home", clock, config_path=path) as head:
+        h100 = head.register("h", gpus=8)
+        head.register("l", gpus=8, gpu_type="L4")
+        head.submit({"command": "a", "resources": {"gpus": 8, "gpu_type": "H100"}, "time_limit": "10m"})
+        head.cycle()
+        h100.run_all()
+        job = head.submit({"command": "b", "resources": {"gpus": 8, "gpu_type": ["H100", "L4"]}, "time_limit": "1h"})
+        assert head.cycle().placed == 0
+        assert head.job(job["id"])["reason"].startswith("waiting for H100 GPUs, expected to free up at")

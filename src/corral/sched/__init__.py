@@ -5,6 +5,7 @@ from corral.sched.feasibility import never_fits
 from corral.sched.plan import (
     BACKFILL_BLOCKED,
     DEPENDENCY,
+    FASTER_GPU,
     NEVER_FITS,
     NO_NODES,
     PREEMPTING,
@@ -24,6 +25,7 @@ from corral.sched.why import NodeGroup, why
 __all__ = [
     "BACKFILL_BLOCKED",
     "DEPENDENCY",
+    "FASTER_GPU",
     "NEVER_FITS",
     "NO_NODES",
     "POLICIES",

@@ -4,19 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from corral.model import Allocation, Job, Request
-from corral.sched.backfill import blocked_reason, ends_by, find_reservation, guard_view, reserved_reason
+from corral.sched.backfill import blocked_reason, ends_by, find_reservation, guard_view, reserved_reason, when
 from corral.sched.fairshare import share_key
 from corral.sched.feasibility import ClusterShapes
 from corral.sched.placement import find_placement
-from corral.sched.plan import QUOTA, Placement, Plan, Preemption, Reason, Reservation
+from corral.sched.plan import FASTER_GPU, QUOTA, Placement, Plan, Preemption, Reason, Reservation
 from corral.sched.policy import Policy
 from corral.sched.preempt import Preemptor
 from corral.sched.quota import QuotaLedger
 from corral.sched.reasons import explain
 from corral.sched.snapshot import CapacityView, Snapshot
+from corral.sched.speed import CHECKS_PER_CYCLE, faster_soon
 
 
 def schedule(snapshot: Snapshot, policy: Policy, now: datetime) -> Plan:
@@ -48,6 +49,8 @@ class _Cycle:
     shapes: ClusterShapes | None = None
     quota: QuotaLedger | None = None
     over_quota: dict[str, str] = field(default_factory=dict)  # job → why its team may not take more now
+    waits_for_faster: dict[str, str] = field(default_factory=dict)  # job → the faster GPU type it waits for
+    speed_checks: int = 0
 
     def run(self) -> Plan:
         policy = self.policy
@@ -73,6 +76,9 @@ class _Cycle:
             target = self.guard if guarded and self.guard is not None else view
             key = (target is view, job.request)
             placement = None if key in unfit else find_placement(target, job)
+            if placement is not None and self._faster_soon(job, placement):
+                self.waiting.append(queued)
+                continue
             if placement is not None:
                 self._take(view, placement)
                 self.placements.append(placement)
@@ -151,6 +157,24 @@ class _Cycle:
         if self.quota is not None:
             self.quota.take(job, held.gpu_type)
 
+    def _faster_soon(self, job: Job, placement: Placement) -> bool:
+        """Hold the job back when a faster GPU type it prefers frees up soon enough to finish it sooner."""
+        speeds, chosen, preferred = self.snapshot.gpu_speed, placement.gpu_type, job.request.gpu_types
+        if not speeds or chosen is None or not preferred or chosen == preferred[0]:
+            return False
+        if self.speed_checks >= CHECKS_PER_CYCLE:
+            return False
+        self.speed_checks += 1
+        found = faster_soon(job, chosen, speeds, self.snapshot, self.policy, self.now, self.taken)
+        if found is None:
+            return False
+        faster, wait = found
+        self.waits_for_faster[job.id] = (
+            f"waiting for {faster} GPUs, expected to free up at {when(self.now + timedelta(seconds=wait), self.now)}:"
+            f" the job finishes sooner there than on {chosen} now"
+        )
+        return True
+
     def _take(self, view: CapacityView, placement: Placement) -> None:
         view.apply(placement)
         if self.guard is not None:
@@ -176,6 +200,9 @@ class _Cycle:
             base = reasons[job.id]
             if job.id in self.over_quota:
                 reasons[job.id] = Reason(QUOTA, self.over_quota[job.id], base.position, base.queue_length)
+            elif job.id in self.waits_for_faster:
+                message = self.waits_for_faster[job.id]
+                reasons[job.id] = Reason(FASTER_GPU, message, base.position, base.queue_length)
             elif reservation is not None and job.id == reservation.job_id:
                 reasons[job.id] = reserved_reason(base, reservation, self.now)
             elif job.id in self.special:

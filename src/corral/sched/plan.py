@@ -29,6 +29,9 @@ BACKFILL_BLOCKED = "BACKFILL_BLOCKED"
 QUOTA = "QUOTA"
 """The job's team may not take more GPUs of the types it accepts now (nominal quota and borrowing limits)."""
 
+FASTER_GPU = "FASTER_GPU"
+"""The job fits now on a slower GPU type but finishes sooner by waiting for a faster one it prefers."""
+
 DEPENDENCY = "DEPENDENCY"
 """The job waits for other jobs: its dependencies, or room in its array (decided before the scheduler runs)."""
 

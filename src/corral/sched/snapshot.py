@@ -5,7 +5,7 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left, insort
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
@@ -46,6 +46,7 @@ class Snapshot:
     running: tuple[RunningJob, ...] = ()  # jobs holding ``live`` allocations, for backfill and preemption
     quotas: Quotas = field(default_factory=dict)  # team → GPU type → quota; empty: no quotas
     fair_share: FairShare | None = None  # decayed usage by team and user; None: no fair share
+    gpu_speed: Mapping[str, float] = field(default_factory=dict)  # run-time speed per GPU type (default 1.0)
 
     def __post_init__(self) -> None:
         _check_unique("node", [n.name for n in self.nodes])

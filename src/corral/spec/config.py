@@ -113,6 +113,17 @@ class ClusterConfig(BaseModel):
     default_priority_class: str | None = Field(default=None, description="for jobs that name none")
     queues: dict[str, QueueConfig] = Field(default_factory=dict, description="per-queue defaults, by name")
     fair_share: FairShareConfig = Field(default_factory=FairShareConfig)
+    gpu_speed: dict[str, float] = Field(
+        default_factory=dict, description="run-time speed per GPU type (default 1.0), e.g. {H100: 1.0, L4: 0.2}"
+    )
+
+    @field_validator("gpu_speed")
+    @classmethod
+    def _speeds(cls, value: dict[str, float]) -> dict[str, float]:
+        for gpu_type, speed in value.items():
+            if speed <= 0:
+                raise ValueError(f"speed of {gpu_type} must be above 0, got {speed}")
+        return value
 
     @field_validator("organisation")
     @classmethod

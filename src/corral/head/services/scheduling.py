@@ -98,7 +98,15 @@ def load_cycle(rt: HeadRuntime, policy: Policy | None = None) -> CycleInput:
         )
         for t in tasks
     )
-    snapshot = Snapshot(nodes=nodes, live=live, pending=pending, running=running, quotas=quotas, fair_share=fair)
+    snapshot = Snapshot(
+        nodes=nodes,
+        live=live,
+        pending=pending,
+        running=running,
+        quotas=quotas,
+        fair_share=fair,
+        gpu_speed=config.gpu_speed,
+    )
     return CycleInput(snapshot, reasons, gated.held, gated.doomed)
 
 
