@@ -92,6 +92,7 @@ class Agent:
         reports = self.tasks.reports()
         if reports:
             await self.api.heartbeat(self.options.name, HeartbeatRequest(tasks=reports, applied_version=self.version))
+            self.tasks.acknowledge(reports)  # the next agent need not report them again
 
     async def _find_earlier_tasks(self) -> Found:
         """Tasks an earlier agent on this node ran, to report when registering: those still running

@@ -16,12 +16,13 @@ from corral.agent.launch.procfs import ProcKey, is_alive
 
 # The wrapper defers HUP, INT and TERM until the command has ended (a trapped signal does not cut a
 # foreground wait short) while the command itself gets the default handling back. Its own stderr
-# goes to /dev/null, so that "Terminated" notices of the shell do not land in the rank's log; an
-# inner shell restores the command's stderr and then becomes the command.
-_WRAPPER = (
-    "f=$1; shift; trap true HUP INT TERM; exec 3>&2 2>/dev/null; /bin/sh -c 'exec 2>&3 3>&-; exec \"$@\"' "
-    'corral-rank "$@"; s=$?; echo "$s" > "$f"; exit "$s"'
-)
+# goes to /dev/null, so that "Terminated" notices of the shell do not land in the rank's log; the
+# shell it starts restores the command's stderr first, then runs a shell line, or becomes the argv.
+_WRAPPER = """f=$1; mode=$2; shift 2; trap true HUP INT TERM; exec 3>&2 2>/dev/null
+if [ "$mode" = line ]; then /bin/sh -c "exec 2>&3 3>&-
+$1"; else /bin/sh -c 'exec 2>&3 3>&-; exec "$@"' corral-rank "$@"; fi
+s=$?; echo "$s" > "$f"; exit "$s"
+"""
 
 UNRECORDED_STATUS = 128 + signal.SIGKILL
 """The status of a rank whose wrapper left no file: only an uncatchable signal ends it that way."""
@@ -31,8 +32,8 @@ _POLL_S = 0.1
 
 def recording_exit(command: str | list[str], exit_file: Path) -> list[str]:
     """The argv that runs ``command`` (a shell line, or an argv) and records its exit status."""
-    argv = ["/bin/sh", "-c", command] if isinstance(command, str) else command
-    return ["/bin/sh", "-c", _WRAPPER, "corral-wrapper", str(exit_file), *argv]
+    mode, args = ("line", [command]) if isinstance(command, str) else ("argv", command)
+    return ["/bin/sh", "-c", _WRAPPER, "corral-wrapper", str(exit_file), mode, *args]
 
 
 def read_exit_file(path: Path) -> int | None:
