@@ -75,3 +75,13 @@ def test_a_lost_node_shows_as_not_ready_and_its_gpus_unavailable(head):
     metrics = scrape(head)
     assert value(metrics["corral_node_ready"], node="n1") == 0
     assert value(metrics["corral_gpus"], type="A100", state="unavailable") == 4
+
+
+def test_fragmented_gpus_are_reported_after_a_cycle(head):
+    agent = head.register("n1", gpus=8)
+    head.submit({"command": "a", "resources": {"gpus": 5}})
+    head.cycle()
+    agent.run_all()
+    head.submit({"command": "b", "resources": {"gpus": 4}})
+    head.cycle()
+    assert value(scrape(head)["corral_gpus_fragmented"], type="H100") == 3.0  # 3 free, 4 wanted

@@ -76,6 +76,14 @@ class _StateCollector(Collector):
         yield from self._nodes(nodes, now)
         yield from self._dcgm(nodes, held)
         yield self._idle()
+        fragmented = GaugeMetricFamily(
+            names.GPUS_FRAGMENTED,
+            "Free GPUs that cannot serve the largest pending request, as of the last scheduling cycle",
+            labels=["type"],
+        )
+        for gpu_type, count in sorted(self.rt.fragmented_gpus.items()):
+            fragmented.add_metric([gpu_type], count)
+        yield fragmented
 
     def _idle(self) -> GaugeMetricFamily:
         with self.rt.read() as session:

@@ -36,6 +36,8 @@ class HeadRuntime:
     # When the scheduler expects a reserved job to start (backfill), as of the last cycle.
     expected_starts: dict[str, datetime] = field(default_factory=dict)
     fair_share_cache: tuple[datetime, FairShare] | None = None  # (computed at, usage)
+    # Free GPUs per type that cannot serve the largest pending request, as of the last cycle.
+    fragmented_gpus: dict[str, float] = field(default_factory=dict)
     job_cache: JobCache = field(default_factory=JobCache)
     samples: SampleStore = field(default_factory=SampleStore)
     # Observers of what happens (metrics); each gets a number of seconds.

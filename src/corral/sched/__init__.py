@@ -2,6 +2,7 @@
 
 from corral.sched.cycle import schedule
 from corral.sched.feasibility import never_fits
+from corral.sched.fragmentation import fragmentation
 from corral.sched.plan import (
     BACKFILL_BLOCKED,
     DEPENDENCY,
@@ -45,6 +46,7 @@ __all__ = [
     "Reason",
     "Reservation",
     "Snapshot",
+    "fragmentation",
     "get_policy",
     "never_fits",
     "schedule",

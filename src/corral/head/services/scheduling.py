@@ -18,7 +18,7 @@ from corral.head.services.lifecycle import LIVE_TASK_STATES, end_job
 from corral.head.services.running import LiveTask, running_jobs
 from corral.head.store.tables import JobRow, NodeRow, TaskRow
 from corral.model import Allocation, FairShare, JobState, LiveAllocation, RunningJob, TaskState
-from corral.sched import DEPENDENCY, Plan, Policy, Reason, Snapshot, get_policy, schedule
+from corral.sched import DEPENDENCY, Plan, Policy, Reason, Snapshot, fragmentation, get_policy, schedule
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,7 @@ def run_cycle(rt: HeadRuntime, policy: Policy) -> CycleResult:
     if not snapshot.pending:
         rt.queue_positions = {}
         rt.expected_starts = {}
+        rt.fragmented_gpus = {}
         if held:
             apply_plan(rt, Plan(reasons=held), reasons)
         return CycleResult(pending=0, placed=0)
@@ -132,6 +133,7 @@ def run_cycle(rt: HeadRuntime, policy: Policy) -> CycleResult:
         job_id: reason.expected_start for job_id, reason in plan.reasons.items() if reason.expected_start
     }
     result = apply_plan(rt, plan, reasons)
+    rt.fragmented_gpus = fragmentation(snapshot, plan, policy)
     return CycleResult(pending=len(snapshot.pending), placed=result.placed)
 
 
