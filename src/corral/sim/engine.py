@@ -209,10 +209,12 @@ class _Engine:
         The scheduler only looks for victims for a job that does not fit what is free, so when
         every job able to preempt someone is placed without, running jobs change nothing.
         """
-        victims = self.state.victims()
-        if not victims:
+        lowest = self.state.lowest_running()
+        if lowest is None:
             return None
-        able = self.state.could_preempt(victims)
+        able = self.state.could_preempt(lowest)
+        if not able:
+            return None
         snapshot = self.state.lean()
         if snapshot is None or len(able) > len(snapshot.pending):
             return None

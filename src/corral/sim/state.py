@@ -83,7 +83,7 @@ class ClusterState:
         job_id = placement.job_id
         self.running_nodes.pop(job_id, None)
         if (level := self.running_level.pop(job_id, None)) is not None:
-            self.levels[level].discard(job_id)
+            self._unlevel(job_id, level)
         for alloc in placement.allocations:
             del self.live[alloc.node][job_id]
             self._move(alloc.node, len(alloc.gpus))
@@ -91,10 +91,20 @@ class ClusterState:
     def relevel(self, job_id: str, running: RunningJob) -> None:
         """Index a running job by its level now (at its start, and when it crosses a threshold)."""
         if (old := self.running_level.get(job_id)) is not None:
-            self.levels[old].discard(job_id)
+            self._unlevel(job_id, old)
         level = self.policy.level(running)
         self.running_level[job_id] = level
         self.levels.setdefault(level, set()).add(job_id)
+
+    def _unlevel(self, job_id: str, level: int) -> None:
+        ids = self.levels[level]
+        ids.discard(job_id)
+        if not ids:
+            del self.levels[level]
+
+    def lowest_running(self) -> int | None:
+        """The lowest level of a running job (costs the number of distinct levels, not of jobs)."""
+        return min(self.levels, default=None) if self.policy.preemption else None
 
     def _move(self, name: str, change: int) -> None:
         shape, free = self.shape[name], self.free[name]
@@ -132,11 +142,8 @@ class ClusterState:
             return None
         return self._pruned([], lambda ids: ())
 
-    def could_preempt(self, victims: Sequence[str]) -> list[str]:
-        """Pending jobs whose level is above some possible victim's."""
-        lowest = min((self.running_level[v] for v in victims), default=None)
-        if lowest is None:
-            return []
+    def could_preempt(self, lowest: int) -> list[str]:
+        """Pending jobs whose level is above ``lowest``, a running job's."""
         level = self.policy.level
         return [e[1] for q in self.queues.values() for e in q if level(e[2]) > lowest]
 
