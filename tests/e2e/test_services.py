@@ -161,7 +161,8 @@ def test_streamed_responses_arrive_incrementally(quick_cluster):
         conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
         conn.request("GET", parts.path + "stream?tokens=5")
         response = conn.getresponse()
-        assert response.status == 200 and response.getheader("X-Corral-Replica")
+        assert response.status == 200, response.read()
+        assert response.getheader("X-Corral-Replica")
         arrivals, buffer = [], b""
         while chunk := response.read1(65536):
             buffer += chunk

@@ -11,7 +11,10 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, TypeVar
 
 import httpx
 import pytest
@@ -22,7 +25,14 @@ from corral.serve.proxy.gateway import Gateway
 from corral.serve.proxy.load import LoadBook
 from corral.serve.proxy.pool import ReplicaPool
 
+T = TypeVar("T")
 MODEL_SERVER = Path(__file__).resolve().parents[2] / "examples" / "model_server.py"
+
+
+def run(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run on an event loop of its own thread, whatever loop the test process may already run."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
 
 
 def free_port() -> int:
@@ -75,21 +85,21 @@ async def through(gw: Gateway, *requests: tuple[str, str]) -> list[httpx.Respons
 def test_a_refused_connection_is_retried_once_on_another_replica(replica):
     dead = Endpoint(replica="dead", url=f"http://127.0.0.1:{free_port()}")
     gw = gateway({"m": [dead, Endpoint(replica="live", url=replica)]})
-    responses = asyncio.run(through(gw, *[("POST", "/s/m/predict")] * 20))
+    responses = run(through(gw, *[("POST", "/s/m/predict")] * 20))
     assert [r.status_code for r in responses] == [200] * 20
     assert {r.headers["x-corral-replica"] for r in responses} == {"live"}
 
 
 def test_only_dead_replicas_give_502_naming_the_replica():
     dead = Endpoint(replica="dead", url=f"http://127.0.0.1:{free_port()}")
-    (response,) = asyncio.run(through(gateway({"m": [dead]}), ("POST", "/s/m/predict")))
+    (response,) = run(through(gateway({"m": [dead]}), ("POST", "/s/m/predict")))
     assert response.status_code == 502 and "dead" in response.json()["detail"]
 
 
 def test_no_ready_replica_is_held_then_answered_503():
     book = LoadBook()
     started = time.monotonic()
-    (response,) = asyncio.run(through(gateway({"m": []}, book, hold_s=0.5), ("GET", "/s/m/")))
+    (response,) = run(through(gateway({"m": []}, book, hold_s=0.5), ("GET", "/s/m/")))
     assert response.status_code == 503
     assert "no ready replica" in response.json()["detail"]
     assert time.monotonic() - started >= 0.5
@@ -98,13 +108,13 @@ def test_no_ready_replica_is_held_then_answered_503():
 
 def test_a_service_stopped_by_hand_is_refused_at_once():
     started = time.monotonic()
-    (response,) = asyncio.run(through(gateway({"m": []}, hold_s=30, stopped=True), ("GET", "/s/m/")))
+    (response,) = run(through(gateway({"m": []}, hold_s=30, stopped=True), ("GET", "/s/m/")))
     assert response.status_code == 503 and "scaled to 0" in response.json()["detail"]
     assert time.monotonic() - started < 5
 
 
 def test_unknown_service_is_404(replica):
-    (response,) = asyncio.run(through(gateway({"m": [Endpoint(replica="live", url=replica)]}), ("GET", "/s/other/")))
+    (response,) = run(through(gateway({"m": [Endpoint(replica="live", url=replica)]}), ("GET", "/s/other/")))
     assert response.status_code == 404 and "other" in response.json()["detail"]
 
 
@@ -136,7 +146,7 @@ def test_the_aiohttp_server_passes_whole_and_streamed_responses(replica):
             with contextlib.suppress(asyncio.CancelledError):
                 await server
 
-    asyncio.run(scenario())
+    run(scenario())
 
 
 def test_readiness_probes_pass_only_on_2xx_in_time(replica):
@@ -154,4 +164,4 @@ def test_readiness_probes_pass_only_on_2xx_in_time(replica):
         finally:
             await prober.aclose()
 
-    assert asyncio.run(probe()) == {"ok": True, "missing": False, "dead": False}
+    assert run(probe()) == {"ok": True, "missing": False, "dead": False}

@@ -59,7 +59,8 @@ class Gateway:
         if self._http is None:
             self._http = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=1000, limit_per_host=0),
-                timeout=aiohttp.ClientTimeout(total=None, connect=2.0, sock_read=300.0),
+                # Only the socket connect is bounded tightly: a busy gateway's own wait is not the replica's fault.
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=3.0, sock_read=300.0),
                 auto_decompress=False,
                 skip_auto_headers=("User-Agent", "Accept-Encoding", "Content-Type"),
             )
