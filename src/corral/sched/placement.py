@@ -12,7 +12,8 @@ from corral.sched.snapshot import CapacityView, NodeCapacity, Rank
 
 
 class Choice(NamedTuple):
-    """One node's share of a placement; lower ``key`` is a better fit."""
+    """One node's share of a placement; lower ``key`` is a better fit. ``gpus`` is empty for a
+    whole-GPU share until the node is chosen (the lowest empty indices of the type then)."""
 
     key: tuple[float, Rank, str]
     node: NodeCapacity
@@ -23,7 +24,7 @@ def find_placement(view: CapacityView, job: Job) -> Placement | None:
     """The best placement for the job on what is free in the view now, or None."""
     request = job.request
     if request.gpus_per_node <= 0:
-        return _placement(job, None, _choose(candidates(view, request, None), request))
+        return _placement(job, None, _choose(candidates(view, request, None), request))  # CPU-only
     if request.gpu_types:
         for gpu_type in request.gpu_types:  # the job's preference order
             chosen = _choose(candidates(view, request, gpu_type), request)
@@ -49,10 +50,9 @@ def candidates(view: CapacityView, request: Request, gpu_type: str | None) -> It
 
 
 def _whole(view: CapacityView, request: Request, gpu_type: str) -> Iterator[Choice]:
-    count = request.gpu_slots_per_node
-    for node in view.nodes_with_empty(gpu_type, count):
+    for node in view.nodes_with_empty(gpu_type, request.gpu_slots_per_node):
         if node.fits_host(request):
-            yield Choice((0.0, node.gpu_rank, node.name), node, tuple(node.empty_gpus(gpu_type)[:count]))
+            yield Choice((0.0, node.gpu_rank, node.name), node, ())  # indices picked once chosen
 
 
 def _fractional(view: CapacityView, request: Request, gpu_type: str) -> Iterator[Choice]:
@@ -106,7 +106,15 @@ def _placement(job: Job, gpu_type: str | None, chosen: list[Choice] | None) -> P
     fraction = request.gpus_per_node if request.fractional else FULL_GPU
     cpus = request.cpus_per_node if request.cpus_per_node is not None else 0.0
     memory_mb = request.memory_mb_per_node if request.memory_mb_per_node is not None else 0
+    slots = request.gpu_slots_per_node if gpu_type is not None and not request.fractional else 0
     allocations = tuple(
-        Allocation(node=c.node.name, gpus=c.gpus, gpu_fraction=fraction, cpus=cpus, memory_mb=memory_mb) for c in chosen
+        Allocation(
+            node=c.node.name,
+            gpus=c.gpus or (tuple(c.node.empty_gpus(gpu_type)[:slots]) if gpu_type is not None and slots else ()),
+            gpu_fraction=fraction,
+            cpus=cpus,
+            memory_mb=memory_mb,
+        )
+        for c in chosen
     )
     return Placement(job_id=job.id, gpu_type=gpu_type, allocations=allocations)

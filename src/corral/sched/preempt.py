@@ -16,6 +16,7 @@ priority has no eligible victim below it.
 
 from __future__ import annotations
 
+from bisect import insort
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from itertools import combinations, islice
@@ -28,7 +29,7 @@ from corral.sched.quota import QuotaLedger
 from corral.sched.snapshot import CapacityView, NodeCapacity, Snapshot
 
 EXHAUSTIVE = 8  # victims on one node up to which every subset is tried
-SEARCHES_PER_CYCLE = 256  # victim searches per cycle; jobs blocked after that wait for the next cycle
+SEARCHES_PER_CYCLE = 64  # victim searches per cycle; jobs blocked after that wait for the next cycle
 
 Cost = tuple[float, int]  # (GPU-seconds lost, jobs newly preempted)
 _Option = tuple[Cost, str, tuple[str, ...]]  # (cost, node, victims on it)
@@ -65,10 +66,11 @@ class Preemptor:
         for job_id in sorted(self.jobs):
             for node in sorted({a.node for a in self.held[job_id]}):
                 self.on_node.setdefault(node, []).append(job_id)
-        self._node_names = sorted(self.on_node)
+        self._node_order = sorted((min(self.cost[v] for v in jobs), name) for name, jobs in self.on_node.items())
         self._levels = {r.id: self.level(r) for r in self.jobs.values()}
         self._borrowing = {r.id: quota is not None and quota.borrowing(r.id) for r in self.jobs.values()}
         self.searches = 0
+        self._orders: dict[str | None, list[tuple[Cost, str]]] = {}
         self._subsets: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
         self.taken: set[str] = set()
         self._any_stopping = any(r.stopping for r in self.jobs.values())
@@ -200,26 +202,46 @@ class Preemptor:
                 view.take(self.held[v])
 
     def _victims_for_type(self, view: CapacityView, job: Job, gpu_type: str | None) -> tuple[str, ...] | None:
+        """The cheapest nodes' victims for one share each. Nodes are scanned by the cost of their cheapest
+        victim (a lower bound of any option there) and the scan stops once no later node can beat the
+        options found: exact, and short when cheap options exist."""
         request = job.request
         options: list[_Option] = []
+        costs: list[Cost] = []
+        if request.nodes > 1:  # nodes that already fit cost nothing
+            for choice in islice(candidates(view, request, gpu_type), request.nodes):
+                options.append(((0.0, 0), choice.node.name, ()))
+                costs.append((0.0, 0))
+        free = {name for _, name, _ in options}
         level, slots = self.level(job), request.gpu_slots_per_node
         within = self.quota is None or self.quota.within_nominal(job, gpu_type)
-        for name in self._node_names:
+        for bound, name in self._order_for(view, gpu_type):
+            if len(costs) >= request.nodes and bound >= costs[request.nodes - 1]:
+                break
             node = view.nodes.get(name)
-            if node is None or (gpu_type is not None and len(node.indices(gpu_type)) < slots):
+            if name in free or node is None or (gpu_type is not None and len(node.indices(gpu_type)) < slots):
                 continue
             eligible = [v for v in self.on_node[name] if self._eligible(v, job.team, level, within)]
             found = self._cheapest_on_node(node, request, gpu_type, eligible) if eligible else None
             if found is not None:
-                options.append((self._total(found), name, found))
-        if request.nodes > 1:  # nodes that already fit cost nothing
-            seen = {name for _, name, _ in options}
-            free = islice(candidates(view, request, gpu_type), request.nodes)
-            options += [((0.0, 0), c.node.name, ()) for c in free if c.node.name not in seen]
+                total = self._total(found)
+                options.append((total, name, found))
+                insort(costs, total)
         if len(options) < request.nodes:
             return None
         chosen = sorted(options)[: request.nodes]
         return tuple(sorted({v for _, _, victims in chosen for v in victims}))
+
+    def _order_for(self, view: CapacityView, gpu_type: str | None) -> list[tuple[Cost, str]]:
+        """The nodes hosting victims that have GPUs of the type, cheapest victim first (kept for the cycle)."""
+        order = self._orders.get(gpu_type)
+        if order is None:
+            order = self._orders[gpu_type] = [
+                (bound, name)
+                for bound, name in self._node_order
+                if gpu_type is None or ((node := view.nodes.get(name)) is not None and node.indices(gpu_type))
+            ]
+        return order
 
     def _cheapest_on_node(
         self, node: NodeCapacity, request: Request, gpu_type: str | None, eligible: list[str]
