@@ -1,4 +1,9 @@
-"""A real head (FastAPI app, SQLite file, fake clock) driven through its HTTP API.
+"""A real head (FastAPI app, fake clock) driven through its HTTP API, on each database backend.
+
+Every test that takes ``head`` or ``start_head`` runs twice: on a SQLite file and on a
+real PostgreSQL server (one throw-away server per session, a fresh database per test
+copied from a migrated template). Where no server can start, the PostgreSQL half skips
+with the reason.
 
 Loops do not run: tests call a scheduling cycle or a liveness check when they want
 one. Agents are simulated by calling the agent API with their node tokens.
@@ -23,10 +28,11 @@ from corral.head.security import Role, hash_token
 from corral.head.services.liveness import check_nodes, check_time_limits
 from corral.head.services.scheduling import CycleResult, run_cycle
 from corral.head.settings import HeadSettings
-from corral.head.store.db import sqlite_url
+from corral.head.store.db import Database, sqlite_url
 from corral.head.store.tables import TokenRow
 from corral.sched import get_policy
 from corral.testing import FakeClock
+from corral.testing.postgres import PostgresServer, unavailable_reason
 
 with warnings.catch_warnings():
     # Newer starlette prefers the httpx2 package for its test client; plain httpx still works.
@@ -228,12 +234,53 @@ def open_head(home: Path, clock: FakeClock, **overrides: Any) -> Iterator[Head]:
         yield Head(app=app, client=client, clock=clock, home=home, admin_token=app.state.admin_token)
 
 
-@pytest.fixture
-def start_head() -> Callable[..., AbstractContextManager[Head]]:
-    return open_head
+TEST_DB = "corral_tests"
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One PostgreSQL server for the session, with one migrated database the tests share."""
+    reason = unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"PostgreSQL half skipped: {reason}")
+    server = PostgresServer.start()
+    try:
+        database = Database(server.create_database(TEST_DB))
+        database.migrate()
+        database.close()
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture
-def head(tmp_path: Path, clock: FakeClock) -> Iterator[Head]:
-    with open_head(tmp_path / "home", clock) as started:
+def postgres_url(request: pytest.FixtureRequest) -> str:
+    """The shared PostgreSQL database, emptied for this test (much faster than a new database each)."""
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    server.empty_tables(TEST_DB)
+    return server.url(TEST_DB)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest) -> str | None:
+    """The database the test's head uses: None for the SQLite file under its home."""
+    if request.param == "sqlite":
+        return None
+    url: str = request.getfixturevalue("postgres_url")
+    return url
+
+
+@pytest.fixture
+def start_head(db_url: str | None) -> Callable[..., AbstractContextManager[Head]]:
+    def start(home: Path, clock: FakeClock, **overrides: Any) -> AbstractContextManager[Head]:
+        if db_url is not None:
+            overrides.setdefault("db_url", db_url)
+        return open_head(home, clock, **overrides)
+
+    return start
+
+
+@pytest.fixture
+def head(tmp_path: Path, clock: FakeClock, start_head: Callable[..., AbstractContextManager[Head]]) -> Iterator[Head]:
+    with start_head(tmp_path / "home", clock) as started:
         yield started

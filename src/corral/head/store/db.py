@@ -11,10 +11,12 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.orm import Session, sessionmaker
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+WRITE_LOCK_KEY = 0x636F7272616C  # "corral": the advisory lock every PostgreSQL write transaction takes
+MIGRATE_LOCK_KEY = WRITE_LOCK_KEY + 1
 
 
 class Database:
@@ -22,24 +24,47 @@ class Database:
 
     SQLite lets a read transaction upgrade to a write only if nobody else wrote in
     between; it fails at once otherwise (no busy wait). Write sessions therefore
-    start with ``BEGIN IMMEDIATE`` and wait their turn on the busy timeout.
+    start with ``BEGIN IMMEDIATE`` and wait their turn on the busy timeout. On
+    PostgreSQL a write starts by taking one advisory lock, so writes are serialized
+    the same way, across every head sharing the database.
     """
 
     def __init__(self, url: str) -> None:
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
-        connect_args: dict[str, Any] = {"check_same_thread": False, "timeout": 30} if self.is_sqlite else {}
-        self.engine: Engine = create_engine(url, connect_args=connect_args, pool_pre_ping=not self.is_sqlite)
         if self.is_sqlite:
+            self.engine: Engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
             _configure_sqlite(self.engine)
-        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
-        write_engine = self.engine.execution_options(sqlite_begin="IMMEDIATE") if self.is_sqlite else self.engine
+            read_engine: Engine = self.engine
+            write_engine: Engine = self.engine.execution_options(sqlite_begin="IMMEDIATE")
+        else:
+            self.engine = create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+            # A read sees one snapshot for its whole transaction, as a SQLite read does.
+            read_engine = self.engine.execution_options(isolation_level="REPEATABLE READ")
+            write_engine = self.engine
+        self._sessions = sessionmaker(read_engine, expire_on_commit=False)
         self._write_sessions = sessionmaker(write_engine, expire_on_commit=False)
         # SQLite has one writer at a time, and a writer that finds the lock taken sleeps in steps
-        # of up to 100 ms. Queueing this process's writers on a lock instead keeps them prompt.
-        self._write_lock: threading.Lock | contextlib.nullcontext[None] = (
-            threading.Lock() if self.is_sqlite else contextlib.nullcontext()
-        )
+        # of up to 100 ms. Queueing this process's writers on a lock instead keeps them prompt;
+        # on PostgreSQL it also keeps waiting writers from holding pooled connections.
+        self._write_lock = threading.Lock()
+        self._checked_out = 0
+        self._closed = False
+        self._returned = threading.Condition()
+        event.listen(self.engine, "checkout", self._on_checkout)
+        event.listen(self.engine, "checkin", self._on_checkin)
+
+    def _on_checkout(self, *_args: Any) -> None:
+        with self._returned:
+            self._checked_out += 1
+
+    def _on_checkin(self, dbapi_connection: Any, *_args: Any) -> None:
+        with self._returned:
+            self._checked_out -= 1
+            self._returned.notify_all()
+            if self._closed and dbapi_connection is not None:  # returned after close(): nobody will reuse it
+                with contextlib.suppress(Exception):
+                    dbapi_connection.close()
 
     @contextmanager
     def read(self) -> Iterator[Session]:
@@ -51,6 +76,10 @@ class Database:
         """A transaction that commits on success and rolls back on any error."""
         with self._write_lock, self._write_sessions() as session:
             try:
+                if not self.is_sqlite:
+                    # Writers queue one at a time across every head, as SQLite's BEGIN IMMEDIATE makes them:
+                    # plan_apply's re-checks rely on nobody writing between its reads and its writes.
+                    session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": WRITE_LOCK_KEY})
                 yield session
                 session.commit()
             except BaseException:
@@ -63,10 +92,16 @@ class Database:
         config.set_main_option("script_location", str(MIGRATIONS_DIR))
         config.set_main_option("sqlalchemy.url", self.url.replace("%", "%%"))
         with self.engine.begin() as connection:
+            if not self.is_sqlite:  # heads starting together migrate one after the other
+                connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATE_LOCK_KEY})
             config.attributes["connection"] = connection
             command.upgrade(config, "head")
 
-    def close(self) -> None:
+    def close(self, wait_s: float = 3.0) -> None:
+        """Close every connection, after waiting a little for work still running in threads to finish."""
+        with self._returned:
+            self._returned.wait_for(lambda: self._checked_out <= 0, timeout=wait_s)
+            self._closed = True
         self.engine.dispose()
 
 
