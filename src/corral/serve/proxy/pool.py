@@ -20,6 +20,7 @@ from corral.serve.lb import ReplicaView, RequestView, choose_replica
 
 log = logging.getLogger(__name__)
 
+MIN_REFRESH_S = 0.1
 ViewSource = Callable[[], Awaitable[GatewayView]]
 
 
@@ -80,8 +81,10 @@ class ReplicaPool:
                 await self.refresh()
             except Exception as exc:  # the head restarting: keep routing with what we know
                 log.warning("cannot refresh the gateway's replicas: %s", exc)
+            # Requests held for a replica ask for refreshes; they get at most ten a second.
+            await asyncio.sleep(MIN_REFRESH_S)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wanted.wait(), self.interval_s)
+                await asyncio.wait_for(self._wanted.wait(), max(0.0, self.interval_s - MIN_REFRESH_S))
 
     def choose(self, service: str, exclude: frozenset[str] = frozenset()) -> Endpoint | None:
         pool = self.services.get(service)
