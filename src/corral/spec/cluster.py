@@ -9,7 +9,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from corral.spec.errors import FieldError, SpecError, from_validation_error
 from corral.spec.job import load_yaml_document
-from corral.spec.quantities import parse_memory_mb
+from corral.spec.quantities import check_gpu_speeds, parse_memory_mb
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9\-]{0,39}$")
 _TYPE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
@@ -75,10 +75,7 @@ class ClusterSpec(BaseModel):
     @field_validator("gpu_speed")
     @classmethod
     def _speeds(cls, value: dict[str, float]) -> dict[str, float]:
-        for gpu_type, speed in value.items():
-            if speed <= 0:
-                raise ValueError(f"speed of {gpu_type} must be above 0, got {speed}")
-        return value
+        return check_gpu_speeds(value)
 
     @model_validator(mode="after")
     def _unique_names(self) -> ClusterSpec:

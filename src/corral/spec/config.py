@@ -14,7 +14,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from corral.spec.errors import FieldError, SpecError, from_validation_error
 from corral.spec.job import load_yaml_document
-from corral.spec.quantities import parse_duration_s
+from corral.spec.quantities import check_gpu_speeds, parse_duration_s
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,62}$")
 DEFAULT_HALF_LIFE_S = 7 * 86400.0
@@ -120,10 +120,7 @@ class ClusterConfig(BaseModel):
     @field_validator("gpu_speed")
     @classmethod
     def _speeds(cls, value: dict[str, float]) -> dict[str, float]:
-        for gpu_type, speed in value.items():
-            if speed <= 0:
-                raise ValueError(f"speed of {gpu_type} must be above 0, got {speed}")
-        return value
+        return check_gpu_speeds(value)
 
     @field_validator("organisation")
     @classmethod

@@ -31,6 +31,12 @@ MEMORY_HELP = "a size such as 512MB, 64GB or 1.5TB"
 _DURATION_UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _DURATION_PART_RE = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 DURATION_HELP = "a duration such as 90s, 30m, 2h, 1d, 1h30m or HH:MM:SS"
+MAX_MEMORY_MB = 2**31 - 1  # 2 PiB: more than any node has, and what the database's integer holds
+MAX_DURATION_S = 10 * 365 * 86400.0
+
+
+def _kind(value: object) -> str:
+    return "nothing" if value is None else f"a {type(value).__name__}"
 
 
 def parse_memory_mb(value: str | int | float) -> int:
@@ -40,16 +46,21 @@ def parse_memory_mb(value: str | int | float) -> int:
     if isinstance(value, int | float):
         if value < 0:
             raise ValueError(f"must not be negative, got {value}")
+        if not value <= MAX_MEMORY_MB:  # also refuses NaN
+            raise ValueError(f"must be at most {MAX_MEMORY_MB} MB, got {value}")
         return int(value)  # a bare number is MiB
+    if not isinstance(value, str):
+        raise ValueError(f"expected {MEMORY_HELP}, got {_kind(value)}")
     match = _MEMORY_RE.match(value)
     if not match:
         raise ValueError(f"expected {MEMORY_HELP}, got {value!r}")
     number, unit = float(match.group(1)), match.group(2).lower()
     if unit not in _MEMORY_UNITS_MB:
         raise ValueError(f"unknown unit {match.group(2)!r} in {value!r}; expected {MEMORY_HELP}")
-    if unit == "":
-        return int(number)  # a bare number is MiB, like the int form
-    return round(number * _MEMORY_UNITS_MB[unit])
+    megabytes = number if unit == "" else number * _MEMORY_UNITS_MB[unit]  # a bare number is MiB, like the int form
+    if megabytes > MAX_MEMORY_MB:
+        raise ValueError(f"{value!r} is more than the largest size accepted ({MAX_MEMORY_MB} MB)")
+    return int(megabytes) if unit == "" else round(megabytes)
 
 
 def parse_duration_s(value: str | int | float) -> float:
@@ -59,7 +70,11 @@ def parse_duration_s(value: str | int | float) -> float:
     if isinstance(value, int | float):
         if value <= 0:
             raise ValueError(f"must be positive, got {value}")
+        if not value <= MAX_DURATION_S:  # also refuses NaN
+            raise ValueError(f"must be at most {MAX_DURATION_S:.0f} s (ten years), got {value}")
         return float(value)
+    if not isinstance(value, str):
+        raise ValueError(f"expected {DURATION_HELP}, got {_kind(value)}")
     text = value.strip().lower()
     seconds: float
     if ":" in text:
@@ -82,6 +97,8 @@ def parse_duration_s(value: str | int | float) -> float:
             raise ValueError(f"expected {DURATION_HELP}, got {value!r}")
     if seconds <= 0:
         raise ValueError(f"must be positive, got {value!r}")
+    if seconds > MAX_DURATION_S:
+        raise ValueError(f"{value!r} is longer than ten years")
     return seconds
 
 
@@ -140,3 +157,11 @@ def parse_env_pair(value: str) -> tuple[str, str]:
     if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
         raise ValueError(f"bad environment assignment {value!r}: expected KEY=VALUE with KEY a shell name")
     return key, val
+
+
+def check_gpu_speeds(speeds: dict[str, float]) -> dict[str, float]:
+    """A speed table (GPU type → run-time speed); every speed must be above 0."""
+    for gpu_type, speed in speeds.items():
+        if speed <= 0:
+            raise ValueError(f"speed of {gpu_type} must be above 0, got {speed}")
+    return speeds
