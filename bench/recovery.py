@@ -240,7 +240,7 @@ def main() -> None:
     args = parser.parse_args()
     load_before = Path("/proc/loadavg").read_text().split()[:3]
     gang = gang_latency(args.gangs)
-    recoveries = recovery(args.recoveries, args.node_timeout, args.agent_lease)
+    recoveries = recovery(args.recoveries, args.node_timeout, args.agent_lease) if args.recoveries else {}
     result: dict[str, Any] = {
         "loadavg_before": load_before,
         "loadavg_after": Path("/proc/loadavg").read_text().split()[:3],
