@@ -89,7 +89,8 @@ def main() -> None:
     )
     print(
         f"cycles {result.cycles}, utilization {summary.utilization:.3f}, avg JCT {summary.avg_jct_s / 3600:.2f} h, "
-        f"avg wait {summary.avg_wait_s / 3600:.2f} h, makespan {summary.makespan_s / 86400:.1f} d"
+        f"avg wait {summary.avg_wait_s / 3600:.2f} h, makespan {summary.makespan_s / 86400:.1f} d, "
+        f"preemptions {summary.preemptions}"
     )
 
 

@@ -212,15 +212,15 @@ class _Engine:
         lowest = self.state.lowest_running()
         if lowest is None:
             return None
-        able = self.state.could_preempt(lowest)
+        able = self.state.count_above(lowest)
         if not able:
             return None
         snapshot = self.state.lean()
-        if snapshot is None or len(able) > len(snapshot.pending):
+        if snapshot is None or able > len(snapshot.pending):
             return None
         plan = schedule(snapshot, self.policy, at)
-        placed = {p.job_id for p in plan.placements}
-        if any(job_id not in placed for job_id in able):
+        level, queued = self.policy.level, self.state.keys
+        if sum(1 for p in plan.placements if level(queued[p.job_id][2]) > lowest) < able:
             return None
         self.cycles += 1
         return plan

@@ -71,7 +71,10 @@ class ClusterState:
         queue = self.queues[job.request]
         del queue[bisect_left(queue, _entry_key(entry), key=_entry_key)]
         if self.policy.preemption:
-            self.pending_levels[self.policy.level(job)] -= 1
+            level = self.policy.level(job)
+            self.pending_levels[level] -= 1
+            if not self.pending_levels[level]:
+                del self.pending_levels[level]
             self.relevel(job.id, running)
         self.running_nodes[job.id] = tuple(a.node for a in placement.allocations)
         for alloc in placement.allocations:
@@ -142,10 +145,9 @@ class ClusterState:
             return None
         return self._pruned([], lambda ids: ())
 
-    def could_preempt(self, lowest: int) -> list[str]:
-        """Pending jobs whose level is above ``lowest``, a running job's."""
-        level = self.policy.level
-        return [e[1] for q in self.queues.values() for e in q if level(e[2]) > lowest]
+    def count_above(self, lowest: int) -> int:
+        """How many pending jobs have a level above ``lowest`` (a running job's): those that could preempt."""
+        return sum(count for level, count in self.pending_levels.items() if level > lowest)
 
     def _pruned(
         self, victims: Sequence[str], running: Callable[[Iterable[str]], tuple[RunningJob, ...]]
