@@ -46,6 +46,9 @@ COMMANDS: dict[str, str] = {
     "services": "corral.cli.serve:services",
     "service": "corral.cli.serve:service",
     "gateway": "corral.cli.serve:gateway",
+    "user": "corral.cli.users:user",
+    "token": "corral.cli.users:token",
+    "whoami": "corral.cli.users:whoami",
 }
 
 

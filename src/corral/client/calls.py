@@ -104,3 +104,24 @@ class HeadApi:
 
     def join_token(self) -> str:
         return str(self.transport.send(Call("GET", "/v1/join-token"))["token"])
+
+    def whoami(self) -> Any:
+        return self.transport.send(Call("GET", "/v1/whoami"))
+
+    def users(self) -> Any:
+        return self.transport.send(Call("GET", "/v1/users"))
+
+    def add_user(self, name: str, role: str = "user", teams: Sequence[str] = ()) -> Any:
+        body: dict[str, Any] = {"name": name, "role": role}
+        if teams:
+            body["teams"] = list(teams)
+        return self.transport.send(Call("POST", "/v1/users", json=body))
+
+    def tokens(self) -> Any:
+        return self.transport.send(Call("GET", "/v1/tokens"))
+
+    def create_token(self, user: str | None = None, name: str = "") -> Any:
+        return self.transport.send(Call("POST", "/v1/tokens", json={"user": user, "name": name}))
+
+    def revoke_token(self, token_id: str) -> Any:
+        return self.transport.send(Call("DELETE", f"/v1/tokens/{q(token_id)}"))

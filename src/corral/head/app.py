@@ -18,7 +18,7 @@ from corral.head import errors
 from corral.head.loops import idle_loop, liveness_loop, meter_loop, schedule_loop, serve_loop
 from corral.head.metrics import HeadMetrics
 from corral.head.notify import Notifier
-from corral.head.routers import agents, cluster, config, dashboard, jobs, services, usage
+from corral.head.routers import agents, cluster, config, dashboard, jobs, services, usage, users
 from corral.head.runtime import HeadRuntime
 from corral.head.services.auth import TokenCache, bootstrap, write_client_config
 from corral.head.settings import HeadSettings
@@ -82,6 +82,7 @@ def create_app(settings: HeadSettings, clock: Clock | None = None, run_loops: bo
     app.include_router(cluster.router)
     app.include_router(agents.router)
     app.include_router(usage.router)
+    app.include_router(users.router)
     app.include_router(dashboard.router)
     app.state.serve_book = book
     app.include_router(services.router)

@@ -8,6 +8,8 @@ import secrets
 from dataclasses import dataclass
 from enum import StrEnum
 
+TOKEN_ID_LENGTH = 12
+
 
 class Role(StrEnum):
     ADMIN = "admin"
@@ -19,10 +21,16 @@ class Role(StrEnum):
 class Principal:
     user: str
     role: Role
+    # The teams the user may submit to, their default first. Empty for a token whose user has no
+    # record (the first admin's, or one made before users existed): such a token is not held to teams.
+    teams: tuple[str, ...] = ()
 
     @property
     def is_admin(self) -> bool:
         return self.role is Role.ADMIN
+
+    def may_submit_to(self, team: str) -> bool:
+        return self.is_admin or not self.teams or team in self.teams
 
 
 def new_token(prefix: str) -> str:
@@ -31,6 +39,11 @@ def new_token(prefix: str) -> str:
 
 def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+def token_id(token_hash: str) -> str:
+    """A token's public name: the start of its hash (reveals nothing useful about the token)."""
+    return token_hash[:TOKEN_ID_LENGTH]
 
 
 def same_token(token: str, token_hash: str) -> bool:

@@ -5,35 +5,49 @@ from __future__ import annotations
 import getpass
 import json
 import os
+import time
 from pathlib import Path
 
 from sqlalchemy import select
 
 from corral.head.runtime import HeadRuntime
 from corral.head.security import Principal, Role, hash_token, new_token
-from corral.head.store.tables import MetaRow, TokenRow
+from corral.head.store.tables import MetaRow, TokenRow, UserRow
 
 CLIENT_CONFIG = "client.json"
 
 
 class TokenCache:
-    """Token hash → principal, so a request costs no database read once seen."""
+    """Token hash → principal, so a request costs no database read once seen.
 
-    def __init__(self) -> None:
-        self._known: dict[str, Principal] = {}
+    Entries live ``ttl_s`` seconds: a token revoked (or a user changed) through another head
+    sharing the database stops working here within that time; on this head at once.
+    """
+
+    def __init__(self, ttl_s: float = 5.0) -> None:
+        self.ttl_s = ttl_s
+        self._known: dict[str, tuple[Principal, float]] = {}
 
     def lookup(self, rt: HeadRuntime, token: str) -> Principal | None:
         digest = hash_token(token)
         hit = self._known.get(digest)
-        if hit is not None:
-            return hit
+        now = time.monotonic()
+        if hit is not None and hit[1] > now:
+            return hit[0]
         with rt.read() as session:
             row = session.get(TokenRow, digest)
+            user = session.get(UserRow, row.user) if row is not None else None
         if row is None:
+            self._known.pop(digest, None)
             return None
-        principal = Principal(user=row.user, role=Role(row.role))
-        self._known[digest] = principal
+        teams = tuple(str(team) for team in user.teams) if user is not None else ()
+        principal = Principal(user=row.user, role=Role(row.role), teams=teams)
+        self._known[digest] = (principal, now + self.ttl_s)
         return principal
+
+    def forget(self) -> None:
+        """Drop every entry (after a revocation or a change to a user)."""
+        self._known.clear()
 
 
 def bootstrap(rt: HeadRuntime) -> tuple[str, str]:

@@ -23,6 +23,7 @@ from corral.head.services.classes import resolve
 from corral.head.services.common import Conflict, Infeasible, NotFound, record_event, wake_scheduler
 from corral.head.services.convert import node_model, request_of
 from corral.head.services.lifecycle import end_job
+from corral.head.services.users import team_checked
 from corral.head.store.tables import EventRow, JobRow, NodeRow, TaskRow
 from corral.model import TERMINAL_JOB_STATES, JobState
 from corral.sched import never_fits
@@ -52,7 +53,7 @@ def submit(rt: HeadRuntime, who: Principal, spec: JobSpec, idempotency_key: str 
 
 def _submit_once(rt: HeadRuntime, who: Principal, spec: JobSpec, idempotency_key: str | None) -> tuple[JobOut, bool]:
     now = rt.clock.now()
-    spec = resolve(spec, who, rt.config.current)
+    spec = resolve(team_checked(spec, who, rt.config.current), who, rt.config.current)
     with rt.write() as session:
         if idempotency_key:
             existing = session.scalar(
@@ -80,7 +81,8 @@ def submit_many(rt: HeadRuntime, who: Principal, specs: Sequence[JobSpec]) -> li
     """Accept many jobs in one transaction, all or none; answers their ids in order."""
     now = rt.clock.now()
     config = rt.config.current
-    specs = [resolve(spec, who, config, f"jobs[{i}]." if len(specs) > 1 else "") for i, spec in enumerate(specs)]
+    prefixes = [f"jobs[{i}]." if len(specs) > 1 else "" for i in range(len(specs))]
+    specs = [resolve(team_checked(s, who, config, p), who, config, p) for s, p in zip(specs, prefixes, strict=True)]
     with rt.write() as session:
         _check_feasible(session, specs)
         check_dependencies(session, who, specs)

@@ -185,3 +185,25 @@ class MetaRow(Base):
 
     key: Mapped[str] = mapped_column(String(64), primary_key=True)
     value: Mapped[str] = mapped_column(Text)
+
+
+class UserRow(Base):
+    """A person who may use the cluster: their role and the teams they may submit to (the first is their default)."""
+
+    __tablename__ = "users"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    role: Mapped[str] = mapped_column(String(16))
+    teams: Mapped[list[Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime]
+
+
+class LeaseRow(Base):
+    """A lease only one head holds at a time; ``token`` grows by one with every new holder (fencing)."""
+
+    __tablename__ = "leases"
+
+    name: Mapped[str] = mapped_column(String(32), primary_key=True)
+    holder: Mapped[str] = mapped_column(String(128))
+    token: Mapped[int] = mapped_column(Integer)
+    expires_at: Mapped[datetime]

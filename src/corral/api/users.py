@@ -1,0 +1,71 @@
+"""Wire schemas for users and their bearer tokens."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$"
+NAME_RULE = "1-64 characters: letters, digits, '_', '.', '@' and '-', starting with a letter or digit"
+
+
+class UserIn(BaseModel):
+    """`corral user add`: a new user, or new role and teams for an existing one."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=NAME_PATTERN, description=NAME_RULE)
+    role: Literal["admin", "user"] = "user"
+    teams: list[str] = Field(
+        default_factory=lambda: ["default"],
+        min_length=1,
+        max_length=64,
+        description="teams the user may submit to; the first is their default team",
+    )
+
+    @field_validator("teams")
+    @classmethod
+    def _teams(cls, value: list[str]) -> list[str]:
+        for team in value:
+            if not re.fullmatch(NAME_PATTERN, team):
+                raise ValueError(f"bad team name {team!r}: {NAME_RULE}")
+        if len(set(value)) != len(value):
+            raise ValueError("a team is listed twice")
+        return value
+
+
+class UserOut(BaseModel):
+    name: str
+    role: str
+    teams: list[str] = Field(description="the first is the user's default team")
+    created_at: datetime | None = None
+
+
+class TokenIn(BaseModel):
+    """`corral token create`: a token for yourself, or (admins) for any user."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user: str | None = Field(default=None, pattern=NAME_PATTERN, description="whose token; yourself when omitted")
+    name: str = Field(default="", max_length=64, pattern=r"^[^\x00-\x1f]*$", description="a label to recognise it by")
+
+
+class TokenOut(BaseModel):
+    id: str = Field(description="what `corral token revoke` takes; not a secret")
+    user: str
+    role: str
+    name: str
+    created_at: datetime
+
+
+class TokenCreated(TokenOut):
+    token: str = Field(description="the bearer token itself: shown once, stored only as a hash")
+
+
+class WhoAmI(BaseModel):
+    user: str
+    role: str
+    teams: list[str]

@@ -1,0 +1,112 @@
+"""Users (role and teams) and their bearer tokens: add, list, create, revoke."""
+
+from __future__ import annotations
+
+import re
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from corral.api.users import TokenCreated, TokenIn, TokenOut, UserIn, UserOut, WhoAmI
+from corral.head.runtime import HeadRuntime
+from corral.head.security import TOKEN_ID_LENGTH, Principal, Role, hash_token, new_token, token_id
+from corral.head.services.common import NotAllowed, NotFound
+from corral.head.store.tables import TokenRow, UserRow
+from corral.spec import ClusterConfig, JobSpec
+
+TOKEN_PREFIX = {Role.ADMIN: "ca", Role.USER: "cu"}
+
+
+def add_user(rt: HeadRuntime, spec: UserIn) -> tuple[UserOut, bool]:
+    """Create the user, or set the role and teams of an existing one; answers (user, created)."""
+    now = rt.clock.now()
+    with rt.write() as session:
+        row = session.get(UserRow, spec.name)
+        created = row is None
+        if row is None:
+            row = UserRow(name=spec.name, role=spec.role, teams=list(spec.teams), created_at=now)
+            session.add(row)
+        else:
+            row.role, row.teams = spec.role, list(spec.teams)
+        return _user_out(row), created
+
+
+def list_users(rt: HeadRuntime) -> list[UserOut]:
+    with rt.read() as session:
+        return [_user_out(row) for row in session.scalars(select(UserRow).order_by(UserRow.name))]
+
+
+def whoami(who: Principal) -> WhoAmI:
+    return WhoAmI(user=who.user, role=who.role.value, teams=list(who.teams))
+
+
+def create_token(rt: HeadRuntime, who: Principal, spec: TokenIn) -> TokenCreated:
+    """A new token for the caller, or (admins only) for any registered user, with that user's role."""
+    user = spec.user or who.user
+    if user != who.user and not who.is_admin:
+        raise NotAllowed("only an admin may create tokens for another user")
+    now = rt.clock.now()
+    with rt.write() as session:
+        record = session.get(UserRow, user)
+        if record is not None:
+            role = Role(record.role)
+        elif user == who.user:
+            role = who.role  # a user without a record (the first admin) gets their own role
+        else:
+            raise NotFound(f"no user {user!r}; add them first with `corral user add {user}`")
+        token = new_token(TOKEN_PREFIX.get(role, "cu"))
+        row = TokenRow(hash=hash_token(token), user=user, role=role.value, name=spec.name, created_at=now)
+        session.add(row)
+        return TokenCreated(token=token, **_token_out(row).model_dump())
+
+
+def list_tokens(rt: HeadRuntime, who: Principal) -> list[TokenOut]:
+    """The caller's tokens; an admin sees every user's (never the join token's secret, nor any secret)."""
+    with rt.read() as session:
+        query = select(TokenRow).order_by(TokenRow.created_at)
+        if not who.is_admin:
+            query = query.where(TokenRow.user == who.user, TokenRow.role != Role.AGENT.value)
+        return [_token_out(row) for row in session.scalars(query)]
+
+
+def revoke_token(rt: HeadRuntime, who: Principal, tid: str) -> TokenOut:
+    """Delete a token by its id: one's own, or (admins) anyone's. Unknown and others' ids are both 404."""
+    with rt.write() as session:
+        row = _by_id(session, tid)
+        if row is None or (not who.is_admin and row.user != who.user) or row.role == Role.AGENT.value:
+            raise NotFound(f"no token {tid!r} (see `corral token list`)")
+        out = _token_out(row)
+        session.execute(delete(TokenRow).where(TokenRow.hash == row.hash))
+        return out
+
+
+def _by_id(session: Session, tid: str) -> TokenRow | None:
+    if not re.fullmatch(f"[0-9a-f]{{{TOKEN_ID_LENGTH}}}", tid):
+        return None
+    return session.scalars(select(TokenRow).where(TokenRow.hash.startswith(tid))).first()
+
+
+def _user_out(row: UserRow) -> UserOut:
+    return UserOut(name=row.name, role=row.role, teams=[str(t) for t in row.teams], created_at=row.created_at)
+
+
+def _token_out(row: TokenRow) -> TokenOut:
+    return TokenOut(id=token_id(row.hash), user=row.user, role=row.role, name=row.name, created_at=row.created_at)
+
+
+def team_checked(spec: JobSpec, who: Principal, config: ClusterConfig, prefix: str = "") -> JobSpec:
+    """The spec in the user's default team if it names none; refused (403) if it names a team the user is not in.
+
+    A user is in the teams of their record and in the team the cluster config lists them under.
+    Admins may submit to any team.
+    """
+    if spec.team is None and who.teams:
+        spec = spec.model_copy(update={"team": who.teams[0]})
+    team = spec.team
+    if team is None or who.may_submit_to(team) or config.team_of(who.user) == team:
+        return spec
+    theirs = ", ".join(who.teams)
+    raise NotAllowed(
+        f"{prefix}team: user {who.user} is not a member of team {team!r} (their teams: {theirs}); "
+        "an admin can add them with `corral user add`"
+    )
