@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from fastapi import FastAPI
 from fastapi.responses import PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST
+from sqlalchemy.exc import DataError
 
 from corral import __version__
 from corral.clock import Clock, SystemClock
@@ -18,7 +19,7 @@ from corral.head import errors
 from corral.head.loops import idle_loop, liveness_loop, meter_loop, schedule_loop, serve_loop
 from corral.head.metrics import HeadMetrics
 from corral.head.notify import Notifier
-from corral.head.routers import agents, cluster, config, dashboard, jobs, services, usage, users
+from corral.head.routers import agents, cluster, config, dashboard, deps, jobs, services, usage, users
 from corral.head.runtime import HeadRuntime
 from corral.head.services.auth import TokenCache, bootstrap, write_client_config
 from corral.head.settings import HeadSettings
@@ -77,6 +78,8 @@ def create_app(settings: HeadSettings, clock: Clock | None = None, run_loops: bo
     metrics.watch(rt)
     app.state.tokens = TokenCache()
     errors.install(app)
+    app.add_exception_handler(DataError, deps.database_refused_input)
+    app.add_exception_handler(OverflowError, deps.database_refused_input)
     app.include_router(jobs.router)
     app.include_router(config.router)
     app.include_router(cluster.router)

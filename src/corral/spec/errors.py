@@ -38,8 +38,13 @@ def field_path(loc: tuple[int | str, ...]) -> str:
         elif part.startswith(("function-", "constrained-")) or part in {"str", "list[str]", "int", "float"}:
             continue  # union branch tags, not user field names
         else:
+            part = part or '""'  # an empty key still gets a visible name
             path += f".{part}" if path else part
     return path
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
 
 
 def field_names(model: type[BaseModel]) -> list[str]:
@@ -70,7 +75,10 @@ def from_validation_error(exc: ValidationError, prefix: str = "", model: type[Ba
     """Collapse pydantic's errors into one message per field, union noise removed."""
     seen: dict[str, str] = {}
     for err in exc.errors(include_url=False):
-        path = field_path(tuple(err["loc"]))
+        loc = tuple(err["loc"])
+        path = field_path(loc)
+        if err["type"] == "extra_forbidden" and loc:  # the unknown key is the user's, whatever it looks like
+            path = _join(field_path(loc[:-1]), str(loc[-1]) or '""')
         if prefix:
             path = f"{prefix}.{path}" if path else prefix
         message = str(err["msg"])

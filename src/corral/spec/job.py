@@ -177,6 +177,14 @@ class JobSpec(BaseModel):
             raise ValueError(f"must be a shell command line (a string) or a list of arguments, not {kind}")
         return value
 
+    @field_validator("command", "workdir")
+    @classmethod
+    def _no_nul(cls, value: str | list[str] | None) -> str | list[str] | None:
+        """A NUL character cannot reach a process: exec takes C strings."""
+        if any("\x00" in part for part in ([value] if isinstance(value, str) else value or [])):
+            raise ValueError("must not contain a NUL character (\\x00)")
+        return value
+
     @field_validator("command")
     @classmethod
     def _command(cls, value: str | list[str]) -> str | list[str]:
@@ -242,6 +250,9 @@ class JobSpec(BaseModel):
     @field_validator("env")
     @classmethod
     def _env_keys(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, text in value.items():
+            if "\x00" in text:
+                raise ValueError(f"{key} must not contain a NUL character (\\x00)")
         for key in value:
             if not _ENV_KEY_RE.match(key):
                 raise ValueError(f"bad variable name {key!r}: use letters, digits and '_', not starting with a digit")

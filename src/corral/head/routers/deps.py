@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
+from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DataError
 
 from corral.head.runtime import HeadRuntime
 from corral.head.security import Principal, Role
@@ -53,3 +55,11 @@ User = Annotated[Principal, Depends(user)]
 Admin = Annotated[Principal, Depends(admin)]
 AnyPrincipal = Annotated[Principal, Depends(principal)]
 Bearer = Annotated[str, Depends(bearer)]
+
+
+def database_refused_input(_request: Request, exc: Exception) -> JSONResponse:
+    """A value the database cannot hold (a number beyond its integers, a NUL character): the caller's input, 422."""
+    assert isinstance(exc, DataError | OverflowError)
+    reason = str(getattr(exc, "orig", exc)).splitlines()[0]
+    message = f"a value in the request cannot be stored or compared by the database ({reason})"
+    return JSONResponse(status_code=422, content={"detail": [{"loc": [], "field": "", "msg": message, "type": "data"}]})
