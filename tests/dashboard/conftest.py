@@ -50,8 +50,10 @@ def find_chromium() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """Chromium for one test module. Playwright's sync API marks an asyncio loop as running in this
+    thread while it is active, so it must not outlive the module: later tests call asyncio.run."""
     executable = find_chromium()
     if executable is None:
         reason = "no Chromium found (apt-get install chromium, or set CORRAL_CHROMIUM): dashboard tests skipped"
