@@ -89,7 +89,7 @@ class Agent:
 
     async def _final_report(self) -> None:
         await self._ship_logs()
-        reports = self.tasks.reports()
+        reports = self.tasks.reports(hold_exit=False)
         if reports:
             await self.api.heartbeat(self.options.name, HeartbeatRequest(tasks=reports, applied_version=self.version))
             self.tasks.acknowledge(reports)  # the next agent need not report them again
@@ -132,7 +132,7 @@ class Agent:
                 gpu_source=self.inventory.source,
                 version=__version__,
                 running=[
-                    *self.tasks.reports(),
+                    *self.tasks.reports(hold_exit=False),
                     *(s.report() for s in found.running),
                     *(s.final_report() for s in found.finished),
                 ],

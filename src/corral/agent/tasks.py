@@ -36,19 +36,24 @@ class LocalTask:
     supervisor: asyncio.Task[None] | None = None
     stopper: asyncio.Task[None] | None = None
     launched: asyncio.Event = field(default_factory=asyncio.Event)
+    ran: bool = False  # every rank started
+    seen_running: bool = False  # the head has acknowledged a RUNNING report
 
     @property
     def key(self) -> str:
         return self.desired.task_id
 
-    def report(self) -> TaskReport:
+    def report(self, hold_exit: bool = True) -> TaskReport:
+        """``hold_exit``: a task that ran but ended before the head heard it run is reported RUNNING
+        once first, so that the head sees every task that ran running (and its job with it)."""
         state = "EXITED" if self.state == "EXITED" else "STARTING" if self.state == "STARTING" else "RUNNING"
+        held = hold_exit and state == "EXITED" and self.ran and not self.seen_running
         return TaskReport(
             task_id=self.key,
             generation=self.desired.generation,
-            state=state,
-            exit_code=self.exit_code,
-            detail=self.detail,
+            state="RUNNING" if held else state,
+            exit_code=None if held else self.exit_code,
+            detail="" if held else self.detail,
             interrupted=self.interrupted,
             master_port=self.master_port,
             checkpoint_at=checkpoint_mtime(self.desired.checkpoint_dir),
@@ -131,7 +136,7 @@ class TaskSet:
 
     async def _follow(self, local: LocalTask) -> None:
         """From the moment every rank runs until the task is over and reported."""
-        local.state = "RUNNING"
+        local.state, local.ran = "RUNNING", True
         self.changed.set()
         first_failure = await self._wait_all(local)
         if local.stopper is not None:
@@ -205,13 +210,18 @@ class TaskSet:
                     )
         return first_failure
 
-    def reports(self) -> list[TaskReport]:
-        return [t.report() for t in self.tasks.values()]
+    def reports(self, hold_exit: bool = True) -> list[TaskReport]:
+        return [t.report(hold_exit) for t in self.tasks.values()]
 
     def acknowledge(self, sent: list[TaskReport]) -> None:
-        """Forget exited tasks the head has now heard about."""
+        """Forget exited tasks the head has now heard about; report at once the end of one that was held
+        back until the head had heard it run."""
         for report in sent:
             local = self.tasks.get(report.task_id)
+            if report.state == "RUNNING" and local is not None and not local.seen_running:
+                local.seen_running = True
+                if local.state == "EXITED":
+                    self.changed.set()
             if report.state == "EXITED" and local is not None and local.state == "EXITED":
                 del self.tasks[report.task_id]
                 forget(self.index, report.task_id)

@@ -12,6 +12,7 @@ import asyncio
 import signal
 from pathlib import Path
 
+from corral.agent.launch.process import LaunchError
 from corral.agent.launch.procfs import ProcKey, is_alive
 
 # The wrapper defers HUP, INT and TERM until the command has ended (a trapped signal does not cut a
@@ -32,6 +33,8 @@ _POLL_S = 0.1
 
 def recording_exit(command: str | list[str], exit_file: Path) -> list[str]:
     """The argv that runs ``command`` (a shell line, or an argv) and records its exit status."""
+    if not command:
+        raise LaunchError("empty command")
     mode, args = ("line", [command]) if isinstance(command, str) else ("argv", command)
     return ["/bin/sh", "-c", _WRAPPER, "corral-wrapper", str(exit_file), mode, *args]
 
