@@ -193,7 +193,13 @@ def parse_prices(text: str) -> dict[str, float]:
 
 
 @click.command()
-@click.option("--head", "head_url", required=True, envvar="CORRAL_HEAD", help="the head's URL")
+@click.option(
+    "--head",
+    "head_url",
+    required=True,
+    envvar="CORRAL_HEAD",
+    help="the head's URL; several heads sharing one database: URL1,URL2,… (fails over between them)",
+)
 @click.option("--token", required=True, envvar="CORRAL_JOIN_TOKEN", help="the join token (`corral join-token`)")
 @click.option("--name", default=lambda: socket.gethostname().split(".")[0], show_default="host name")
 @click.option("--fake-gpus", help="pretend to have GPUs: COUNTxTYPE[:MEMORY],… e.g. 8xH100:80GB")
@@ -244,7 +250,7 @@ def agent(
         name=name,
         work_dir=work_dir or corral_home() / "agents" / name,
         labels=parsed_labels,
-        advertise_addr=advertise_addr or address_towards(head_url),
+        advertise_addr=advertise_addr or address_towards(head_url.split(",")[0].strip()),
         heartbeat_interval_s=heartbeat_interval,
         health_cmd=health_cmd,
         health_interval_s=health_interval,

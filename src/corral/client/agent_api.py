@@ -8,30 +8,41 @@ import httpx
 
 from corral.api import DesiredState, HeartbeatRequest, RegisterRequest, RegisterResponse
 from corral.client.calls import q
+from corral.client.config import head_urls
 from corral.client.errors import Unreachable, error_for
 
 
 class AgentApi:
+    """``head_url`` may list several heads (comma-separated): a call that cannot connect tries the next."""
+
     def __init__(self, head_url: str, join_token: str, timeout_s: float = 10.0) -> None:
-        self.head_url = head_url.rstrip("/")
+        self._urls = head_urls(head_url) or [head_url.rstrip("/")]
+        self.head_url = self._urls[0]
         self._join_token = join_token
         self._node_token = ""
         self._timeout = timeout_s
         self._http = httpx.AsyncClient(
-            base_url=self.head_url,
             timeout=timeout_s,
             limits=httpx.Limits(max_connections=8, max_keepalive_connections=8),
         )
 
     async def _send(self, method: str, path: str, token: str, **kwargs: Any) -> Any:
         headers = {"Authorization": f"Bearer {token}"}
-        try:
-            response = await self._http.request(method, path, headers=headers, **kwargs)
-        except httpx.TransportError as exc:
-            raise Unreachable(f"cannot reach the head at {self.head_url}: {exc!r}") from None
-        if response.status_code >= 400:
-            raise error_for(response.status_code, response.content)
-        return response.json()
+        failures = []
+        for url in list(self._urls):
+            try:
+                response = await self._http.request(method, url + path, headers=headers, **kwargs)
+            except httpx.TransportError as exc:
+                failures.append(f"{url}: {exc!r}")
+                continue
+            if url != self._urls[0]:  # keep talking to the head that answered
+                self._urls.remove(url)
+                self._urls.insert(0, url)
+                self.head_url = url
+            if response.status_code >= 400:
+                raise error_for(response.status_code, response.content)
+            return response.json()
+        raise Unreachable(f"cannot reach the head at {'; '.join(failures)}")
 
     async def register(self, req: RegisterRequest) -> RegisterResponse:
         data = await self._send("POST", "/v1/agents/register", self._join_token, json=req.model_dump(mode="json"))

@@ -13,13 +13,18 @@ CLIENT_CONFIG = "client.json"
 HOW_TO_START = "start a local cluster with `corral up`, or set CORRAL_HEAD and CORRAL_TOKEN"
 
 
+def head_urls(text: str) -> list[str]:
+    """``http://h1:8470,http://h2:8470`` → each head's URL (several heads share one database)."""
+    return [url.strip().rstrip("/") for url in text.split(",") if url.strip()]
+
+
 def corral_home() -> Path:
     return Path(os.environ.get("CORRAL_HOME") or Path.home() / ".corral").expanduser().absolute()
 
 
 @dataclass(frozen=True)
 class ClientConfig:
-    head_url: str
+    head_url: str  # one URL, or several separated by commas: the client fails over between them
     token: str
 
 

@@ -10,26 +10,21 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from corral.client.calls import Call
-from corral.client.config import HOW_TO_START
+from corral.client.config import HOW_TO_START, head_urls
 from corral.client.errors import Unreachable, error_for
 
 
 class LightTransport:
+    """One head URL, or several separated by commas: a call that cannot connect tries the next one."""
+
     def __init__(self, head_url: str, token: str = "", timeout_s: float = 30.0) -> None:
-        parts = urlsplit(head_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise Unreachable(f"bad head URL {head_url!r}: expected http://HOST:PORT")
-        self.head_url = head_url
-        self._https = parts.scheme == "https"
-        self._host = parts.hostname
-        self._port = parts.port or (443 if self._https else 80)
+        self._heads = [_Head.parse(url) for url in head_urls(head_url) or [head_url]]
         self._token = token
         self._timeout = timeout_s
-        self._conn: http.client.HTTPConnection | None = None
 
-    def _connection(self, timeout: float | None) -> http.client.HTTPConnection:
-        kind = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
-        return kind(self._host, self._port, timeout=timeout)
+    @property
+    def head_url(self) -> str:
+        return self._heads[0].url
 
     def _request(
         self, call: Call, timeout: float | None
@@ -41,13 +36,21 @@ class LightTransport:
         if call.json is not None:
             body = json.dumps(call.json).encode()
             headers["Content-Type"] = "application/json"
-        conn = self._connection(timeout)
-        try:
-            conn.request(call.method, call.target(), body=body, headers=headers)
-            return conn, conn.getresponse()
-        except (TimeoutError, ConnectionError, socket.gaierror, OSError) as exc:
-            conn.close()
-            raise Unreachable(f"cannot reach the Corral head at {self.head_url} ({exc}); {HOW_TO_START}") from None
+        failures = []
+        for head in list(self._heads):
+            conn = head.connection(timeout)
+            try:
+                conn.request(call.method, call.target(), body=body, headers=headers)
+                response = conn.getresponse()
+            except (TimeoutError, ConnectionError, socket.gaierror, OSError) as exc:
+                conn.close()
+                failures.append(f"{head.url} ({exc})")
+                continue
+            if head is not self._heads[0]:  # remember the head that answered
+                self._heads.remove(head)
+                self._heads.insert(0, head)
+            return conn, response
+        raise Unreachable(f"cannot reach the Corral head at {'; '.join(failures)}; {HOW_TO_START}")
 
     def send(self, call: Call) -> Any:
         conn, response = self._request(call, self._timeout)
@@ -73,3 +76,20 @@ class LightTransport:
             raise Unreachable(f"lost the connection to {self.head_url}: {exc}") from None
         finally:
             conn.close()
+
+
+class _Head:
+    def __init__(self, url: str, https: bool, host: str, port: int) -> None:
+        self.url, self.https, self.host, self.port = url, https, host, port
+
+    @classmethod
+    def parse(cls, head_url: str) -> _Head:
+        parts = urlsplit(head_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise Unreachable(f"bad head URL {head_url!r}: expected http://HOST:PORT")
+        https = parts.scheme == "https"
+        return cls(head_url, https, parts.hostname, parts.port or (443 if https else 80))
+
+    def connection(self, timeout: float | None) -> http.client.HTTPConnection:
+        kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
+        return kind(self.host, self.port, timeout=timeout)

@@ -9,32 +9,47 @@ from typing import Any
 import httpx
 
 from corral.client.calls import Call, HeadApi
-from corral.client.config import HOW_TO_START, load_config
+from corral.client.config import HOW_TO_START, head_urls, load_config
 from corral.client.errors import Unreachable, error_for
 
 
 class HttpxTransport:
+    """One head URL, or several separated by commas: a call that cannot connect tries the next one."""
+
     def __init__(
         self, head_url: str, token: str = "", timeout_s: float = 30.0, transport: httpx.BaseTransport | None = None
     ) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self.head_url = head_url
-        self._http = httpx.Client(base_url=head_url, headers=headers, timeout=timeout_s, transport=transport)
+        self._urls = head_urls(head_url) or [head_url]
+        self.head_url = self._urls[0]
+        self._http = httpx.Client(headers=headers, timeout=timeout_s, transport=transport)
 
     def send(self, call: Call) -> Any:
-        try:
-            response = self._http.request(
-                call.method, call.path, params=list(call.params), json=call.json, headers=call.headers
-            )
-        except httpx.TransportError as exc:
-            raise Unreachable(f"cannot reach the Corral head at {self.head_url} ({exc}); {HOW_TO_START}") from None
-        if response.status_code >= 400:
-            raise error_for(response.status_code, response.content)
-        return json.loads(response.content) if response.content else None
+        failures = []
+        for url in list(self._urls):
+            try:
+                response = self._http.request(
+                    call.method, url + call.path, params=list(call.params), json=call.json, headers=call.headers
+                )
+            except httpx.TransportError as exc:
+                failures.append(f"{url} ({exc})")
+                continue
+            self._prefer(url)
+            if response.status_code >= 400:
+                raise error_for(response.status_code, response.content)
+            return json.loads(response.content) if response.content else None
+        raise Unreachable(f"cannot reach the Corral head at {'; '.join(failures)}; {HOW_TO_START}")
+
+    def _prefer(self, url: str) -> None:
+        if url != self._urls[0]:
+            self._urls.remove(url)
+            self._urls.insert(0, url)
+            self.head_url = url
 
     def stream(self, call: Call) -> Iterator[bytes]:
         try:
-            with self._http.stream(call.method, call.path, params=list(call.params), timeout=None) as response:
+            url = self.head_url + call.path
+            with self._http.stream(call.method, url, params=list(call.params), timeout=None) as response:
                 if response.status_code >= 400:
                     raise error_for(response.status_code, response.read())
                 yield from response.iter_raw()

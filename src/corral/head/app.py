@@ -15,7 +15,7 @@ from sqlalchemy.exc import DataError
 
 from corral import __version__
 from corral.clock import Clock, SystemClock
-from corral.head import errors
+from corral.head import errors, leader
 from corral.head.loops import idle_loop, liveness_loop, meter_loop, schedule_loop, serve_loop
 from corral.head.metrics import HeadMetrics
 from corral.head.notify import Notifier
@@ -51,9 +51,15 @@ def create_app(settings: HeadSettings, clock: Clock | None = None, run_loops: bo
         serve_wake = asyncio.Event()
         book.on_waiting = functools.partial(asyncio.get_running_loop().call_soon_threadsafe, serve_wake.set)
         if run_loops:
-            tasks = [asyncio.create_task(schedule_loop(rt, policy)), asyncio.create_task(liveness_loop(rt))]
-            tasks.append(asyncio.create_task(serve_loop(rt, book, serve_wake)))
-            tasks += [asyncio.create_task(meter_loop(rt)), asyncio.create_task(idle_loop(rt))]
+
+            def start_loops() -> list[asyncio.Task[None]]:  # only while this head holds the leader lease
+                loops = [asyncio.create_task(schedule_loop(rt, policy)), asyncio.create_task(liveness_loop(rt))]
+                loops.append(asyncio.create_task(serve_loop(rt, book, serve_wake)))
+                return [*loops, asyncio.create_task(meter_loop(rt)), asyncio.create_task(idle_loop(rt))]
+
+            tasks = [asyncio.create_task(leader.lead_while_elected(rt, start_loops))]
+            if not db.is_sqlite:  # other heads may change what this head's agents wait for
+                tasks.append(asyncio.create_task(leader.watch_desired_versions(rt)))
         await gateway.start()
         log.info("head ready at %s", settings.url)
         try:

@@ -17,6 +17,7 @@ from datetime import datetime
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from corral.head.leader import still_leading
 from corral.head.runtime import HeadRuntime
 from corral.head.services.common import bump_node, record_event
 from corral.head.services.lifecycle import LIVE_TASK_STATES, WANTED_TASK_STATES, current_tasks, preempt
@@ -55,6 +56,9 @@ def apply_plan(rt: HeadRuntime, plan: Plan, known_reasons: Mapping[str, str]) ->
     placed = skipped = 0
     touched = {a.node for p in plan.placements for a in p.allocations}
     with rt.write() as session:
+        if not still_leading(session, rt.db):  # fencing: a head that lost the lease must not apply its plan
+            log.warning("plan not applied: another head holds the leader lease now")
+            return ApplyResult(placed=0, skipped=len(plan.placements))
         nodes = {row.name: row for row in session.scalars(select(NodeRow).where(NodeRow.name.in_(touched)))}
         usage = _Usage(session, touched)
         for placement in plan.placements:

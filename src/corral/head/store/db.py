@@ -48,6 +48,8 @@ class Database:
         # of up to 100 ms. Queueing this process's writers on a lock instead keeps them prompt;
         # on PostgreSQL it also keeps waiting writers from holding pooled connections.
         self._write_lock = threading.Lock()
+        # (holder, fencing token) while a leader election runs (see corral.head.leader); plan applies check it.
+        self.fencing: tuple[str, int] | None = None
         self._checked_out = 0
         self._closed = False
         self._returned = threading.Condition()

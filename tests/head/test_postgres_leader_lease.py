@@ -1,0 +1,48 @@
+"""The leader lease and its fencing token (on both backends; several heads need PostgreSQL)."""
+
+from datetime import timedelta
+
+from corral.head.leader import LEASE_S, Leadership, still_leading
+
+
+def test_one_head_leads_until_its_lease_expires(head):
+    a = Leadership(head.rt, holder="host-a:/srv/a")
+    b = Leadership(head.rt, holder="host-b:/srv/b")
+    assert a.try_lead() and a.token == 1
+    assert not b.try_lead()
+    head.clock.advance(LEASE_S / 2)
+    assert a.try_lead() and a.token == 1  # renewed, same token
+    assert not b.try_lead()
+    head.clock.advance(LEASE_S + 0.1)
+    assert b.try_lead() and b.token == 2  # expired: taken over with a new fencing token
+    assert not a.try_lead() and a.token is None
+
+
+def test_a_head_restarted_in_place_takes_its_lease_back_at_once(head):
+    Leadership(head.rt, holder="host-a:/srv/a").try_lead()
+    again = Leadership(head.rt, holder="host-a:/srv/a")  # a new process: it does not know the old token
+    assert again.try_lead() and again.token == 2
+
+
+def test_resigning_lets_another_head_lead_at_once(head):
+    a = Leadership(head.rt, holder="host-a:/srv/a")
+    a.try_lead()
+    a.resign()
+    assert Leadership(head.rt, holder="host-b:/srv/b").try_lead()
+
+
+def test_a_plan_from_a_head_that_lost_the_lease_is_not_applied(head):
+    agent = head.register("n1", gpus=2)
+    job = head.submit({"command": "x", "resources": {"gpus": 1}})["id"]
+    stale = Leadership(head.rt, holder="host-a:/srv/a")
+    assert stale.try_lead()
+    head.clock.advance(timedelta(seconds=LEASE_S + 1).total_seconds())
+    assert Leadership(head.rt, holder="host-b:/srv/b").try_lead()
+    head.rt.db.fencing = (stale.holder, 1)  # what the paused old leader still believes
+    with head.rt.read() as session:
+        assert not still_leading(session, head.rt.db)
+    assert head.cycle().placed == 0
+    assert head.job(job)["state"] == "PENDING"
+    assert agent.tasks() == []
+    head.rt.db.fencing = None  # no election (a head whose loops the tests drive)
+    assert head.cycle().placed == 1
