@@ -85,6 +85,14 @@ DEFAULT_PORT = 8470
     show_default=True,
     help="with --idle-action cancel: how long a warned job may stay idle before it is cancelled",
 )
+@click.option(
+    "--ssl-certfile",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="serve HTTPS with this PEM certificate (chain); needs --ssl-keyfile",
+)
+@click.option(
+    "--ssl-keyfile", type=click.Path(dir_okay=False, exists=True, path_type=Path), help="the certificate's private key"
+)
 def head(
     host: str,
     port: int,
@@ -102,8 +110,12 @@ def head(
     idle_after: str,
     idle_action: str,
     idle_grace: str,
+    ssl_certfile: Path | None,
+    ssl_keyfile: Path | None,
 ) -> None:
     """Run the head (control plane) in the foreground."""
+    if (ssl_certfile is None) != (ssl_keyfile is None):
+        raise InvalidRequest("--ssl-certfile and --ssl-keyfile: give both, or neither")
     from corral.head.main import run
     from corral.head.settings import HeadSettings
     from corral.head.store.db import sqlite_url
@@ -148,6 +160,8 @@ def head(
         idle_after_s=idle_after_s,
         idle_action=idle_action,
         idle_grace_s=idle_grace_s,
+        ssl_certfile=ssl_certfile,
+        ssl_keyfile=ssl_keyfile,
         config_path=config_path.resolve() if config_path is not None else None,
     )
     run(settings)

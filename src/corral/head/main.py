@@ -28,7 +28,14 @@ def run(settings: HeadSettings) -> None:
         sock.close()
         raise SystemExit(f"corral head: cannot listen on {settings.host}:{settings.port}: {exc.strerror}") from None
     config = uvicorn.Config(
-        app, log_level="warning", access_log=False, timeout_graceful_shutdown=3, lifespan="on", log_config=None
+        app,
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=3,
+        lifespan="on",
+        log_config=None,
+        ssl_certfile=str(settings.ssl_certfile) if settings.ssl_certfile else None,
+        ssl_keyfile=str(settings.ssl_keyfile) if settings.ssl_keyfile else None,
     )
     server = uvicorn.Server(config)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)

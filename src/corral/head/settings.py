@@ -23,6 +23,8 @@ class HeadSettings:
     checkpoint_root: Path | None = None
     config_path: Path | None = None  # the cluster config (teams, quotas, priority classes, queues)
     write_client_config: bool = True
+    ssl_certfile: Path | None = None  # with ssl_keyfile: serve HTTPS
+    ssl_keyfile: Path | None = None
     # Accounting and idle GPUs (docs/observability.md).
     gpu_prices: dict[str, float] = field(default_factory=dict)  # per GPU-hour, by GPU type
     meter_interval_s: float = 30.0  # how often GPU energy is integrated and stored
@@ -38,7 +40,8 @@ class HeadSettings:
         host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
         if ":" in host and not host.startswith("["):
             host = f"[{host}]"
-        return f"http://{host}:{self.port}"
+        scheme = "https" if self.ssl_certfile else "http"
+        return f"{scheme}://{host}:{self.port}"
 
     @property
     def log_dir(self) -> Path:
