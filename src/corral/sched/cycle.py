@@ -66,6 +66,9 @@ class _Cycle:
         unfit: set[tuple[bool, Request]] = set()
         no_victims: set[tuple[bool, Request, int]] = set()
         for queued in queue:
+            if (True, queued.request) in unfit and (preemptor is None or not preemptor.worth_trying(queued)):
+                self.waiting.append(queued)  # does not fit what is free, whatever its quota allows
+                continue
             job = self._within_quota(queued, view)
             if job is None:
                 if preemptor is not None and self._make_room_in_team(queued, view, preemptor):

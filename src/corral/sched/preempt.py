@@ -69,6 +69,9 @@ class Preemptor:
         self._node_order = sorted((min(self.cost[v] for v in jobs), name) for name, jobs in self.on_node.items())
         self._levels = {r.id: self.level(r) for r in self.jobs.values()}
         self._borrowing = {r.id: quota is not None and quota.borrowing(r.id) for r in self.jobs.values()}
+        self._by_team: dict[str, list[str]] = {}
+        for r in self.jobs.values():
+            self._by_team.setdefault(r.team, []).append(r.id)
         self.searches = 0
         self._orders: dict[str | None, list[tuple[Cost, str]]] = {}
         self._subsets: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
@@ -149,8 +152,8 @@ class Preemptor:
         if self.quota is not None:
             for v in victims:
                 self.quota.give_back(self.jobs[v])
-            teams = {self.jobs[v].team for v in victims}
-            self._borrowing.update({r: self.quota.borrowing(r) for r in self._borrowing if self.jobs[r].team in teams})
+            for team in {self.jobs[v].team for v in victims}:
+                self._borrowing.update({r: self.quota.borrowing(r) for r in self._by_team.get(team, ())})
 
     def preemptions(self, job: Job, victims: Sequence[str]) -> tuple[Preemption, ...]:
         out = []

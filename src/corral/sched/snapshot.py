@@ -7,6 +7,7 @@ from bisect import bisect_left, insort
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, TypeVar
 
 from corral.model import (
@@ -54,7 +55,11 @@ class Snapshot:
         _check_unique("running job", [j.id for j in self.running])
 
     def allocations_of(self) -> dict[str, tuple[Allocation, ...]]:
-        """Live allocations grouped by job id, in a stable order."""
+        """Live allocations grouped by job id, in a stable order (a fresh dict; the grouping is computed once)."""
+        return dict(self._grouped)
+
+    @cached_property
+    def _grouped(self) -> dict[str, tuple[Allocation, ...]]:
         held: dict[str, list[Allocation]] = {}
         for live in sorted(self.live, key=_live_order):
             held.setdefault(live.job_id, []).append(live.allocation)
