@@ -27,27 +27,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from benchlib import corral, free_port, percentile
+
 ROOT = Path(__file__).resolve().parents[1]
 CORRAL = [sys.executable, "-m", "corral"]
 BODY = json.dumps({"x": [0.5] * 16}).encode()
-
-
-def corral(home: Path, *args: str) -> str:
-    env = {**os.environ, "CORRAL_HOME": str(home)}
-    env.pop("CORRAL_HEAD", None)
-    env.pop("CORRAL_TOKEN", None)
-    return subprocess.run([*CORRAL, *args], env=env, check=True, capture_output=True, text=True).stdout.strip()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
 
 
 class Connection:

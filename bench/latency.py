@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -23,28 +22,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from benchlib import corral, free_port, percentile
+
 from corral.client.sdk import Client
 
 CORRAL = [sys.executable, "-m", "corral"]
-
-
-def corral(home: Path, *args: str) -> str:
-    env = {**os.environ, "CORRAL_HOME": str(home)}
-    env.pop("CORRAL_HEAD", None)
-    env.pop("CORRAL_TOKEN", None)
-    return subprocess.run([*CORRAL, *args], env=env, check=True, capture_output=True, text=True).stdout.strip()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
-    return ordered[index]
 
 
 def wait_for_lines(path: Path, count: int, timeout_s: float = 30.0) -> list[str]:

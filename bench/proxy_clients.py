@@ -12,7 +12,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -20,15 +19,10 @@ from pathlib import Path
 
 import aiohttp
 import httpx
+from benchlib import free_port
 
 MODEL_SERVER = Path(__file__).resolve().parents[1] / "examples" / "model_server.py"
 BODY = json.dumps({"x": [0.5] * 16}).encode()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 async def with_httpx(url: str, n: int, concurrency: int) -> float:

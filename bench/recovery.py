@@ -21,7 +21,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -31,17 +30,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+from benchlib import free_port, percentile
+
 from corral.client.sdk import Client
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = f"{sys.executable} {ROOT / 'examples' / 'ddp_train.py'} --timeout 30 --steps 1000000 --step-seconds 0.05"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def wait_for(predicate: Callable[[], T], timeout_s: float, what: str, interval_s: float = 0.01) -> T:
@@ -53,11 +48,6 @@ def wait_for(predicate: Callable[[], T], timeout_s: float, what: str, interval_s
         if time.monotonic() > deadline:
             raise TimeoutError(f"{what}: not within {timeout_s:g}s")
         time.sleep(interval_s)
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
 
 
 class Cluster:
