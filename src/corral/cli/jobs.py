@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import os
-import sys
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 import click
 
 from corral.cli.context import api
+from corral.cli.files import read_input
 from corral.cli.render import (
     ago,
     allocation_text,
@@ -68,12 +67,7 @@ def submit(file: str, array: str | None, after_ok: tuple[str, ...], after_any: t
     """
     from corral.spec import SpecError, load_yaml_document
 
-    try:
-        text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InvalidRequest(f"cannot read job file {file}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise InvalidRequest(f"job file {file} is not UTF-8 text") from None
+    text = read_input(file, "job file")
     try:
         data = load_yaml_document(text, source=file)
     except SpecError as exc:

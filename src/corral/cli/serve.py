@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 from typing import Any
 
 import click
 
+from corral.cli.files import read_input
 from corral.cli.render import ago, emit_json, output_option, render, styled_state, table
 from corral.client.errors import InvalidRequest
 
@@ -27,12 +26,7 @@ def _read_spec(file: str) -> dict[str, Any]:
     from corral.spec import SpecError, load_yaml_document
     from corral.spec.service import parse_service_spec
 
-    try:
-        text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InvalidRequest(f"cannot read service file {file}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise InvalidRequest(f"service file {file} is not UTF-8 text") from None
+    text = read_input(file, "service file")
     try:
         data = load_yaml_document(text, source=file)
         parse_service_spec(data, file)
