@@ -66,6 +66,16 @@ class Connection:
         self.writer.close()
 
 
+async def post_once(conn: Connection) -> bool:
+    """One request; False for an error answer or a broken connection (then reopened)."""
+    try:
+        return await conn.post() == 200
+    except (OSError, asyncio.IncompleteReadError):
+        conn.close()
+        await conn.open()
+        return False
+
+
 async def fixed_rate(url: str, rate: float, seconds: float, connections: int) -> dict[str, Any]:
     conns = [Connection(url) for _ in range(connections)]
     await asyncio.gather(*(c.open() for c in conns))
@@ -81,12 +91,7 @@ async def fixed_rate(url: str, rate: float, seconds: float, connections: int) ->
         nonlocal errors
         conn = await free.get()
         try:
-            if await conn.post() != 200:
-                errors += 1
-        except (OSError, asyncio.IncompleteReadError):
-            errors += 1
-            conn.close()
-            await conn.open()
+            errors += not await post_once(conn)
         finally:
             free.put_nowait(conn)
         latencies.append(time.perf_counter() - scheduled)
@@ -124,13 +129,7 @@ async def max_rate(url: str, seconds: float, connections: int) -> dict[str, floa
     async def loop(conn: Connection) -> None:
         nonlocal done, errors
         while time.perf_counter() < deadline:
-            try:
-                if await conn.post() != 200:
-                    errors += 1
-            except (OSError, asyncio.IncompleteReadError):
-                errors += 1
-                conn.close()
-                await conn.open()
+            errors += not await post_once(conn)
             done += 1
 
     started = time.perf_counter()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -20,13 +19,7 @@ from corral.head.settings import HeadSettings
 from corral.head.store.db import sqlite_url
 from corral.head.store.tables import TokenRow
 from corral.testing import FakeClock
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+from corral.testing.net import free_port
 
 
 @dataclass

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -29,6 +28,7 @@ from corral.head.settings import HeadSettings
 from corral.head.store.db import sqlite_url
 from corral.sched import get_policy
 from corral.testing import FakeClock
+from corral.testing.net import free_port
 
 CHROMIUM_ARGS = [
     "--headless",
@@ -90,13 +90,6 @@ def _screenshot(page: Any, name: str) -> Path:
 def screenshot() -> Any:
     """``screenshot(page, name)`` saves a full-page PNG under test-artifacts/dashboard/."""
     return _screenshot
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def sample(index: int, utilization: float, power: float = 300.0, ecc: int = 0) -> dict[str, Any]:

@@ -14,7 +14,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,17 +26,13 @@ from typing import Any, TypeVar
 
 import pytest
 
+from corral.testing.net import free_port
+
 T = TypeVar("T")
 
 CLI_TIMEOUT_S = 60.0
 START_TIMEOUT_S = 60.0
 TERMINAL = frozenset({"SUCCEEDED", "FAILED", "CANCELLED", "TIMEOUT"})
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def wait_for(predicate: Callable[[], T], timeout_s: float, what: str, interval_s: float = 0.1) -> T:

@@ -17,16 +17,11 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from corral.client.sdk import Client
+from corral.testing.net import free_port
 from corral.testing.postgres import PostgresServer, unavailable_reason
 
 pytestmark = pytest.mark.e2e
 JOBS = 40
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def wait_for(predicate, timeout_s, what):

@@ -3,7 +3,6 @@
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -12,12 +11,7 @@ import pytest
 
 from corral.client.calls import HeadApi
 from corral.client.light import LightTransport
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from corral.testing.net import free_port
 
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl is needed to make a test certificate")

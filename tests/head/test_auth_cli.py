@@ -1,7 +1,6 @@
 """`corral user` and `corral token` against a real head served over HTTP on a free port."""
 
 import json
-import socket
 import threading
 import time
 
@@ -12,12 +11,7 @@ from corral.cli.main import main
 from corral.head.app import create_app
 from corral.head.settings import HeadSettings
 from corral.head.store.db import sqlite_url
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from corral.testing.net import free_port
 
 
 @pytest.fixture(scope="module")

@@ -24,6 +24,7 @@ from corral.serve.proxy.aioserver import serve
 from corral.serve.proxy.gateway import Gateway
 from corral.serve.proxy.load import LoadBook
 from corral.serve.proxy.pool import ReplicaPool
+from corral.testing.net import free_port
 
 T = TypeVar("T")
 MODEL_SERVER = Path(__file__).resolve().parents[2] / "examples" / "model_server.py"
@@ -33,12 +34,6 @@ def run(coroutine: Coroutine[Any, Any, T]) -> T:
     """Run on an event loop of its own thread, whatever loop the test process may already run."""
     with ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, coroutine).result()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture(scope="module")

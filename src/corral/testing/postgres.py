@@ -10,11 +10,12 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from corral.testing.net import free_port
 
 SERVER_USER = "postgres"
 
@@ -47,13 +48,6 @@ def unavailable_reason() -> str | None:
         if shutil.which("runuser") is None:
             return "running as root and 'runuser' is missing"
     return None
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @dataclass
