@@ -113,6 +113,41 @@ def test_unknown_service_is_404(replica):
     assert response.status_code == 404 and "other" in response.json()["detail"]
 
 
+def test_a_service_created_just_after_a_refresh_is_found_on_its_first_request(replica):
+    """The pool refreshed a moment ago without the service; the request must not be answered 404."""
+    views = [GatewayView(services=[])]
+    fetches = []
+
+    async def source() -> GatewayView:
+        fetches.append(time.monotonic())
+        return views[-1]
+
+    async def scenario() -> list[httpx.Response]:
+        gw = Gateway(ReplicaPool(source, interval_s=60), LoadBook())
+        await gw.start()
+        try:
+            while not gw.pool.loaded:
+                await asyncio.sleep(0.01)
+            views.append(
+                GatewayView(
+                    services=[
+                        ServiceEndpoints(
+                            service="new", ready=[Endpoint(replica="live", url=replica)], hold_s=5, stopped=False
+                        )
+                    ]
+                )
+            )
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(gw), base_url="http://gw") as client:
+                requests = [client.post("/s/new/predict", json={"x": [0.1] * 16}) for _ in range(5)]
+                return list(await asyncio.gather(*requests))
+        finally:
+            await gw.close()
+
+    responses = run(scenario())
+    assert [r.status_code for r in responses] == [200] * 5
+    assert len(fetches) == 2  # the five requests that arrived together shared one fetch
+
+
 def test_the_aiohttp_server_passes_whole_and_streamed_responses(replica):
     port = free_port()
 

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable, Coroutine, MutableMapping, Sequence
 from typing import Any
 
@@ -108,9 +109,12 @@ class Gateway:
         return (service or None), "/" + rest
 
     async def _proxy(self, scope: Scope, receive: Receive, send: Send, service: str, path: str) -> None:
-        if service not in self.pool.services:
-            await self.pool.refresh_unless_fresh()
-        if service not in self.pool.services:
+        try:
+            known = await self.pool.look_up(service, since=time.monotonic())
+        except Exception as exc:  # the head restarting: answer with what the gateway knows
+            log.warning("cannot refresh the gateway's replicas: %s", exc)
+            known = service in self.pool.services
+        if not known:
             await _reply(send, 404, f"no service {service!r}; `corral services` lists them")
             return
         if self.pool.services[service].stopped:

@@ -44,6 +44,8 @@ class ReplicaPool:
         self.rng = random.Random(seed)
         self.loaded = False
         self.refreshed_at = 0.0
+        self.view_asked_at = 0.0  # when the head was asked for the view now in use
+        self._fetch: asyncio.Future[None] | None = None
         self._wanted = asyncio.Event()
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -67,12 +69,21 @@ class ReplicaPool:
         self._changed = asyncio.Event()
 
     async def refresh(self) -> None:
-        self.update(await self.source())
+        asked_at = time.monotonic()
+        view = await self.source()
+        if asked_at >= self.view_asked_at:  # a slower, older fetch never replaces a newer view
+            self.update(view)
+            self.view_asked_at = asked_at
 
-    async def refresh_unless_fresh(self, max_age_s: float = 0.2) -> None:
-        """Refresh now (a service the gateway has not heard of may have just been created)."""
-        if time.monotonic() - self.refreshed_at > max_age_s:
-            await self.refresh()
+    async def look_up(self, service: str, since: float) -> bool:
+        """Whether ``service`` exists, by a view asked for after ``since`` unless the one in use
+        already names it (a service the gateway has not heard of may have just been created).
+        Callers waiting together share fetches."""
+        while service not in self.services and self.view_asked_at < since:
+            if self._fetch is None or self._fetch.done():
+                self._fetch = asyncio.ensure_future(self.refresh())
+            await asyncio.shield(self._fetch)
+        return service in self.services
 
     async def _refresh_forever(self) -> None:
         while True:
