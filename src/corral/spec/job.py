@@ -7,9 +7,18 @@ import re
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from corral.spec.arrays import ArraySpec, parse_array
+from corral.spec.containers import Image, Volume, VolumeText, parse_volume
 from corral.spec.errors import FieldError, SpecError, from_validation_error
 from corral.spec.quantities import parse_duration_s, parse_memory_mb
 
@@ -154,6 +163,10 @@ class JobSpec(BaseModel):
     after_ok: list[str] = Field(default_factory=list, description="start only after these jobs all SUCCEEDED")
     after_any: list[str] = Field(default_factory=list, description="start only after these jobs all ended")
     workdir: str | None = Field(default=None, description="working directory on the node (default: a task directory)")
+    image: Image | None = Field(default=None, description="run the command in this container image")
+    volumes: list[VolumeText] = Field(
+        default_factory=list, description="host directories mounted into the container: HOST:CONTAINER[:ro|rw]"
+    )
 
     @field_validator("name")
     @classmethod
@@ -193,6 +206,24 @@ class JobSpec(BaseModel):
         if isinstance(value, list) and not value:
             raise ValueError("must not be empty: give a shell command line or a list of arguments")
         return value
+
+    @field_validator("volumes", mode="before")
+    @classmethod
+    def _volume_list(cls, value: Any) -> Any:
+        if not isinstance(value, list):
+            raise ValueError("must be a list of HOST:CONTAINER[:ro|rw] strings, e.g. [/data:/data:ro]")
+        return value
+
+    @field_validator("volumes")
+    @classmethod
+    def _volumes_need_an_image(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        if value and info.data.get("image", "") is None:  # absent key: the image itself was refused
+            raise ValueError("mounts into a container: give image too (volumes apply only to a job with an image)")
+        return value
+
+    @property
+    def mounts(self) -> list[Volume]:
+        return [parse_volume(v) for v in self.volumes]
 
     @field_validator("array")
     @classmethod

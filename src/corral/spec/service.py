@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from corral.spec.containers import Image, VolumeText
 from corral.spec.errors import FieldError, SpecError, from_validation_error
 from corral.spec.job import JobSpec, ResourcesSpec, load_yaml_document
 from corral.spec.quantities import parse_duration_s
@@ -101,6 +102,10 @@ class ServiceSpec(BaseModel):
     priority: int = Field(default=0, ge=-1000, le=1000, description="replicas' scheduling priority")
     env: dict[str, str] = Field(default_factory=dict, description="extra environment variables")
     workdir: str | None = Field(default=None, description="working directory on the node")
+    image: Image | None = Field(default=None, description="run each replica in this container image")
+    volumes: list[VolumeText] = Field(
+        default_factory=list, description="host directories mounted into the container: HOST:CONTAINER[:ro|rw]"
+    )
 
     @field_validator("name")
     @classmethod
@@ -144,6 +149,8 @@ class ServiceSpec(BaseModel):
                 "priority": self.priority,
                 "env": env,
                 "workdir": self.workdir,
+                "image": self.image,
+                "volumes": self.volumes,
                 "max_restarts": REPLICA_RESTARTS,
             }
         )
