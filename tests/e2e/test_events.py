@@ -35,7 +35,7 @@ def test_events_lists_and_follows_a_jobs_life(cluster):
             kinds = _follow_until_done(follower, job_id)
         finally:
             follower.kill()
-    assert kinds == ["job.submitted", "job.placed", "job.running", "job.succeeded"]
+    assert kinds == ["job.submitted", "job.placed", "job.running", "task.released", "job.succeeded"]
     listed = cluster.json("events", "--job", job_id)
     assert [e["kind"] for e in listed] == kinds
 

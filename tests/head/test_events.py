@@ -19,8 +19,13 @@ def test_a_jobs_life_is_in_the_stream_in_order(head):
     [task] = agent.tasks()
     agent.beat([head.running(task)])
     agent.beat([head.exited(task, 0)])
-    kinds = [e["kind"] for e in events(head, job=job["id"])]
-    assert kinds == ["job.submitted", "job.placed", "job.running", "job.succeeded"]
+    own = events(head, job=job["id"])
+    kinds = [e["kind"] for e in own]
+    assert kinds == ["job.submitted", "job.placed", "job.running", "task.released", "job.succeeded"]
+    placed, released = own[1], own[3]
+    assert placed["data"]["tasks"] == [{"task": task["task_id"], "node": "n1", "gpus": task["gpus"], "fraction": 1.0}]
+    assert released["node"] == "n1"
+    assert released["data"] == {"task": task["task_id"], "gpus": task["gpus"], "state": "EXITED"}
     every = events(head)
     assert [e["id"] for e in every] == sorted(e["id"] for e in every)
     assert every[0]["kind"] == "node.registered" and every[0]["node"] == "n1"

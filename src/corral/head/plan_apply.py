@@ -139,7 +139,11 @@ def _place(session: Session, placement: Placement, nodes: dict[str, NodeRow], us
         usage.memory[alloc.node] += alloc.memory_mb
     where = ", ".join(f"{a.node}[{','.join(map(str, a.gpus))}]" if a.gpus else a.node for a in placement.allocations)
     job.reason = f"starting on {where}"
-    record_event(session, now, "job.placed", job.reason, job_id=job.id, generation=job.generation)
+    tasks = [
+        {"task": f"{job.id}/{job.generation}/{rank}", "node": a.node, "gpus": list(a.gpus), "fraction": a.gpu_fraction}
+        for rank, a in enumerate(placement.allocations)
+    ]
+    record_event(session, now, "job.placed", job.reason, job_id=job.id, generation=job.generation, tasks=tasks)
     session.flush()
     return True
 

@@ -63,6 +63,18 @@ def release(
     task.detail = detail
     task.finished_at = now
     session.execute(delete(GpuClaimRow).where(GpuClaimRow.task_id == task.id))
+    held = f" GPUs {','.join(map(str, task.gpus))}" if task.gpus else ""
+    record_event(
+        session,
+        now,
+        "task.released",
+        f"rank {task.node_rank} on {task.node} released{held}: {detail or state.value.lower()}",
+        job_id=task.job_id,
+        node=task.node,
+        task=task.id,
+        gpus=list(task.gpus),
+        state=state.value,
+    )
     wake_scheduler(session)
 
 
