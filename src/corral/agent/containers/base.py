@@ -1,0 +1,78 @@
+"""What every container runtime is given, and what it answers: the argv that runs a task's rank.
+
+A runtime only builds commands (pure); ``corral.agent.containers.control`` runs the stop and
+removal commands, and the task's rank runs the ``ContainerRun`` like any bare command.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from corral.spec.containers import Volume
+
+GPU_ENV = "CUDA_VISIBLE_DEVICES"
+
+
+@dataclass(frozen=True)
+class ContainerTask:
+    """One rank to run in a container."""
+
+    name: str
+    """Unique on the node: the runtime's name for the container, to stop and remove it by."""
+    image: str
+    command: str | list[str]
+    """A shell line (run by the image's ``/bin/sh``) or an argv."""
+    env: Mapping[str, str]
+    """Every variable the job sees inside, with the values a bare rank would get."""
+    workdir: str
+    """A host directory, mounted at the same path and made the command's working directory."""
+    mounts: tuple[Volume, ...] = ()
+    gpus: tuple[int, ...] = ()
+    """The host's indices of the GPUs given to the task."""
+    real_gpus: bool = False
+    """Whether ``gpus`` are devices of this host (NVML) rather than a fake inventory's."""
+
+
+@dataclass(frozen=True)
+class ContainerRun:
+    """How to start the container: the argv, and variables to add to that process's environment
+    (values the argv names without spelling them out, so they stay off the process list)."""
+
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def argv_of(command: str | list[str]) -> list[str]:
+    return ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
+
+
+def renumbered_gpus(task: ContainerTask) -> dict[str, str]:
+    """With only its own devices passed in, the container counts them from 0: the job's
+    ``CUDA_VISIBLE_DEVICES`` lists 0..n-1 there. Fake GPUs pass no device, so the indices stay the host's."""
+    if not task.real_gpus:
+        return dict(task.env)
+    return {**task.env, GPU_ENV: ",".join(str(i) for i in range(len(task.gpus)))}
+
+
+class ContainerRuntime(ABC):
+    """A container runtime's command line. Subclasses set ``name`` and build ``run``."""
+
+    name = ""
+
+    @property
+    def executable(self) -> str:
+        return self.name
+
+    @abstractmethod
+    def run(self, task: ContainerTask) -> ContainerRun: ...
+
+    def stop(self, name: str, grace_s: float) -> list[str] | None:
+        """The command that stops a running container (SIGTERM, ``grace_s``, SIGKILL), if the runtime
+        keeps containers apart from the processes that started them; None when ending the processes is enough."""
+        return None
+
+    def remove(self, name: str) -> list[str] | None:
+        """The command that removes a container, running or not, and succeeds if there is none."""
+        return None

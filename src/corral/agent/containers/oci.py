@@ -1,0 +1,66 @@
+"""Podman and Docker: a daemon (or conmon) keeps the container, so stopping means asking the runtime.
+
+Both run the container on the host's network (``MASTER_ADDR``/``MASTER_PORT`` and a service's
+``$PORT`` work as on the bare node) and IPC namespace (NCCL and data loaders use shared memory),
+with an init process that passes SIGTERM on to the command, so a stopped job gets its grace period.
+Variables are passed by name (``-e NAME``): the values come from the client's environment.
+"""
+
+from __future__ import annotations
+
+from corral.agent.containers.base import ContainerRun, ContainerRuntime, ContainerTask, argv_of, renumbered_gpus
+
+LABEL = "corral.task"
+
+
+class OciRuntime(ContainerRuntime):
+    def run(self, task: ContainerTask) -> ContainerRun:
+        env = renumbered_gpus(task)
+        argv = [self.executable, "run", "--rm", *self.replace_flag(), "--name", task.name]
+        argv += ["--label", f"{LABEL}={task.name}", "--init", "--network", "host", "--ipc", "host"]
+        for key in sorted(env):
+            argv += ["-e", key]
+        argv += ["-v", f"{task.workdir}:{task.workdir}", "-w", task.workdir]
+        for mount in task.mounts:
+            argv += ["-v", f"{mount.host}:{mount.container}:{'ro' if mount.read_only else 'rw'}"]
+        if task.real_gpus and task.gpus:
+            argv += self.gpu_flags(task.gpus)
+        return ContainerRun([*argv, task.image, *argv_of(task.command)], env)
+
+    def replace_flag(self) -> list[str]:
+        return []
+
+    def gpu_flags(self, gpus: tuple[int, ...]) -> list[str]:
+        raise NotImplementedError
+
+    def stop(self, name: str, grace_s: float) -> list[str]:
+        return [self.executable, "stop", "-t", str(max(0, round(grace_s))), name]
+
+
+class Podman(OciRuntime):
+    """GPUs through CDI (``nvidia-ctk cdi generate``): ``--device nvidia.com/gpu=INDEX``."""
+
+    name = "podman"
+
+    def replace_flag(self) -> list[str]:
+        return ["--replace"]  # a container of that name left by a crash would block the start
+
+    def gpu_flags(self, gpus: tuple[int, ...]) -> list[str]:
+        return [flag for index in gpus for flag in ("--device", f"nvidia.com/gpu={index}")]
+
+    def remove(self, name: str) -> list[str]:
+        return [self.executable, "rm", "-f", "--ignore", name]
+
+
+class Docker(OciRuntime):
+    """GPUs through the NVIDIA Container Toolkit: ``--gpus '"device=0,1"'``."""
+
+    name = "docker"
+
+    def gpu_flags(self, gpus: tuple[int, ...]) -> list[str]:
+        # The quotes are Docker's: without them the comma would split the option.
+        return ["--gpus", '"device=' + ",".join(str(i) for i in gpus) + '"']
+
+    def remove(self, name: str) -> list[str]:
+        # ``docker rm -f`` of a missing container fails; the caller ignores the exit status.
+        return [self.executable, "rm", "-f", name]

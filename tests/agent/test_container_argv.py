@@ -1,0 +1,136 @@
+"""The argv each container runtime gets for a rank (pure: no runtime needs to be installed)."""
+
+import pytest
+
+from corral.agent.containers import NO_RUNTIME, ContainerTask, find_runtime
+from corral.agent.containers.hpc import Apptainer, Enroot
+from corral.agent.containers.oci import Docker, Podman
+from corral.spec.containers import Volume
+
+ENV = {"CUDA_VISIBLE_DEVICES": "2,3", "RANK": "0", "CORRAL_JOB_ID": "j-1"}
+
+
+def task(**changes) -> ContainerTask:
+    fields = {
+        "name": "corral-j-1-1-0-r0",
+        "image": "reg.io/train:1",
+        "command": "python train.py",
+        "env": ENV,
+        "workdir": "/work/task",
+        "mounts": (Volume("/data", "/data", read_only=True), Volume("/out", "/results")),
+        "gpus": (2, 3),
+        "real_gpus": True,
+    }
+    return ContainerTask(**(fields | changes))
+
+
+def pairs(argv: list[str], flag: str) -> list[str]:
+    return [argv[i + 1] for i, arg in enumerate(argv) if arg == flag]
+
+
+def test_podman_runs_the_rank_on_the_host_network_with_cdi_devices():
+    run = Podman().run(task())
+    argv = run.argv
+    assert argv[:5] == ["podman", "run", "--rm", "--replace", "--name"]
+    assert pairs(argv, "--name") == ["corral-j-1-1-0-r0"]
+    assert pairs(argv, "--network") == ["host"]
+    assert "--init" in argv  # SIGTERM reaches the command, not an init that ignores it
+    assert pairs(argv, "--device") == ["nvidia.com/gpu=2", "nvidia.com/gpu=3"]
+    assert pairs(argv, "-v") == ["/work/task:/work/task", "/data:/data:ro", "/out:/results:rw"]
+    assert pairs(argv, "-w") == ["/work/task"]
+    assert argv[-4:] == ["reg.io/train:1", "/bin/sh", "-c", "python train.py"]
+
+
+def test_variables_go_by_name_and_their_values_through_the_environment():
+    run = Podman().run(task())
+    assert sorted(pairs(run.argv, "-e")) == sorted(ENV)
+    assert not any("=" in name for name in pairs(run.argv, "-e"))
+    assert run.env["RANK"] == "0"
+
+
+def test_real_gpus_are_renumbered_from_zero_inside_the_container():
+    assert Podman().run(task()).env["CUDA_VISIBLE_DEVICES"] == "0,1"
+    assert Docker().run(task()).env["CUDA_VISIBLE_DEVICES"] == "0,1"
+    assert Enroot().run(task()).env["CUDA_VISIBLE_DEVICES"] == "0,1"
+
+
+def test_fake_gpus_pass_no_device_and_keep_the_host_indices():
+    for runtime in (Podman(), Docker(), Enroot()):
+        run = runtime.run(task(real_gpus=False))
+        assert run.env["CUDA_VISIBLE_DEVICES"] == "2,3"
+        assert "--device" not in run.argv and "--gpus" not in run.argv
+        assert "NVIDIA_VISIBLE_DEVICES" not in run.env
+    assert "--nv" not in Apptainer().run(task(real_gpus=False)).argv
+
+
+def test_an_argv_command_is_run_without_a_shell():
+    assert Podman().run(task(command=["python", "-c", "print(1)"])).argv[-4:] == [
+        "reg.io/train:1",
+        "python",
+        "-c",
+        "print(1)",
+    ]
+
+
+def test_docker_passes_gpus_with_its_own_quoting():
+    argv = Docker().run(task()).argv
+    assert argv[:3] == ["docker", "run", "--rm"]
+    assert "--replace" not in argv
+    assert pairs(argv, "--gpus") == ['"device=2,3"']
+    assert pairs(argv, "--network") == ["host"]
+
+
+def test_podman_and_docker_are_stopped_and_removed_by_name():
+    assert Podman().stop("c1", 7.6) == ["podman", "stop", "-t", "8", "c1"]
+    assert Podman().remove("c1") == ["podman", "rm", "-f", "--ignore", "c1"]
+    assert Docker().stop("c1", 0) == ["docker", "stop", "-t", "0", "c1"]
+    assert Docker().remove("c1") == ["docker", "rm", "-f", "c1"]
+
+
+def test_apptainer_binds_cleans_the_environment_and_keeps_host_gpu_indices():
+    run = Apptainer().run(task())
+    argv = run.argv
+    assert argv[:4] == ["apptainer", "exec", "--cleanenv", "--nv"]
+    assert pairs(argv, "--bind") == ["/work/task:/work/task", "/data:/data:ro", "/out:/results:rw"]
+    assert pairs(argv, "--pwd") == ["/work/task"]
+    assert run.env["APPTAINERENV_CUDA_VISIBLE_DEVICES"] == "2,3"  # --nv binds all GPUs: host indices
+    assert run.env["APPTAINERENV_RANK"] == "0"
+    assert argv[-4:] == ["reg.io/train:1", "/bin/sh", "-c", "python train.py"]
+
+
+def test_enroot_mounts_names_the_gpus_for_its_hook_and_changes_into_the_workdir():
+    run = Enroot().run(task(image="/images/train.sqsh"))
+    argv = run.argv
+    assert argv[:3] == ["enroot", "start", "--rw"]
+    assert pairs(argv, "--mount") == [
+        "/work/task:/work/task:none:x-create=dir,bind,rw",
+        "/data:/data:none:x-create=dir,bind,ro",
+        "/out:/results:none:x-create=dir,bind,rw",
+    ]
+    assert "NVIDIA_VISIBLE_DEVICES" in pairs(argv, "--env")
+    assert run.env["NVIDIA_VISIBLE_DEVICES"] == "2,3"
+    image_at = argv.index("/images/train.sqsh")
+    assert argv[image_at + 1 : image_at + 4] == ["/bin/sh", "-c", 'cd "$0" && exec "$@"']
+    assert argv[image_at + 4 :] == ["/work/task", "/bin/sh", "-c", "python train.py"]
+
+
+def test_daemonless_runtimes_leave_nothing_to_stop_or_remove():
+    for runtime in (Apptainer(), Enroot()):
+        assert runtime.stop("c1", 5) is None
+        assert runtime.remove("c1") is None
+
+
+def test_the_first_runtime_on_path_is_found():
+    on_path = {"apptainer", "podman"}
+    found = find_runtime(None, which=lambda name: f"/usr/bin/{name}" if name in on_path else None)
+    assert isinstance(found, Podman)
+    assert find_runtime(None, which=lambda name: None) is None
+
+
+def test_the_runtime_asked_for_must_be_installed():
+    assert isinstance(find_runtime("enroot", which=lambda name: "/usr/bin/enroot"), Enroot)
+    with pytest.raises(ValueError, match="docker is not on PATH"):
+        find_runtime("docker", which=lambda name: None)
+    with pytest.raises(ValueError, match="expected one of docker, podman, apptainer, enroot, none"):
+        find_runtime("lxc", which=lambda name: "/usr/bin/lxc")
+    assert find_runtime(NO_RUNTIME, which=lambda name: "/usr/bin/x") is None
