@@ -44,8 +44,13 @@ class HeadApi:
         return self.transport.send(Call("GET", "/healthz"))
 
     def submit(self, spec: dict[str, Any], idempotency_key: str | None = None) -> Any:
-        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
-        return self.transport.send(Call("POST", "/v1/jobs", json=spec, headers=headers))
+        if not idempotency_key:
+            return self.transport.send(Call("POST", "/v1/jobs", json=spec))
+        from corral.client.retry import send_repeatable  # a keyed submission is safe to repeat
+
+        return send_repeatable(
+            self.transport, Call("POST", "/v1/jobs", json=spec, headers={"Idempotency-Key": idempotency_key})
+        )
 
     def submit_batch(self, specs: Sequence[dict[str, Any]]) -> list[str]:
         out = self.transport.send(Call("POST", "/v1/jobs/batch", json={"jobs": list(specs)}))
