@@ -17,9 +17,8 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -27,65 +26,13 @@ from typing import Any, TypeVar
 import pytest
 
 from corral.testing.net import free_port
+from corral.testing.procs import alive, descendants, process_key, processes_mentioning, wait_for
 
 T = TypeVar("T")
 
 CLI_TIMEOUT_S = 60.0
 START_TIMEOUT_S = 60.0
 TERMINAL = frozenset({"SUCCEEDED", "FAILED", "CANCELLED", "TIMEOUT"})
-
-
-def wait_for(predicate: Callable[[], T], timeout_s: float, what: str, interval_s: float = 0.1) -> T:
-    """Poll ``predicate`` until it returns something truthy; fail after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout_s:g}s waiting for {what} (last value: {value!r})")
-        time.sleep(interval_s)
-
-
-def _proc_state(pid: int) -> tuple[str, int] | None:
-    """(state letter, start time in clock ticks) of a process, or None if it is gone."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return fields[0], int(fields[19])
-
-
-def process_key(pid: int) -> tuple[int, int] | None:
-    """(pid, start time): tells a process apart from a later one that reuses its pid."""
-    state = _proc_state(pid)
-    return None if state is None or state[0] in "ZX" else (pid, state[1])
-
-
-def alive(key: tuple[int, int]) -> bool:
-    """Whether the process is still running (a zombie or a new process with the same pid is not it)."""
-    state = _proc_state(key[0])
-    return state is not None and state[0] not in "ZX" and state[1] == key[1]
-
-
-def processes_mentioning(*needles: str) -> dict[int, str]:
-    """Live processes (not zombies) whose command line or environment contains any needle: pid → cmdline."""
-    wanted = [n.encode() for n in needles]
-    found = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        pid = int(entry)
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-            environ = Path(f"/proc/{pid}/environ").read_bytes()
-        except OSError:
-            continue
-        if process_key(pid) is None:
-            continue
-        if any(n in cmdline or n in environ for n in wanted):
-            found[pid] = cmdline.replace(b"\0", b" ").decode(errors="replace").strip()
-    return found
 
 
 @dataclass
@@ -356,7 +303,7 @@ class NodeControl:
     def kill_node(self, name: str) -> int:
         """SIGKILL the node's agent and every process under it, as a power cut would; how many died."""
         agent = self.daemons[name]
-        victims = {agent.pid, *_descendants(agent.pid)}
+        victims = {agent.pid, *descendants(agent.pid)}
         victims |= set(processes_mentioning(f"CORRAL_TASK_MARKER={name}:"))
         for pid in victims:
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -377,23 +324,6 @@ class NodeControl:
         args = ["agent", "--head", self.cluster.url, "--token", join_token, "--name", name]
         args += ["--fake-gpus", self.agent_gpus[name], "--work-dir", str(self.cluster.home / "agents" / name)]
         self.daemons[name] = _spawn(self.cluster, args, f"agent-{name}.log")
-
-
-def _descendants(root: int) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
-                children.setdefault(ppid, []).append(int(entry))
-    found: set[int] = set()
-    stack = [root]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            if child not in found:
-                found.add(child)
-                stack.append(child)
-    return found
 
 
 @pytest.fixture(scope="module")
