@@ -139,6 +139,7 @@ class Head:
         cpus: float = 64,
         memory_mb: int = 512 * 1024,
         labels: dict[str, str] | None = None,
+        container_runtime: str = "",
     ) -> Agent:
         body = {
             "name": name,
@@ -149,6 +150,7 @@ class Head:
             "advertise_addr": addr if addr is not None else f"10.0.0.{len(self.agents) + 1}",
             "gpu_source": "fake",
             "running": running or [],
+            "container_runtime": container_runtime,
         }
         response = self.client.post("/v1/agents/register", json=body, headers=auth(self.join_token()))
         assert response.status_code == 200, response.text

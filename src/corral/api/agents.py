@@ -41,6 +41,12 @@ class RegisterRequest(BaseModel):
     labels: dict[str, str] = Field(default_factory=dict)
     advertise_addr: str = ""
     gpu_source: Literal["nvml", "fake", "none"] = "none"
+    container_runtime: str = Field(
+        default="",
+        max_length=32,
+        pattern=r"^[a-z0-9-]*$",
+        description="the container runtime jobs with an image run through (docker, podman, …); empty: none",
+    )
     version: str = ""
     protocol: int = AGENT_PROTOCOL_VERSION
     running: list[TaskReport] = Field(default_factory=list)
@@ -68,6 +74,8 @@ class DesiredTask(BaseModel):
     rank_offset: int
     processes: int
     workdir: str | None = None
+    image: str | None = Field(default=None, description="run each rank in this container image")
+    volumes: list[str] = Field(default_factory=list, description="HOST:CONTAINER[:ro|rw] mounts into the container")
     checkpoint_dir: str
     grace_s: float
     hosts: list[HostSlots] = Field(default_factory=list, description="every node of the job, by node rank")

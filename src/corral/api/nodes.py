@@ -36,6 +36,7 @@ class NodeOut(BaseModel):
     address: str
     reason: str = ""
     registered_at: datetime | None = None
+    container_runtime: str = Field(default="", description="what runs jobs with an image here; empty: nothing")
 
 
 class GpuCount(BaseModel):

@@ -28,6 +28,7 @@ class Node:
     cpus: float = 0.0
     memory_mb: int = 0
     labels: Mapping[str, str] = field(default_factory=dict)
+    container_runtime: str = ""  # empty: the agent runs no container images
 
     def gpu_types(self) -> set[str]:
         return {g.type for g in self.gpus}
@@ -49,6 +50,7 @@ class Request:
     # domains that fit it; with ``topology_required`` all of them must.
     topology: str | None = "rack"
     topology_required: bool = False
+    container: bool = False  # runs in a container image: only on nodes with a container runtime
 
     @property
     def fractional(self) -> bool:

@@ -1,7 +1,7 @@
 """The pure scheduler: ``schedule(snapshot, policy, now) -> Plan``. No I/O, no clock, no randomness."""
 
 from corral.sched.cycle import schedule
-from corral.sched.feasibility import never_fits
+from corral.sched.feasibility import NO_CONTAINER_RUNTIME, never_fits
 from corral.sched.fragmentation import fragmentation
 from corral.sched.plan import (
     BACKFILL_BLOCKED,
@@ -28,6 +28,7 @@ __all__ = [
     "DEPENDENCY",
     "FASTER_GPU",
     "NEVER_FITS",
+    "NO_CONTAINER_RUNTIME",
     "NO_NODES",
     "POLICIES",
     "PREEMPTING",

@@ -55,4 +55,6 @@ def share(request: Request, gpu_types: Sequence[str], free: bool = False) -> str
         parts.append(f"{number(cpus)} {'' if parts else adjective}CPU{'' if cpus == 1 else 's'}")
     if request.memory_mb_per_node is not None:
         parts.append(f"{memory(request.memory_mb_per_node)} {'' if parts else adjective}memory")
+    if request.container:
+        parts.append("a container runtime")
     return and_list(parts) or "no reserved resources"

@@ -10,6 +10,9 @@ from corral.model import EPSILON, Node, Request
 from corral.sched import describe
 
 _MAX_OFFERS = 6  # node groups listed in "cluster offers: ..." before "and N more"
+NO_CONTAINER_RUNTIME = (
+    "no node has a container runtime (agents found none of docker, podman, apptainer, enroot; start one with --runtime)"
+)
 
 
 def never_fits(request: Request, nodes: Sequence[Node]) -> str | None:
@@ -27,11 +30,13 @@ class _Shape:
     gpus: tuple[tuple[str, int, int], ...]  # (type, memory_mb, count), sorted
     cpus: float
     memory_mb: int
+    containers: bool = False  # its agent has a container runtime
 
     @staticmethod
     def of(node: Node) -> _Shape:
         groups = Counter((g.type, g.memory_mb) for g in node.gpus)
-        return _Shape(tuple(sorted((t, m, c) for (t, m), c in groups.items())), node.cpus, node.memory_mb)
+        gpus = tuple(sorted((t, m, c) for (t, m), c in groups.items()))
+        return _Shape(gpus, node.cpus, node.memory_mb, bool(node.container_runtime))
 
     def count(self, gpu_type: str) -> int:
         return sum(c for t, _, c in self.gpus if t == gpu_type)
@@ -45,6 +50,7 @@ class _Shape:
         cpus, memory_mb = request.cpus_per_node, request.memory_mb_per_node
         return (
             self.holds_gpus(request, gpu_type)
+            and (self.containers or not request.container)
             and (cpus is None or cpus <= self.cpus + EPSILON)
             and (memory_mb is None or memory_mb <= self.memory_mb)
         )
@@ -62,8 +68,8 @@ class _Shape:
 class ClusterShapes:
     """Registered nodes grouped by identical capacity, to answer "could it ever fit?" quickly."""
 
-    def __init__(self, nodes: Iterable[Node]) -> None:
-        self._shapes: Counter[_Shape] = Counter(_Shape.of(n) for n in nodes)
+    def __init__(self, nodes: Iterable[Node] = (), shapes: Counter[_Shape] | None = None) -> None:
+        self._shapes: Counter[_Shape] = Counter(_Shape.of(n) for n in nodes) if shapes is None else shapes
         totals: Counter[str] = Counter()
         for shape, nodes_of_shape in self._shapes.items():
             for gpu_type, _, count in shape.gpus:
@@ -86,6 +92,12 @@ class ClusterShapes:
         """Why the request can never fit these nodes, or None (also when there are no nodes)."""
         if not self._shapes:
             return None
+        if request.container:  # judged on the nodes that can run an image, so the numbers are theirs
+            with_runtime = Counter({shape: n for shape, n in self._shapes.items() if shape.containers})
+            if not with_runtime:
+                return NO_CONTAINER_RUNTIME
+            if len(with_runtime) < len(self._shapes):
+                return ClusterShapes(shapes=with_runtime).never_fits(request)
         return (
             _invalid(request)
             or self._type_problem(request)

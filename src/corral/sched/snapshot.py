@@ -118,9 +118,14 @@ class NodeCapacity:
         ]
 
     def fits_host(self, request: Request) -> bool:
-        """Whether the request's CPUs and memory per node fit what is free here."""
+        """Whether the request's CPUs and memory per node fit what is free here, and its container
+        image, if it has one, can run here."""
         cpus, memory = request.cpus_per_node, request.memory_mb_per_node
-        return (cpus is None or cpus <= self.free_cpus + EPSILON) and (memory is None or memory <= self.free_memory_mb)
+        return (
+            (cpus is None or cpus <= self.free_cpus + EPSILON)
+            and (memory is None or memory <= self.free_memory_mb)
+            and (not request.container or bool(self.node.container_runtime))
+        )
 
     def _add(self, alloc: Allocation, sign: int) -> None:
         for index in alloc.gpus:

@@ -38,6 +38,7 @@ class NodeBuilder:
     _memory_mb: int = 0
     _labels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     _state: NodeState = NodeState.READY
+    _container_runtime: str = ""
 
     def gpus(self, count: int, gpu_type: str = "H100", memory: str | int = "80GB") -> NodeBuilder:
         """Add ``count`` GPUs of one type; indices continue after the GPUs already added."""
@@ -57,8 +58,14 @@ class NodeBuilder:
     def state(self, state: NodeState) -> NodeBuilder:
         return replace(self, _state=state)
 
+    def runtime(self, name: str = "podman") -> NodeBuilder:
+        """The node's agent runs jobs with an image through this container runtime."""
+        return replace(self, _container_runtime=name)
+
     def build(self) -> Node:
-        return Node(self.name, self._state, self._gpus, self._cpus, self._memory_mb, dict(self._labels))
+        return Node(
+            self.name, self._state, self._gpus, self._cpus, self._memory_mb, dict(self._labels), self._container_runtime
+        )
 
 
 @dataclass(frozen=True)
@@ -112,6 +119,10 @@ class JobBuilder:
     def topology(self, label: str | None, required: bool = False) -> JobBuilder:
         """Pack a gang by this node label (``required``: all in one domain); None: ignore topology."""
         return replace(self, _request=replace(self._request, topology=label, topology_required=required))
+
+    def container(self) -> JobBuilder:
+        """The job runs in a container image: only nodes with a container runtime take it."""
+        return replace(self, _request=replace(self._request, container=True))
 
     def preemptible(self, preemptible: bool = True) -> JobBuilder:
         return replace(self, _preemptible=preemptible)

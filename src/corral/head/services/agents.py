@@ -63,6 +63,7 @@ def register(rt: HeadRuntime, req: RegisterRequest) -> RegisterResponse:
             record_event(session, now, "node.reregistered", f"node {req.name} registered again", node=req.name)
         row.gpus, row.labels, row.cpus, row.memory_mb = gpus, dict(req.labels), req.cpus, req.memory_mb
         row.address, row.gpu_source, row.token_hash = req.advertise_addr, req.gpu_source, hash_token(token)
+        row.container_runtime = req.container_runtime
         row.last_heartbeat = now
         row.state = NodeState.DRAINED.value if row.drained else NodeState.READY.value
         row.reason = row.drain_reason if row.drained else ""
@@ -293,6 +294,8 @@ def desired_task(
         rank_offset=task.node_rank * processes,
         processes=processes,
         workdir=spec.get("workdir"),
+        image=spec.get("image"),
+        volumes=list(spec.get("volumes", [])),
         checkpoint_dir=checkpoint_dir,
         grace_s=stop_grace(job, rt.settings.grace_s),
         hosts=hosts,

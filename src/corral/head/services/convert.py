@@ -26,6 +26,7 @@ def node_model(row: NodeRow, heard_since: datetime | None = None) -> Node:
         cpus=row.cpus,
         memory_mb=row.memory_mb,
         labels=dict(row.labels),
+        container_runtime=row.container_runtime,
     )
 
 
@@ -38,4 +39,5 @@ def request_of(spec: JobSpec) -> Request:
         memory_mb_per_node=spec.resources.memory_mb,
         topology=spec.topology.label,
         topology_required=spec.topology.required is not None,
+        container=spec.image is not None,
     )

@@ -25,8 +25,8 @@ from corral.head.services.convert import node_model, request_of
 from corral.head.services.lifecycle import end_job
 from corral.head.services.users import team_checked
 from corral.head.store.tables import EventRow, JobRow, NodeRow, TaskRow
-from corral.model import TERMINAL_JOB_STATES, JobState
-from corral.sched import never_fits
+from corral.model import TERMINAL_JOB_STATES, JobState, NodeState
+from corral.sched import NO_CONTAINER_RUNTIME, never_fits
 from corral.spec import JobSpec
 
 _ID_ALPHABET = string.ascii_lowercase + string.digits
@@ -153,10 +153,13 @@ def _check_feasible(session: Session, specs: Sequence[JobSpec]) -> None:
     nodes = [node_model(row) for row in session.scalars(select(NodeRow))]
     if not nodes:
         return  # a cluster still starting: accept, the job waits with a reason
+    runtimes = any(n.container_runtime and n.state is not NodeState.NOT_READY for n in nodes)
     for index, spec in enumerate(specs):
+        prefix = f"jobs[{index}]." if len(specs) > 1 else ""
+        if spec.image is not None and not runtimes:
+            raise Infeasible(f"{prefix}image", NO_CONTAINER_RUNTIME)
         problem = never_fits(request_of(spec), nodes)
         if problem is not None:
-            prefix = f"jobs[{index}]." if len(specs) > 1 else ""
             raise Infeasible(f"{prefix}resources", f"can never run on this cluster: {problem}")
 
 

@@ -63,6 +63,7 @@ def _node_out(
         address=row.address,
         reason=f"unhealthy: {row.health_problem}" if unhealthy else row.reason,
         registered_at=row.registered_at,
+        container_runtime=row.container_runtime,
     )
 
 

@@ -32,7 +32,7 @@ from corral.head.services.lifecycle import end_job
 from corral.head.store.serving_tables import ReplicaRow, ServiceRow
 from corral.head.store.tables import JobRow, NodeRow, TaskRow
 from corral.model import JobState
-from corral.sched import never_fits
+from corral.sched import NO_CONTAINER_RUNTIME, never_fits
 from corral.spec.service import ServiceSpec
 
 # What changes the replicas themselves; anything else (replica bounds, autoscaling, readiness)
@@ -98,6 +98,8 @@ def _check_feasible(session: Session, spec: ServiceSpec) -> None:
     if not nodes:
         return
     problem = never_fits(request_of(spec.replica_job(1)), nodes)
+    if problem == NO_CONTAINER_RUNTIME:
+        raise Infeasible("image", problem)
     if problem is not None:
         raise Infeasible("resources", f"a replica can never run on this cluster: {problem}")
 

@@ -152,6 +152,7 @@ class NodeRow(Base):
     # What the agent's health command or GPU readings say is wrong; such GPUs (or the whole node) get no work.
     health_problem: Mapped[str] = mapped_column(Text, default="", server_default="")
     unhealthy_gpus: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, server_default="{}")
+    container_runtime: Mapped[str] = mapped_column(String(32), default="", server_default="")
     registered_at: Mapped[datetime]
     last_heartbeat: Mapped[datetime | None]
 

@@ -1,0 +1,66 @@
+"""Jobs with a container image: refused at submit where no node can run one, handed out with it otherwise."""
+
+from corral.head.store.tables import NodeRow
+from corral.model import NodeState
+from corral.sched import NO_CONTAINER_RUNTIME
+
+
+def submit_status(head, spec):
+    response = head.client.post("/v1/jobs", json=spec, headers=head.admin)
+    return response.status_code, response.json()
+
+
+def test_an_image_job_is_refused_when_no_node_has_a_container_runtime(head):
+    head.register("n1")
+    status, body = submit_status(head, {"command": "x", "image": "busybox"})
+    assert status == 422
+    detail = body["detail"][0]
+    assert (detail["field"], detail["type"]) == ("image", "infeasible")
+    assert detail["msg"] == NO_CONTAINER_RUNTIME
+    assert "none of docker, podman, apptainer, enroot" in detail["msg"]
+    assert "--runtime" in detail["msg"]
+
+
+def test_a_batch_names_the_image_job_it_refuses(head):
+    head.register("n1")
+    response = head.client.post(
+        "/v1/jobs/batch", json={"jobs": [{"command": "x"}, {"command": "y", "image": "busybox"}]}, headers=head.admin
+    )
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["field"] == "jobs[1].image"
+
+
+def test_a_runtime_only_on_a_lost_node_does_not_count(head):
+    head.register("gone", container_runtime="podman")
+    head.register("n1")
+    with head.rt.write() as session:
+        session.get(NodeRow, "gone").state = NodeState.NOT_READY.value
+    status, body = submit_status(head, {"command": "x", "image": "busybox"})
+    assert status == 422
+    assert body["detail"][0]["field"] == "image"
+
+
+def test_an_image_job_runs_on_the_node_with_a_runtime_and_the_agent_gets_image_and_volumes(head):
+    head.register("bare", gpus=8)
+    boxed = head.register("boxed", gpus=2, container_runtime="podman")
+    job = head.submit({"command": "x", "image": "busybox", "volumes": ["/data:/data:ro"], "resources": {"gpus": 1}})
+    head.cycle()
+    assert [a["node"] for a in head.job(job["id"])["allocation"]] == ["boxed"]
+    (task,) = boxed.tasks()
+    assert (task["image"], task["volumes"]) == ("busybox", ["/data:/data:ro"])
+    assert head.nodes()["boxed"]["container_runtime"] == "podman"
+    assert head.nodes()["bare"]["container_runtime"] == ""
+
+
+def test_a_job_without_an_image_gets_no_container(head):
+    agent = head.register("n1")
+    head.submit({"command": "x"})
+    head.cycle()
+    (task,) = agent.tasks()
+    assert (task["image"], task["volumes"]) == (None, [])
+
+
+def test_volumes_without_an_image_are_refused_naming_volumes(head):
+    status, body = submit_status(head, {"command": "x", "volumes": ["/data:/data"]})
+    assert status == 422
+    assert body["detail"][0]["field"] == "volumes"
