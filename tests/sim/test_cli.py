@@ -24,6 +24,11 @@ FIGURES = {
     "utilization",
     "preemptions",
     "gpu_hours_lost",
+    "p95_wait_s",
+    "jain_fairness",
+    "cost",
+    "busy_cost",
+    "energy_kwh",
 }
 TRACE = """job_id,submit_time_s,duration_s,num_gpus,gpu_type,user,vc,status
 a,0,3600,8,,,vc1,
@@ -56,7 +61,7 @@ def test_json_has_exactly_the_documented_keys(trace: Path) -> None:
     code, out = sim("--trace", trace, "--cluster", CLUSTERS / "philly.yaml", "-o", "json")
     assert code == 0, out
     data = json.loads(out)
-    assert set(data) == {"policies", "skipped_jobs"}
+    assert set(data) == {"policies", "skipped_jobs", "cluster", "teams"}
     assert list(data["policies"]) == ["default"]
     assert set(data["policies"]["default"]) == FIGURES
     assert data["skipped_jobs"] == 2

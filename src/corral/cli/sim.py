@@ -1,29 +1,31 @@
-"""``corral sim``: replay a job trace on a simulated cluster and compare scheduling policies."""
+"""``corral sim``: replay a job trace on a simulated cluster and compare scheduling policies.
+
+``corral sim --trace … --cluster …`` runs the simulation; ``corral sim plan …`` sizes a cluster.
+"""
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
+from typing import IO, TYPE_CHECKING
 
 import click
 
 from corral.cli.render import emit_json, output_option, table
+from corral.cli.simargs import check_policies, input_options, load_inputs
+from corral.cli.simplan import plan
+
+if TYPE_CHECKING:
+    from corral.model import Node
+    from corral.sim import SimResult, Workload
+
+_OWN_OPTIONS = ("policies", "cluster_scale", "add", "remove", "out_dir", "output")
 
 
-@click.command()
-@click.option(
-    "--trace",
-    "trace_path",
-    required=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="job trace: CSV in the common schema (job_id, submit_time_s, duration_s, num_gpus, gpu_type, …)",
-)
-@click.option(
-    "--cluster",
-    "cluster_path",
-    required=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="cluster file (YAML): node_groups and an optional gpu_speed table",
-)
+@click.group(invoke_without_command=True)
+@input_options(required=False)
 @click.option(
     "--policy",
     "policies",
@@ -34,89 +36,160 @@ from corral.cli.render import emit_json, output_option, table
         " repeat to compare several (default: default)"
     ),
 )
-@click.option("--window", metavar="START:END", help="keep jobs with START <= submit_time_s < END (seconds)")
-@click.option("--limit", type=click.IntRange(min=0), metavar="N", help="keep the first N trace rows (after --window)")
 @click.option(
-    "--scale-load",
-    type=click.FloatRange(min=0, min_open=True),
+    "--cluster-scale",
+    type=click.FloatRange(min=0),
     default=1.0,
     show_default=True,
     metavar="X",
-    help="jobs arrive X times faster (submit times divided by X)",
+    help="what if: every node group has X times its nodes (rounded to the nearest; a group at 0 goes)",
 )
 @click.option(
-    "--checkpoint-interval",
-    type=click.FloatRange(min=0),
-    default=0.0,
-    show_default=True,
-    metavar="SECONDS",
-    help="a preempted job loses the work since its last checkpoint, taken every SECONDS of a run"
-    " (a trace's checkpoint_interval_s column overrides it per job); 0 = nothing is lost",
+    "--add",
+    multiple=True,
+    metavar="NxTYPE",
+    help="what if: N more GPUs of TYPE (in nodes like the file's group of TYPE, else 8-GPU catalogue nodes); repeat",
 )
+@click.option("--remove", multiple=True, metavar="NxTYPE", help="what if: N fewer GPUs of TYPE, in whole nodes; repeat")
 @click.option(
     "--out",
     "out_dir",
     type=click.Path(file_okay=False, path_type=Path),
-    help="also write summary.json and jobs-POLICY.csv (one row per job) into this folder",
+    help="also write summary.json, jobs-POLICY.csv (one row per job) and report.html with its plots into this folder",
 )
 @output_option
+@click.pass_context
 def sim(
-    trace_path: Path,
-    cluster_path: Path,
-    policies: tuple[str, ...],
+    ctx: click.Context,
+    trace_path: Path | None,
+    cluster_path: Path | None,
     window: str | None,
     limit: int | None,
     scale_load: float,
     checkpoint_interval: float,
+    policies: tuple[str, ...],
+    cluster_scale: float,
+    add: tuple[str, ...],
+    remove: tuple[str, ...],
     out_dir: Path | None,
     output: str,
 ) -> None:
     """Replay a job trace on a simulated cluster, with Corral's scheduler, on a virtual clock.
 
-    Prints job completion time (JCT = finish - submit) percentiles, average wait, makespan,
-    GPU utilization, preemptions and the GPU-hours they lost for each policy. Rows that never
-    ran, ask for no GPUs or can never fit the cluster are skipped and counted. See docs/sim.md.
+    Prints job completion time (JCT = finish - submit) percentiles, wait, makespan, GPU
+    utilization, preemptions and the GPU-hours they lost, fairness between teams, cost and
+    energy for each policy. Rows that never ran, ask for no GPUs or can never fit the cluster
+    are skipped and counted. `corral sim plan` searches the cheapest cluster for a target
+    wait. See docs/sim.md.
     """
-    from corral.sched import POLICIES, get_policy
-    from corral.sim import build_nodes, load_cluster, parse_window, prepare, read_trace, simulate, summarize
-    from corral.sim.report import TABLE_COLUMNS, report_document, table_rows, write_out
-    from corral.sim.trace import TraceError
-    from corral.spec import SpecError
+    if ctx.invoked_subcommand is not None:
+        given = [p for p in ctx.command.params if ctx.get_parameter_source(p.name or "") != _DEFAULT]
+        if given:
+            names = ", ".join(p.opts[0] for p in given)
+            raise click.UsageError(f"{names}: give the options after '{ctx.invoked_subcommand}'")
+        return
+    for name, path in (("trace_path", trace_path), ("cluster_path", cluster_path)):
+        if path is None:
+            param = next(p for p in ctx.command.params if p.name == name)
+            raise click.MissingParameter(ctx=ctx, param=param)
+    assert trace_path is not None and cluster_path is not None
+    _run(
+        trace_path,
+        cluster_path,
+        window,
+        limit,
+        scale_load,
+        checkpoint_interval,
+        list(dict.fromkeys(policies or ("default",))),
+        (cluster_scale, add, remove),
+        out_dir,
+        output,
+    )
 
-    names = list(dict.fromkeys(policies or ("default",)))
-    for name in names:
-        if name not in POLICIES:
-            valid = ", ".join(sorted(POLICIES))
-            raise click.BadParameter(f"unknown policy {name!r}; valid policies: {valid}", param_hint="--policy")
+
+_DEFAULT = click.core.ParameterSource.DEFAULT
+sim.add_command(plan)
+
+
+def _run(
+    trace_path: Path,
+    cluster_path: Path,
+    window: str | None,
+    limit: int | None,
+    scale_load: float,
+    checkpoint_interval: float,
+    names: list[str],
+    what_if: tuple[float, Sequence[str], Sequence[str]],
+    out_dir: Path | None,
+    output: str,
+) -> None:
+    from corral.sim import build_nodes, prepare, summarize
+    from corral.sim.cluster import describe
+    from corral.sim.costs import group_rates, unrated
+    from corral.sim.report import SPEND_COLUMNS, TABLE_COLUMNS, report_document, spend_rows, table_rows, write_out
+    from corral.sim.whatif import WhatIfError, apply_what_if
+
+    check_policies(names)
+    spec, trace = load_inputs(trace_path, cluster_path, window, limit, scale_load)
     try:
-        span = parse_window(window) if window is not None else None
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--window") from None
-    try:
-        spec = load_cluster(cluster_path)
-    except SpecError as exc:
-        raise click.BadParameter(str(exc), param_hint="--cluster") from None
-    try:
-        trace = read_trace(trace_path, limit=limit, window=span, scale_load=scale_load)
-    except TraceError as exc:
-        raise click.BadParameter(str(exc), param_hint="--trace") from None
+        spec = apply_what_if(spec, *what_if)
+    except WhatIfError as exc:
+        raise click.UsageError(str(exc)) from None
     nodes = build_nodes(spec)
     workload = prepare(trace, nodes)
-    results = {
-        name: simulate(workload, nodes, get_policy(name), spec.gpu_speed, checkpoint_s=checkpoint_interval)
-        for name in names
-    }
-    summaries = {name: summarize(result) for name, result in results.items()}
-    document = report_document(summaries, workload.skipped_total)
+    progress = sys.stderr if sys.stderr.isatty() else None
+    results = simulate_policies(workload, nodes, names, spec.gpu_speed, checkpoint_interval, out_dir, progress)
+    rates = group_rates(spec)
+    summaries = {name: summarize(result, rates) for name, result in results.items()}
+    document = report_document(summaries, workload.skipped_total, spec, results)
+    for missing in unrated(spec):
+        click.echo(f"note: no {missing} in the cluster file or the GPU catalogue; counted as 0", err=True)
     if out_dir is not None:
+        from corral.sim.htmlreport import write_html_report  # matplotlib loads only when plots are asked for
+
         write_out(out_dir, document, results)
+        write_html_report(out_dir, document, results)
     if output == "json":
         emit_json(document)
         return
-    gpus = sum(len(n.gpus) for n in nodes)
-    click.echo(f"{len(workload.jobs)} jobs from {trace_path.name} on {len(nodes)} nodes, {gpus} GPUs")
+    shape = f"{len(nodes)} nodes, {spec.total_gpus} GPUs: {describe(spec)}"
+    click.echo(f"{len(workload.jobs)} jobs from {trace_path.name} on {shape}")
     table(None, TABLE_COLUMNS, table_rows(summaries))
+    table(None, SPEND_COLUMNS, spend_rows(summaries))
     if workload.skipped:
         click.echo("skipped: " + ", ".join(f"{count} {reason}" for reason, count in workload.skipped.items()))
     if out_dir is not None:
-        click.echo(f"wrote {out_dir}/summary.json and jobs-POLICY.csv")
+        click.echo(f"wrote {out_dir}/summary.json, jobs-POLICY.csv, report.html and its plots")
+
+
+def simulate_policies(
+    workload: Workload,
+    nodes: Sequence[Node],
+    names: Sequence[str],
+    speed: Mapping[str, float],
+    checkpoint_s: float,
+    out_dir: Path | None,
+    progress: IO[str] | None,
+) -> dict[str, SimResult]:
+    """Each policy's run, in order; with ``progress``, a bar per policy that advances as jobs finish."""
+    from corral.sched import get_policy
+    from corral.sim import simulate
+
+    def run(name: str, on_finish: Callable[[], None] | None) -> SimResult:
+        policy = get_policy(name)
+        return simulate(
+            workload, nodes, policy, speed, checkpoint_s=checkpoint_s, timeline=out_dir is not None, on_finish=on_finish
+        )
+
+    if progress is None:
+        return {name: run(name, None) for name in names}
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    results = {}
+    with Progress(*columns, console=Console(file=progress, force_terminal=True), transient=True) as bar:
+        for name in names:
+            task = bar.add_task(name, total=len(workload.jobs))
+            results[name] = run(name, partial(bar.advance, task))
+    return results

@@ -26,3 +26,8 @@ def build_nodes(spec: ClusterSpec) -> tuple[Node, ...]:
                 labels["rack"] = f"{prefix}-r{number // group.nodes_per_rack:03d}"
             nodes.append(Node(name=f"{prefix}-{number:04d}", state=NodeState.READY, gpus=gpus, labels=labels))
     return tuple(nodes)
+
+
+def describe(spec: ClusterSpec) -> str:
+    """The cluster's node groups in one line: ``v100 24×8 V100, h100 2×8 H100`` (name, nodes × GPUs, type)."""
+    return ", ".join(f"{g.group_name} {g.count}×{g.gpus_per_node} {g.gpu_type}" for g in spec.node_groups)

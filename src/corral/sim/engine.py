@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from corral.model import Job, Node, RunningJob
 from corral.sched import Placement, Plan, Policy, schedule
@@ -41,6 +42,8 @@ class JobRecord:
     busy_gpu_s: float = 0.0  # GPU-seconds held over all its runs, lost work included
     preemptions: int = 0
     lost_gpu_s: float = 0.0  # GPU-seconds of work lost to preemption (since the last checkpoint)
+    team: str = ""
+    run_s: float = 0.0  # run time alone on the GPU type it finished on: traced duration / that type's speed
 
     @property
     def jct_s(self) -> float:
@@ -55,6 +58,14 @@ class JobRecord:
         return self.busy_gpu_s
 
 
+class Sample(NamedTuple):
+    """The cluster just after everything that happened at one moment."""
+
+    time_s: float
+    busy_gpus: int
+    pending_jobs: int
+
+
 @dataclass(frozen=True)
 class SimResult:
     """One policy's run over a workload."""
@@ -66,6 +77,8 @@ class SimResult:
     preemptions: int = 0
     unfinished: int = 0
     lost_gpu_s: float = 0.0
+    busy_gpu_s_by_group: Mapping[str, float] = field(default_factory=dict)  # node group (label ``group``) -> GPU-s
+    timeline: tuple[Sample, ...] = ()  # one sample per moment, when asked for
 
 
 class _Run:
@@ -119,14 +132,17 @@ def simulate(
     *,
     prune: bool = True,
     checkpoint_s: float = 0.0,
+    timeline: bool = False,
+    on_finish: Callable[[], None] | None = None,
 ) -> SimResult:
     """Replay the workload: a job runs for its traced duration divided by its GPU type's speed.
 
     Under a preemptive policy every traced job is preemptible; a preempted job keeps the work
     up to its last checkpoint: every ``checkpoint_s`` seconds of a run (per job when the trace
-    says), or all of it when ``checkpoint_s`` is 0.
+    says), or all of it when ``checkpoint_s`` is 0. ``timeline`` records busy GPUs and pending
+    jobs after every moment (for plots); ``on_finish`` is called each time a job finishes.
     """
-    return _Engine(workload, nodes, policy, dict(speed or {}), prune, checkpoint_s).run()
+    return _Engine(workload, nodes, policy, dict(speed or {}), prune, checkpoint_s, timeline, on_finish).run()
 
 
 class _Engine:
@@ -138,6 +154,8 @@ class _Engine:
         speed: dict[str, float],
         prune: bool,
         checkpoint_s: float,
+        timeline: bool = False,
+        on_finish: Callable[[], None] | None = None,
     ) -> None:
         self.workload = workload
         self.policy = policy
@@ -152,6 +170,11 @@ class _Engine:
         self.cycles = 0
         self.preemptions = 0
         self.history = FinishedJobs()
+        self.group = {n.name: n.labels.get("group", "") for n in nodes}
+        self.busy_by_group: dict[str, float] = {}
+        self.busy_gpus = 0
+        self.samples: list[Sample] | None = [] if timeline else None
+        self.on_finish = on_finish
 
     def run(self) -> SimResult:
         arrivals = self.workload.jobs
@@ -172,6 +195,8 @@ class _Engine:
                 self.state.add(self._pending(self.runs[arrivals[i].job.id]))
                 i += 1
             self._plan(now)
+            if self.samples is not None:
+                self.samples.append(Sample(now, self.busy_gpus, self.state.pending_count))
         return SimResult(
             policy=self.policy.name,
             records=tuple(self.records),
@@ -180,6 +205,8 @@ class _Engine:
             preemptions=self.preemptions,
             unfinished=self.state.pending_count,
             lost_gpu_s=sum(r.lost_gpu_s for r in self.records),
+            busy_gpu_s_by_group=dict(sorted(self.busy_by_group.items())),
+            timeline=tuple(self.samples or ()),
         )
 
     def _next(self, events: list[tuple[float, int, str, int]]) -> float:
@@ -239,6 +266,7 @@ class _Engine:
         run.speed = self.speed.get(placement.gpu_type or "", 1.0)
         if run.first_start is None:
             run.first_start = now
+        self.busy_gpus += run.gpus
         self.state.start(job, placement, self._running((job.id,), now)[0])
         heapq.heappush(self.finishes, (now + run.work_left / run.speed, job.seq, job.id, run.run_no))
         self._mark(run, now)
@@ -256,7 +284,7 @@ class _Engine:
         run.preempted += 1
         run.run_no += 1
         self.preemptions += 1
-        self.state.release(run.placement)
+        self._release(run.placement, elapsed)
         run.placement = None
         self.state.add(self._pending(run))
 
@@ -265,7 +293,7 @@ class _Engine:
         placement = run.placement
         assert placement is not None and run.first_start is not None
         run.busy += (now - run.started) * run.gpus
-        self.state.release(placement)
+        self._release(placement, now - run.started)
         self.history.add(run.item.job.user, run.item.job.team, run.busy)
         self.records.append(
             JobRecord(
@@ -279,10 +307,23 @@ class _Engine:
                 busy_gpu_s=run.busy,
                 preemptions=run.preempted,
                 lost_gpu_s=run.lost,
+                team=run.item.job.team,
+                run_s=run.item.trace.duration_s / run.speed,
             )
         )
         run.placement = None
         run.run_no += 1
+        if self.on_finish is not None:
+            self.on_finish()
+
+    def _release(self, placement: Placement, elapsed: float) -> None:
+        """Free a run's GPUs and count the GPU-seconds it held against each node group."""
+        for alloc in placement.allocations:
+            group = self.group[alloc.node]
+            gpus = len(alloc.gpus)
+            self.busy_by_group[group] = self.busy_by_group.get(group, 0.0) + elapsed * gpus
+            self.busy_gpus -= gpus
+        self.state.release(placement)
 
     def _cross(self, job_id: str, now: float) -> None:
         run = self.runs[job_id]

@@ -8,8 +8,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from corral.sim.costs import cost_per_hour, group_rates
 from corral.sim.engine import SimResult
+from corral.sim.fairness import team_figures
 from corral.sim.metrics import Summary
+from corral.spec import ClusterSpec
 
 _JOB_COLUMNS = (
     "job_id",
@@ -26,9 +29,54 @@ _JOB_COLUMNS = (
 )
 
 
-def report_document(summaries: Mapping[str, Summary], skipped_jobs: int) -> dict[str, Any]:
-    """``{"policies": {NAME: figures}, "skipped_jobs": N}``, as documented for ``-o json``."""
-    return {"policies": {name: s.as_dict() for name, s in summaries.items()}, "skipped_jobs": skipped_jobs}
+def report_document(
+    summaries: Mapping[str, Summary],
+    skipped_jobs: int,
+    cluster: ClusterSpec | None = None,
+    results: Mapping[str, SimResult] | None = None,
+) -> dict[str, Any]:
+    """``{"policies": {NAME: figures}, "skipped_jobs": N}``, as documented for ``-o json``.
+
+    With the cluster, ``"cluster"`` describes what was simulated; with the results, ``"teams"``
+    gives each policy's figures per team.
+    """
+    document: dict[str, Any] = {
+        "policies": {name: s.as_dict() for name, s in summaries.items()},
+        "skipped_jobs": skipped_jobs,
+    }
+    if cluster is not None:
+        document["cluster"] = cluster_document(cluster)
+    if results is not None:
+        document["teams"] = {
+            name: {team: f.as_dict() for team, f in team_figures(result.records).items()}
+            for name, result in results.items()
+        }
+    return document
+
+
+def cluster_document(spec: ClusterSpec) -> dict[str, Any]:
+    """The simulated cluster's node groups with the price and power used for each, and its totals."""
+    rates = group_rates(spec)
+    groups = [
+        {
+            "name": group.group_name,
+            "count": group.count,
+            "gpus_per_node": group.gpus_per_node,
+            "gpu_type": group.gpu_type,
+            "gpus": rate.gpus,
+            "price_per_gpu_hour": rate.price_per_gpu_hour,
+            "watts_busy": rate.watts_busy,
+            "watts_idle": rate.watts_idle,
+            "speed": spec.speed(group.gpu_type),
+        }
+        for group, rate in zip(spec.node_groups, rates, strict=True)
+    ]
+    return {
+        "node_groups": groups,
+        "nodes": sum(g.count for g in spec.node_groups),
+        "gpus": spec.total_gpus,
+        "cost_per_hour": cost_per_hour(rates),
+    }
 
 
 def hours(seconds: float) -> str:
@@ -57,6 +105,23 @@ def table_rows(summaries: Mapping[str, Summary]) -> list[list[str]]:
         for name, s in summaries.items()
     ]
 
+
+def spend_rows(summaries: Mapping[str, Summary]) -> list[list[str]]:
+    """One row per policy for the second table: waiting tail, fairness, money and energy."""
+    return [
+        [
+            name,
+            hours(s.p95_wait_s),
+            f"{s.jain_fairness:.3f}",
+            f"{s.cost:,.0f}",
+            f"{s.busy_cost:,.0f}",
+            f"{s.energy_kwh:,.0f}",
+        ]
+        for name, s in summaries.items()
+    ]
+
+
+SPEND_COLUMNS = ("POLICY", "P95 WAIT", "JAIN (TEAMS)", "COST", "BUSY COST", "ENERGY kWh")
 
 TABLE_COLUMNS = (
     "POLICY",

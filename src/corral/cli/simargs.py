@@ -1,0 +1,96 @@
+"""Options that ``corral sim`` and ``corral sim plan`` share, and reading the trace and cluster they name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+import click
+
+if TYPE_CHECKING:
+    from corral.sim import Trace
+    from corral.spec import ClusterSpec
+
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def input_options(required: bool) -> Callable[[F], F]:
+    """--trace, --cluster, --window, --limit, --scale-load and --checkpoint-interval."""
+    options = [
+        click.option(
+            "--trace",
+            "trace_path",
+            required=required,
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            help="job trace: CSV in the common schema (job_id, submit_time_s, duration_s, num_gpus, gpu_type, …)",
+        ),
+        click.option(
+            "--cluster",
+            "cluster_path",
+            required=required,
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            help="cluster file (YAML): node_groups and an optional gpu_speed table",
+        ),
+        click.option("--window", metavar="START:END", help="keep jobs with START <= submit_time_s < END (seconds)"),
+        click.option(
+            "--limit", type=click.IntRange(min=0), metavar="N", help="keep the first N trace rows (after --window)"
+        ),
+        click.option(
+            "--scale-load",
+            type=click.FloatRange(min=0, min_open=True),
+            default=1.0,
+            show_default=True,
+            metavar="X",
+            help="jobs arrive X times faster (submit times divided by X)",
+        ),
+        click.option(
+            "--checkpoint-interval",
+            type=click.FloatRange(min=0),
+            default=0.0,
+            show_default=True,
+            metavar="SECONDS",
+            help="a preempted job loses the work since its last checkpoint, taken every SECONDS of a run"
+            " (a trace's checkpoint_interval_s column overrides it per job); 0 = nothing is lost",
+        ),
+    ]
+
+    def decorate(function: F) -> F:
+        for option in reversed(options):
+            function = option(function)
+        return function
+
+    return decorate
+
+
+def load_inputs(
+    trace_path: Path, cluster_path: Path, window: str | None, limit: int | None, scale_load: float
+) -> tuple[ClusterSpec, Trace]:
+    """The cluster file and the trace; bad input raises a usage error naming the option."""
+    from corral.sim import load_cluster, parse_window, read_trace
+    from corral.sim.trace import TraceError
+    from corral.spec import SpecError
+
+    try:
+        span = parse_window(window) if window is not None else None
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--window") from None
+    try:
+        spec = load_cluster(cluster_path)
+    except SpecError as exc:
+        raise click.BadParameter(str(exc), param_hint="--cluster") from None
+    try:
+        trace = read_trace(trace_path, limit=limit, window=span, scale_load=scale_load)
+    except TraceError as exc:
+        raise click.BadParameter(str(exc), param_hint="--trace") from None
+    return spec, trace
+
+
+def check_policies(names: list[str]) -> None:
+    """An unknown policy name is a usage error that lists the valid ones."""
+    from corral.sched import POLICIES
+
+    for name in names:
+        if name not in POLICIES:
+            valid = ", ".join(sorted(POLICIES))
+            raise click.BadParameter(f"unknown policy {name!r}; valid policies: {valid}", param_hint="--policy")

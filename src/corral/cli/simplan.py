@@ -1,0 +1,180 @@
+"""``corral sim plan``: the cheapest cluster on which a trace's p95 wait meets a target."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from corral.cli.render import emit_json, output_option, table
+from corral.cli.simargs import check_policies, input_options, load_inputs
+
+if TYPE_CHECKING:
+    from corral.sim.plan import Outcome, PlanResult
+
+
+@click.command()
+@input_options(required=True)
+@click.option(
+    "--target-p95-wait",
+    "target",
+    required=True,
+    metavar="DURATION",
+    help="the p95 queueing delay (start - submit) to meet: 0, 90s, 30m, 2h, 1h30m or HH:MM:SS",
+)
+@click.option("--policy", default="default", show_default=True, metavar="NAME", help="scheduling policy to simulate")
+@click.option(
+    "--gpu-type",
+    "gpu_types",
+    multiple=True,
+    metavar="TYPE",
+    help="a candidate: clusters of TYPE only (repeat; default: the file's mix and each of its GPU types)",
+)
+@click.option(
+    "--max-gpus",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="search no cluster above N GPUs (default: up to each candidate's zero-wait size)",
+)
+@output_option
+def plan(
+    trace_path: Path,
+    cluster_path: Path,
+    window: str | None,
+    limit: int | None,
+    scale_load: float,
+    checkpoint_interval: float,
+    target: str,
+    policy: str,
+    gpu_types: tuple[str, ...],
+    max_gpus: int | None,
+    output: str,
+) -> None:
+    """Search the cheapest cluster (cost per hour) on which the trace's p95 wait meets a target.
+
+    Candidates: n nodes of one GPU type, or the cluster file's mix scaled; for each, the
+    smallest n that meets the target (doubling, then bisection). Prints the recommended node
+    groups, GPUs, cost per hour, p95 wait and average JCT, and how many simulations it took.
+    Exits 1 when no candidate meets the target within the bounds. See docs/sim.md.
+    """
+    from corral.sched import get_policy
+    from corral.sim import Trace, build_nodes, prepare
+    from corral.sim.families import PlanError, families
+    from corral.sim.plan import plan as search
+
+    check_policies([policy])
+    target_s = parse_target(target)
+    spec, trace = load_inputs(trace_path, cluster_path, window, limit, scale_load)
+    reference = prepare(trace, build_nodes(spec))
+    jobs = Trace(jobs=tuple(j.trace for j in reference.jobs))
+    try:
+        candidates = families(spec, jobs, gpu_types)
+    except PlanError as exc:
+        raise click.UsageError(str(exc)) from None
+    result = search(jobs, candidates, get_policy(policy), target_s, max_gpus=max_gpus, checkpoint_s=checkpoint_interval)
+    document = plan_document(result, policy, len(jobs.jobs), reference.skipped_total)
+    if output == "json":
+        emit_json(document)
+    else:
+        _print(document, result)
+    if result.recommended is None:
+        click.echo(
+            f"error: no candidate cluster meets p95 wait <= {target_s:g}s within the search bounds"
+            " (each candidate's zero-wait size, or --max-gpus); see the table for the closest",
+            err=True,
+        )
+        sys.exit(1)
+
+
+def parse_target(text: str) -> float:
+    """The target in seconds; 0 is allowed (no job waits)."""
+    from corral.spec import parse_duration_s
+
+    if text.strip() in ("0", "0s"):
+        return 0.0
+    try:
+        return parse_duration_s(text)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--target-p95-wait") from None
+
+
+def plan_document(result: PlanResult, policy: str, jobs: int, skipped: int) -> dict[str, Any]:
+    """The ``-o json`` document: the target, every candidate's answer, and the recommended one."""
+    recommended = result.recommended
+    return {
+        "target_p95_wait_s": result.target_s,
+        "policy": policy,
+        "jobs": jobs,
+        "skipped_jobs": skipped,
+        "simulations": result.simulations,
+        "recommended": _outcome(recommended) if recommended is not None else None,
+        "candidates": [_outcome(o) for o in result.outcomes],
+    }
+
+
+def _outcome(outcome: Outcome) -> dict[str, Any]:
+    from corral.sim.report import cluster_document
+
+    entry: dict[str, Any] = {
+        "candidate": outcome.family,
+        "meets_target": outcome.meets,
+        "reason": outcome.reason,
+        "simulations": outcome.simulations,
+    }
+    trial = outcome.trial
+    if trial is None:
+        return entry
+    cluster = cluster_document(trial.spec)
+    entry.update(
+        node_groups=[
+            {k: g[k] for k in ("name", "gpu_type", "count", "gpus_per_node", "gpus", "price_per_gpu_hour")}
+            for g in cluster["node_groups"]
+        ],
+        nodes=cluster["nodes"],
+        gpus=cluster["gpus"],
+        cost_per_hour=trial.cost_per_hour,
+        p95_wait_s=trial.summary.p95_wait_s,
+        avg_wait_s=trial.summary.avg_wait_s,
+        avg_jct_s=trial.summary.avg_jct_s,
+        utilization=trial.summary.utilization,
+    )
+    return entry
+
+
+def _print(document: dict[str, Any], result: PlanResult) -> None:
+    from corral.sim.report import hours
+
+    click.echo(
+        f"target: p95 wait <= {hours(result.target_s)} under {document['policy']}; {document['jobs']} jobs"
+        f" ({document['skipped_jobs']} trace rows skipped); {document['simulations']} simulations"
+    )
+    rows = []
+    for entry in document["candidates"]:
+        if "gpus" not in entry:
+            rows.append([entry["candidate"], "-", "-", "-", "-", "-", f"cannot: {entry['reason']}"])
+            continue
+        verdict = "meets" if entry["meets_target"] else "misses at the largest size searched"
+        rows.append(
+            [
+                entry["candidate"],
+                _groups_text(entry),
+                str(entry["gpus"]),
+                f"{entry['cost_per_hour']:,.2f}",
+                hours(entry["p95_wait_s"]),
+                hours(entry["avg_jct_s"]),
+                verdict,
+            ]
+        )
+    table(None, ("CANDIDATE", "NODES", "GPUS", "COST/H", "P95 WAIT", "AVG JCT", "RESULT"), rows)
+    best = document["recommended"]
+    if best is not None:
+        click.echo(
+            f"recommended: {_groups_text(best)} ({best['gpus']} GPUs), {best['cost_per_hour']:,.2f} per hour,"
+            f" p95 wait {hours(best['p95_wait_s'])}, avg JCT {hours(best['avg_jct_s'])}"
+        )
+
+
+def _groups_text(entry: dict[str, Any]) -> str:
+    return ", ".join(f"{g['name']} {g['count']}×{g['gpus_per_node']} {g['gpu_type']}" for g in entry["node_groups"])

@@ -1,0 +1,151 @@
+"""What-if edits of a cluster file: scale every group, add or remove GPUs of a type.
+
+``NxTYPE`` adds N GPUs in nodes shaped like the first node group of that type (its count
+grows), or, for a type the cluster file does not have, in new 8-GPU nodes (one node of N GPUs
+when N < 8) priced and powered from the built-in catalogue. Removing takes whole nodes, from
+the last group of that type backwards. Every error names the flag and what would be valid.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+
+from corral.sim.catalogue import GpuDefaults, known_types, lookup
+from corral.spec import ClusterSpec, NodeGroupSpec
+
+NEW_NODE_GPUS = 8
+_AMOUNT_RE = re.compile(r"^\s*(\d+)\s*[xX×]\s*([A-Za-z0-9][A-Za-z0-9_.\-]*)\s*$")
+
+
+class WhatIfError(ValueError):
+    """A what-if flag that cannot apply to the cluster; the message starts with the flag and its value."""
+
+
+def parse_amount(text: str, flag: str) -> tuple[int, str]:
+    """``8xH100`` into (8, "H100")."""
+    match = _AMOUNT_RE.match(text)
+    if match is None or int(match[1]) < 1:
+        raise WhatIfError(f"{flag} {text!r}: expected NxTYPE, N GPUs (a whole number above 0) of TYPE, such as 8xH100")
+    return int(match[1]), match[2]
+
+
+def apply_what_if(
+    spec: ClusterSpec, scale: float = 1.0, add: Sequence[str] = (), remove: Sequence[str] = ()
+) -> ClusterSpec:
+    """The cluster after ``--cluster-scale``, then every ``--add``, then every ``--remove``."""
+    if scale != 1.0:
+        spec = scale_cluster(spec, scale)
+    for text in add:
+        count, gpu_type = parse_amount(text, "--add")
+        spec = add_gpus(spec, count, gpu_type, f"--add {text}")
+    for text in remove:
+        count, gpu_type = parse_amount(text, "--remove")
+        spec = remove_gpus(spec, count, gpu_type, f"--remove {text}")
+    return spec
+
+
+def scale_cluster(spec: ClusterSpec, factor: float) -> ClusterSpec:
+    """Every group's node count times ``factor``, rounded to the nearest (halves up); groups at 0 go."""
+    if not factor >= 0:
+        raise WhatIfError(f"--cluster-scale {factor}: expected a number 0 or above, such as 0.5 or 2")
+    groups = []
+    for group in spec.node_groups:
+        count = math.floor(group.count * factor + 0.5)
+        if count > 0:
+            groups.append(group.model_copy(update={"count": count}))
+    return _with_groups(spec, groups, f"--cluster-scale {factor:g}")
+
+
+def add_gpus(spec: ClusterSpec, count: int, gpu_type: str, flag: str) -> ClusterSpec:
+    """N more GPUs of a type: more nodes in its first group, or a new group from the catalogue."""
+    same = _groups_of(spec, gpu_type)
+    groups = list(spec.node_groups)
+    if same:
+        index = same[0]
+        group = groups[index]
+        per_node = group.gpus_per_node
+        if per_node == 0 or count % per_node:
+            raise WhatIfError(
+                f"{flag}: {group.gpu_type} nodes (group {group.group_name}) have {per_node} GPUs;"
+                f" add a multiple of {per_node}"
+            )
+        groups[index] = group.model_copy(update={"count": group.count + count // per_node})
+        return spec.model_copy(update={"node_groups": groups})
+    defaults = lookup(gpu_type)
+    if defaults is None:
+        raise WhatIfError(
+            f"{flag}: {gpu_type} is neither in the cluster file nor in the built-in catalogue ({known_types()});"
+            " add a node group of it to the cluster file, with price_per_gpu_hour, watts_busy and watts_idle"
+        )
+    per_node = count if count < NEW_NODE_GPUS else NEW_NODE_GPUS
+    if count % per_node:
+        raise WhatIfError(
+            f"{flag}: new {defaults.gpu_type} nodes have {NEW_NODE_GPUS} GPUs;"
+            f" add a multiple of {NEW_NODE_GPUS}, or fewer than {NEW_NODE_GPUS} for one node"
+        )
+    groups.append(new_group(defaults, count // per_node, per_node, {g.group_name for g in groups}))
+    speeds = dict(spec.gpu_speed)
+    speeds.setdefault(defaults.gpu_type, defaults.speed)
+    return spec.model_copy(update={"node_groups": groups, "gpu_speed": speeds})
+
+
+def new_group(defaults: GpuDefaults, count: int, gpus_per_node: int, taken: set[str]) -> NodeGroupSpec:
+    """A node group of a catalogue type, named after it (``h100``, else ``h100-added``, …)."""
+    base = defaults.gpu_type.lower()
+    name, number = base, 1
+    while name in taken:
+        name = f"{base}-added" if number == 1 else f"{base}-added-{number}"
+        number += 1
+    return NodeGroupSpec.model_validate(
+        {
+            "name": name,
+            "count": count,
+            "gpus_per_node": gpus_per_node,
+            "gpu_type": defaults.gpu_type,
+            "gpu_memory": f"{defaults.memory_gb}GB",
+            "price_per_gpu_hour": defaults.price_per_gpu_hour,
+            "watts_busy": defaults.watts_busy,
+            "watts_idle": defaults.watts_idle,
+        }
+    )
+
+
+def remove_gpus(spec: ClusterSpec, count: int, gpu_type: str, flag: str) -> ClusterSpec:
+    """N fewer GPUs of a type, in whole nodes, from the last group of that type backwards."""
+    same = _groups_of(spec, gpu_type)
+    if not same:
+        types = ", ".join(dict.fromkeys(g.gpu_type for g in spec.node_groups))
+        raise WhatIfError(f"{flag}: the cluster has no {gpu_type} GPUs; its GPU types are {types}")
+    groups = list(spec.node_groups)
+    have = sum(groups[i].count * groups[i].gpus_per_node for i in same)
+    if count > have:
+        raise WhatIfError(f"{flag}: the cluster has only {have} {groups[same[0]].gpu_type} GPUs")
+    left = count
+    for index in reversed(same):
+        group = groups[index]
+        if group.gpus_per_node == 0:
+            continue
+        take = min(group.count, left // group.gpus_per_node)
+        left -= take * group.gpus_per_node
+        groups[index] = group.model_copy(update={"count": group.count - take})
+    if left:
+        sizes = ", ".join(sorted({str(groups[i].gpus_per_node) for i in same}))
+        raise WhatIfError(
+            f"{flag}: whole nodes are removed, and {count} GPUs is not a number of whole"
+            f" {groups[same[0]].gpu_type} nodes ({sizes} GPUs each)"
+        )
+    return _with_groups(spec, [g for g in groups if g.count > 0], flag)
+
+
+def _groups_of(spec: ClusterSpec, gpu_type: str) -> list[int]:
+    """Indexes of the groups of a type: spelled exactly, else without regard to case."""
+    exact = [i for i, g in enumerate(spec.node_groups) if g.gpu_type == gpu_type]
+    return exact or [i for i, g in enumerate(spec.node_groups) if g.gpu_type.lower() == gpu_type.lower()]
+
+
+def _with_groups(spec: ClusterSpec, groups: list[NodeGroupSpec], flag: str) -> ClusterSpec:
+    if not groups:
+        raise WhatIfError(f"{flag}: no node would be left in the cluster")
+    return spec.model_copy(update={"node_groups": groups})
