@@ -1,0 +1,182 @@
+"""``corral sim plan``: the smallest cluster for a p95 wait target, on hand-computed cases."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from corral.cli.main import cli
+from corral.sched import get_policy
+from corral.sim import Trace, TraceJob
+from corral.sim.families import PlanError, concurrent_nodes, families, mix_family, type_family
+from corral.sim.plan import plan
+from corral.spec import ClusterSpec, NodeGroupSpec
+
+# 20 one-GPU jobs of 100 s, all submitted at 0. On g one-GPU nodes under fifo job k waits
+# floor(k / g) × 100 s; the p95 interpolates the sorted waits at rank 19 × 0.95 = 18.05:
+# g = 9: 200 s; g = 10..18: 100 s; g = 19: 0 + 0.05 × 100 = 5 s; g = 20: 0.
+TWENTY = "job_id,submit_time_s,duration_s,num_gpus,gpu_type,user,vc,status\n" + "".join(
+    f"j{k:02d},0,100,1,,,,\n" for k in range(20)
+)
+T4_NODES = "node_groups:\n  - {name: t4, count: 3, gpus_per_node: 1, gpu_type: T4, price_per_gpu_hour: 1.0}\n"
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[Path, Path]:
+    trace = tmp_path / "trace.csv"
+    trace.write_text(TWENTY)
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(T4_NODES)
+    return trace, cluster
+
+
+def run(files: tuple[Path, Path], *args: str) -> tuple[int, str]:
+    """The exit code and stdout (stderr goes with it unless the command printed JSON)."""
+    trace, cluster = files
+    base = ["sim", "plan", "--trace", str(trace), "--cluster", str(cluster), "--policy", "fifo"]
+    result = CliRunner().invoke(cli, [*base, *args])
+    return result.exit_code, result.stdout if "json" in args else result.output
+
+
+def failed(files: tuple[Path, Path], *args: str) -> tuple[dict[str, Any], str]:
+    """The JSON document and the error message of a plan that exits 1."""
+    trace, cluster = files
+    base = ["sim", "plan", "--trace", str(trace), "--cluster", str(cluster), "--policy", "fifo"]
+    result = CliRunner().invoke(cli, [*base, *args, "-o", "json"])
+    assert result.exit_code == 1, result.output
+    return json.loads(result.stdout), result.stderr
+
+
+def recommended(files: tuple[Path, Path], *args: str) -> dict[str, object]:
+    code, out = run(files, *args, "-o", "json")
+    assert code == 0, out
+    best = json.loads(out)["recommended"]
+    assert isinstance(best, dict)
+    return best
+
+
+@pytest.mark.parametrize(
+    ("target", "nodes", "p95"), [("150s", 10, 100), ("100", 10, 100), ("99s", 19, 5), ("0", 20, 0)]
+)
+def test_plan_finds_the_smallest_node_count(files: tuple[Path, Path], target: str, nodes: int, p95: float) -> None:
+    best = recommended(files, "--target-p95-wait", target)
+    assert (best["candidate"], best["nodes"], best["gpus"]) == ("T4", nodes, nodes)
+    assert best["p95_wait_s"] == pytest.approx(p95)
+    assert best["cost_per_hour"] == nodes * 1.0
+    assert best["node_groups"] == [
+        {"name": "t4", "gpu_type": "T4", "count": nodes, "gpus_per_node": 1, "gpus": nodes, "price_per_gpu_hour": 1.0}
+    ]
+
+
+def test_the_cheapest_candidate_wins(files: tuple[Path, Path]) -> None:
+    # One 8-GPU H100 node (catalogue: 9.80 per GPU-hour, speed 4) meets 150 s too, at 78.40 per hour.
+    code, out = run(files, "--target-p95-wait", "150s", "--gpu-type", "H100", "--gpu-type", "T4", "-o", "json")
+    assert code == 0, out
+    document = json.loads(out)
+    h100, t4 = document["candidates"]
+    assert (h100["candidate"], h100["nodes"], h100["cost_per_hour"]) == ("H100", 1, pytest.approx(78.4))
+    assert document["recommended"]["candidate"] == "T4"
+    assert document["simulations"] == h100["simulations"] + t4["simulations"]
+
+
+def test_the_table_names_the_mix_and_counts_simulations(files: tuple[Path, Path]) -> None:
+    code, out = run(files, "--target-p95-wait", "2m30s")
+    assert code == 0, out
+    assert "simulations" in out
+    assert "recommended: t4 10×1 T4 (10 GPUs), 10.00 per hour" in out
+
+
+def test_an_impossible_target_exits_1_with_the_closest(files: tuple[Path, Path]) -> None:
+    document, message = failed(files, "--target-p95-wait", "150s", "--max-gpus", "9")
+    assert document["recommended"] is None
+    closest = document["candidates"][0]
+    assert (closest["meets_target"], closest["nodes"], closest["p95_wait_s"]) == (False, 9, 200)
+    assert "no candidate cluster meets p95 wait <= 150s" in message
+
+
+def test_a_type_jobs_cannot_use_is_infeasible(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.csv"
+    trace.write_text("job_id,submit_time_s,duration_s,num_gpus,gpu_type\na,0,100,1,T4\nb,0,100,1,\n")
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(T4_NODES)
+    document, _ = failed((trace, cluster), "--target-p95-wait", "1h", "--gpu-type", "H100")
+    entry = document["candidates"][0]
+    assert entry["reason"] == "some jobs can never run on it (they ask for other GPU types)"
+    assert entry["simulations"] == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "text"),
+    [
+        (["--target-p95-wait", "soon"], "--target-p95-wait"),
+        (["--target-p95-wait", "1h", "--gpu-type", "Z9"], "--gpu-type Z9: Z9 is neither in the cluster file"),
+        (["--target-p95-wait", "1h", "--policy", "srtf"], "unknown policy 'srtf'"),
+    ],
+)
+def test_bad_plan_options_exit_2(files: tuple[Path, Path], args: list[str], text: str) -> None:
+    code, out = run(files, *args)
+    assert code == 2
+    assert text in " ".join(out.split())
+
+
+def test_plan_and_the_simulation_share_the_sim_command(files: tuple[Path, Path]) -> None:
+    trace, cluster = files
+    result = CliRunner().invoke(cli, ["sim", "--trace", str(trace), "plan", "--target-p95-wait", "1h"])
+    assert result.exit_code == 2
+    assert "--trace: give the options after 'plan'" in result.output
+    result = CliRunner().invoke(cli, ["sim", "--cluster", str(cluster)])
+    assert result.exit_code == 2
+    assert "Missing option '--trace'" in result.output
+
+
+def job(job_id: str, submit: float, duration: float, gpus: int, types: tuple[str, ...] = ()) -> TraceJob:
+    return TraceJob(id=job_id, submit_s=submit, duration_s=duration, gpus=gpus, gpu_types=types)
+
+
+def test_concurrent_nodes_counts_whole_nodes_at_the_busiest_moment() -> None:
+    # a [0, 100) holds 1 node, b [50, 150) 12 GPUs = 2 nodes, c [100, 110) 1 node: 3 at 50 and at 100.
+    trace = Trace(jobs=(job("a", 0, 100, 1), job("b", 50, 100, 12), job("c", 100, 10, 8)))
+    assert concurrent_nodes(trace, 8, 1.0) == 3
+    assert concurrent_nodes(trace, 8, 0.5) == 4  # at half speed a runs until 200, so at 100 a, b and c run
+    assert concurrent_nodes(trace, 4, 1.0) == 5  # on 4-GPU nodes, at 100: b holds 3 nodes and c 2
+    # A job ending as another arrives frees its node first; a job of no duration holds its node for its moment.
+    assert concurrent_nodes(Trace(jobs=(job("a", 0, 100, 1), job("b", 100, 100, 1))), 8, 1.0) == 1
+    assert concurrent_nodes(Trace(jobs=(job("a", 0, 100, 1), job("b", 50, 0, 1))), 8, 1.0) == 2
+
+
+def test_default_candidates_are_the_mix_and_each_type() -> None:
+    spec = ClusterSpec(
+        node_groups=[
+            NodeGroupSpec(name="small", count=2, gpus_per_node=4, gpu_type="A100"),
+            NodeGroupSpec(name="big", count=6, gpus_per_node=8, gpu_type="A100"),
+            NodeGroupSpec(name="g2", count=1, gpus_per_node=8, gpu_type="G2"),
+        ]
+    )
+    trace = Trace(jobs=(job("a", 0, 100, 1),))
+    found = families(spec, trace)
+    assert [f.name for f in found] == ["mix", "A100", "G2"]
+    mix, a100, g2 = found
+    assert [g.count for g in mix.build(9).node_groups] == [2, 6, 1]  # the file's 9 nodes
+    assert [g.count for g in mix.build(10).node_groups] == [3, 7, 2]  # ceil(2 × 10 / 9), ceil(6 × 10 / 9), …
+    assert [g.count for g in mix.build(18).node_groups] == [4, 12, 2]
+    assert mix.problem == "no price_per_gpu_hour for node group(s) g2"
+    assert a100.build(3).node_groups[0].gpus_per_node == 8  # the widest A100 nodes
+    assert a100.problem is None  # priced from the catalogue
+    assert g2.problem is not None
+    with pytest.raises(PlanError, match="--gpu-type G2: node group g2 has no price_per_gpu_hour"):
+        type_family(spec, "G2", trace, flag="--gpu-type G2")
+
+
+def test_the_search_stops_at_the_zero_wait_size() -> None:
+    spec = ClusterSpec(node_groups=[NodeGroupSpec(count=1, gpus_per_node=1, gpu_type="T4")])
+    trace = Trace(jobs=tuple(job(f"j{k}", 0, 100, 1) for k in range(4)))
+    found = type_family(spec, "T4", trace)
+    assert (found.fits_by, found.zero_wait) == (1, 4)
+    result = plan(trace, [found], get_policy("fifo"), 0.0)
+    assert result.recommended is not None and result.recommended.trial is not None
+    assert result.recommended.trial.size == 4
+    assert mix_family(spec, trace).zero_wait == 4

@@ -1,0 +1,98 @@
+"""--out's report.html and plots, the timeline the engine records for them, and the progress bar."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from corral.cli.main import cli
+from corral.cli.sim import simulate_policies
+from corral.sched import get_policy
+from corral.sim import Trace, TraceJob, build_nodes, prepare, simulate
+from corral.sim.engine import Sample
+from corral.sim.plots import PLOTS, resample
+from corral.spec import ClusterSpec, NodeGroupSpec
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+TRACE = """job_id,submit_time_s,duration_s,num_gpus,gpu_type,user,vc,status
+a,0,3600,4,,,vc1,
+b,0,1800,8,,,vc2,
+c,600,600,2,,,vc1,
+d,900,7200,1,,,,
+"""
+
+
+def one_gpu_cluster() -> tuple[ClusterSpec, Trace]:
+    spec = ClusterSpec(node_groups=[NodeGroupSpec(count=1, gpus_per_node=1, gpu_type="T4")])
+    jobs = (TraceJob(id="a", submit_s=0, duration_s=100, gpus=1), TraceJob(id="b", submit_s=0, duration_s=100, gpus=1))
+    return spec, Trace(jobs=jobs)
+
+
+def test_out_writes_a_report_with_its_plots(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.csv"
+    trace.write_text(TRACE)
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text("node_groups:\n  - {name: v100, count: 1, gpus_per_node: 8, gpu_type: V100}\n")
+    out = tmp_path / "out"
+    args = ["sim", "--trace", str(trace), "--cluster", str(cluster), "--policy", "fifo", "--policy", "tiresias"]
+    result = CliRunner().invoke(cli, [*args, "--out", str(out), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["policies"]["fifo"]["jobs"] == 4
+    page = (out / "report.html").read_text()
+    assert page.startswith("<!doctype html>")
+    assert set(re.findall(r'<img src="([^"]+)"', page)) == set(PLOTS.values())
+    for filename in PLOTS.values():
+        data = (out / filename).read_bytes()
+        assert data.startswith(PNG_MAGIC) and len(data) > 1000
+    assert "<td>fifo</td>" in page and "<td>tiresias</td>" in page
+    assert "Teams under fifo" in page and "<td>vc2</td>" in page
+    assert {p.name for p in out.iterdir()} == {
+        "summary.json",
+        "jobs-fifo.csv",
+        "jobs-tiresias.csv",
+        "report.html",
+    } | set(PLOTS.values())
+
+
+def test_the_timeline_is_recorded_only_when_asked() -> None:
+    spec, trace = one_gpu_cluster()
+    nodes = build_nodes(spec)
+    workload = prepare(trace, nodes)
+    assert simulate(workload, nodes, get_policy("fifo")).timeline == ()
+    timeline = simulate(workload, nodes, get_policy("fifo"), timeline=True).timeline
+    assert timeline == (Sample(0, 1, 1), Sample(100, 1, 0), Sample(200, 0, 0))
+
+
+def test_resample_keeps_the_value_in_force() -> None:
+    samples = [Sample(0, 0, 0), Sample(10, 5, 0), Sample(60, 3, 0), Sample(100, 2, 0)]
+    assert resample(samples, lambda s: s.busy_gpus) == ([0, 10, 60, 100], [0, 5, 3, 2])
+    assert resample(samples, lambda s: s.busy_gpus, points=3) == ([0, 50, 100], [0, 5, 2])
+
+
+def test_the_progress_bar_advances_per_policy_as_jobs_finish() -> None:
+    spec, trace = one_gpu_cluster()
+    nodes = build_nodes(spec)
+    workload = prepare(trace, nodes)
+    finished: list[str] = []
+    simulate(workload, nodes, get_policy("fifo"), on_finish=lambda: finished.append("job"))
+    assert finished == ["job", "job"]
+    stream = io.StringIO()
+    results = simulate_policies(workload, nodes, ["fifo", "default"], {}, 0.0, None, stream)
+    assert list(results) == ["fifo", "default"]
+    shown = stream.getvalue()
+    assert "fifo" in shown and "default" in shown and "2/2" in shown
+
+
+def test_no_progress_bar_without_a_terminal(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.csv"
+    trace.write_text(TRACE)
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text("node_groups:\n  - {count: 1, gpus_per_node: 8, gpu_type: V100}\n")
+    result = CliRunner().invoke(cli, ["sim", "--trace", str(trace), "--cluster", str(cluster), "-o", "json"])
+    assert result.exit_code == 0
+    assert "━" not in result.output
+    json.loads(result.output)

@@ -1,0 +1,159 @@
+"""What-if flags: --cluster-scale, --add and --remove change the simulated cluster; bad values exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from corral.cli.main import cli
+from corral.sim.whatif import WhatIfError, add_gpus, apply_what_if, parse_amount, remove_gpus, scale_cluster
+from corral.spec import ClusterSpec, NodeGroupSpec
+
+
+def spec(*groups: tuple[str, int, int, str]) -> ClusterSpec:
+    return ClusterSpec(
+        node_groups=[NodeGroupSpec(name=n, count=c, gpus_per_node=g, gpu_type=t) for n, c, g, t in groups]
+    )
+
+
+def shape(cluster: ClusterSpec) -> list[tuple[str, int, int, str]]:
+    return [(g.group_name, g.count, g.gpus_per_node, g.gpu_type) for g in cluster.node_groups]
+
+
+def test_parse_amount() -> None:
+    assert parse_amount("8xH100", "--add") == (8, "H100")
+    assert parse_amount(" 16X a100 ", "--add") == (16, "a100")
+    for bad in ("x8", "8", "0xH100", "8xH 100", "-1xV100"):
+        with pytest.raises(WhatIfError, match="--add"):
+            parse_amount(bad, "--add")
+
+
+def test_scale_rounds_to_the_nearest_and_drops_empty_groups() -> None:
+    cluster = spec(("a", 24, 8, "V100"), ("b", 3, 8, "V100"), ("c", 1, 4, "T4"))
+    assert shape(scale_cluster(cluster, 0.5)) == [("a", 12, 8, "V100"), ("b", 2, 8, "V100"), ("c", 1, 4, "T4")]
+    assert shape(scale_cluster(cluster, 0.4)) == [("a", 10, 8, "V100"), ("b", 1, 8, "V100")]
+    assert shape(scale_cluster(cluster, 2)) == [("a", 48, 8, "V100"), ("b", 6, 8, "V100"), ("c", 2, 4, "T4")]
+    with pytest.raises(WhatIfError, match="no node would be left"):
+        scale_cluster(cluster, 0.01)
+
+
+def test_add_grows_the_first_group_of_the_type() -> None:
+    cluster = spec(("a", 2, 8, "V100"), ("b", 1, 4, "V100"))
+    assert shape(add_gpus(cluster, 16, "V100", "--add 16xV100")) == [("a", 4, 8, "V100"), ("b", 1, 4, "V100")]
+    assert shape(add_gpus(cluster, 8, "v100", "--add 8xv100"))[0] == ("a", 3, 8, "V100")
+    with pytest.raises(WhatIfError, match=r"--add 4xV100: V100 nodes \(group a\) have 8 GPUs; add a multiple of 8"):
+        add_gpus(cluster, 4, "V100", "--add 4xV100")
+
+
+def test_add_a_catalogue_type_makes_priced_8_gpu_nodes() -> None:
+    cluster = add_gpus(spec(("h100", 1, 8, "V100")), 16, "h100", "--add 16xh100")
+    added = cluster.node_groups[1]
+    assert shape(cluster)[1] == ("h100-added", 2, 8, "H100")
+    assert (added.price_per_gpu_hour, added.watts_busy, added.watts_idle) == (9.8, 700, 70)
+    assert cluster.gpu_speed == {"H100": 4.0}
+    assert shape(add_gpus(spec(("a", 1, 8, "V100")), 2, "L4", "--add 2xL4"))[1] == ("l4", 1, 2, "L4")
+    with pytest.raises(WhatIfError, match="add a multiple of 8, or fewer than 8 for one node"):
+        add_gpus(spec(("a", 1, 8, "V100")), 12, "L4", "--add 12xL4")
+
+
+def test_add_keeps_the_speed_the_cluster_file_gives() -> None:
+    cluster = ClusterSpec(node_groups=spec(("a", 1, 8, "V100")).node_groups, gpu_speed={"A100": 3.0})
+    assert add_gpus(cluster, 8, "A100", "--add 8xA100").gpu_speed == {"A100": 3.0}
+
+
+def test_add_an_unknown_type_names_the_catalogue() -> None:
+    with pytest.raises(WhatIfError, match=r"--add 8xZ9: Z9 is neither in the cluster file nor in the built-in"):
+        add_gpus(spec(("a", 1, 8, "V100")), 8, "Z9", "--add 8xZ9")
+
+
+def test_remove_takes_whole_nodes_from_the_last_group_backwards() -> None:
+    cluster = spec(("a", 2, 8, "V100"), ("t", 1, 4, "T4"), ("b", 1, 4, "V100"))
+    assert shape(remove_gpus(cluster, 12, "V100", "--remove 12xV100")) == [("a", 1, 8, "V100"), ("t", 1, 4, "T4")]
+    assert shape(remove_gpus(cluster, 20, "V100", "--remove 20xV100")) == [("t", 1, 4, "T4")]
+    with pytest.raises(WhatIfError, match="the cluster has only 20 V100 GPUs"):
+        remove_gpus(cluster, 24, "V100", "--remove 24xV100")
+    with pytest.raises(WhatIfError, match="not a number of whole V100 nodes"):
+        remove_gpus(cluster, 2, "V100", "--remove 2xV100")
+    with pytest.raises(WhatIfError, match="no H100 GPUs; its GPU types are V100, T4"):
+        remove_gpus(cluster, 8, "H100", "--remove 8xH100")
+    with pytest.raises(WhatIfError, match="no node would be left"):
+        remove_gpus(spec(("a", 1, 8, "V100")), 8, "V100", "--remove 8xV100")
+
+
+def test_flags_apply_in_order_scale_add_remove() -> None:
+    cluster = apply_what_if(spec(("a", 2, 8, "V100")), 1.5, ["8xV100"], ["16xV100"])
+    assert shape(cluster) == [("a", 2, 8, "V100")]  # 2 × 1.5 = 3 nodes, +1, −2
+
+
+SIXTEEN_JOBS = "job_id,submit_time_s,duration_s,num_gpus\n" + "".join(f"j{i},0,100,1\n" for i in range(16))
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[Path, Path]:
+    trace = tmp_path / "trace.csv"
+    trace.write_text(SIXTEEN_JOBS)
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text("node_groups:\n  - {name: v100, count: 1, gpus_per_node: 8, gpu_type: V100}\n")
+    return trace, cluster
+
+
+def sim(files: tuple[Path, Path], *args: str) -> tuple[int, str]:
+    trace, cluster = files
+    result = CliRunner().invoke(
+        cli, ["sim", "--trace", str(trace), "--cluster", str(cluster), "--policy", "fifo", *args]
+    )
+    return result.exit_code, result.output
+
+
+def figure(files: tuple[Path, Path], name: str, *args: str) -> float:
+    code, out = sim(files, *args, "-o", "json")
+    assert code == 0, out
+    return float(json.loads(out)["policies"]["fifo"][name])
+
+
+def makespan(files: tuple[Path, Path], *args: str) -> float:
+    return figure(files, "makespan_s", *args)
+
+
+def test_doubling_the_gpus_halves_the_makespan(files: tuple[Path, Path]) -> None:
+    # 16 one-GPU jobs of 100 s: two waves on 8 GPUs, one wave on 16.
+    assert makespan(files) == 200
+    assert makespan(files, "--cluster-scale", "2") == 100
+    assert makespan(files, "--add", "8xV100") == 100
+    assert makespan(files, "--add", "16xV100", "--remove", "8xV100") == 100
+    # The new A100s run at the catalogue's speed, 2.2: half the jobs take 100 / 2.2 s.
+    assert figure(files, "avg_jct_s", "--add", "8xA100") == pytest.approx((100 + 100 / 2.2) / 2)
+
+
+def test_the_json_and_the_table_show_the_simulated_cluster(files: tuple[Path, Path]) -> None:
+    code, out = sim(files, "--add", "8xH100", "-o", "json")
+    assert code == 0, out
+    cluster = json.loads(out)["cluster"]
+    assert [(g["name"], g["count"], g["gpu_type"]) for g in cluster["node_groups"]] == [
+        ("v100", 1, "V100"),
+        ("h100", 1, "H100"),
+    ]
+    assert (cluster["nodes"], cluster["gpus"]) == (2, 16)
+    assert cluster["cost_per_hour"] == pytest.approx(8 * 2.48 + 8 * 9.8)
+    code, out = sim(files, "--cluster-scale", "3")
+    assert code == 0, out
+    assert "16 jobs from trace.csv on 3 nodes, 24 GPUs: v100 3×8 V100" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "text"),
+    [
+        (["--add", "eightxV100"], "--add 'eightxV100': expected NxTYPE"),
+        (["--add", "8xZ9"], "--add 8xZ9: Z9 is neither in the cluster file nor in the built-in catalogue (K80"),
+        (["--remove", "16xV100"], "--remove 16xV100: the cluster has only 8 V100 GPUs"),
+        (["--remove", "8xV100"], "--remove 8xV100: no node would be left"),
+        (["--cluster-scale", "-1"], "--cluster-scale"),
+    ],
+)
+def test_bad_what_if_flags_exit_2_naming_the_flag(files: tuple[Path, Path], args: list[str], text: str) -> None:
+    code, out = sim(files, *args)
+    assert code == 2
+    assert text in " ".join(out.split())
