@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
+import json
+from pathlib import Path
 
+import pytest
+from click.testing import CliRunner
+
+from corral.cli.main import cli
 from corral.sched import get_policy
 from corral.sim import SimResult, Trace, TraceJob, build_nodes, prepare, simulate, summarize
 from corral.sim.costs import group_rates, spend, unrated
@@ -111,4 +116,27 @@ def test_rates_come_from_the_file_then_the_catalogue_then_zero() -> None:
     assert (priced.price_per_gpu_hour, priced.watts_busy, priced.watts_idle) == (1.5, 300, 40)
     assert (catalogue.gpus, catalogue.price_per_gpu_hour, catalogue.watts_busy) == (8, 3.67, 400)
     assert (unknown.price_per_gpu_hour, unknown.watts_busy, unknown.watts_idle) == (0.0, 250, 0.0)
-    assert unrated(spec) == ["unknown (G2): price_per_gpu_hour, watts_idle"]
+    assert unrated(spec) == ["node group unknown (G2) has no price_per_gpu_hour, watts_idle"]
+
+
+def test_the_cli_reports_cost_and_energy_and_names_unpriced_groups(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.csv"
+    trace.write_text("job_id,submit_time_s,duration_s,num_gpus\na,0,3600,1\n")
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(
+        "node_groups:\n"
+        "  - {name: g, count: 1, gpus_per_node: 2, gpu_type: X1,"
+        " price_per_gpu_hour: 3, watts_busy: 200, watts_idle: 20}\n"
+        "  - {name: z, count: 1, gpus_per_node: 1, gpu_type: X2}\n"
+    )
+    args = ["sim", "--trace", str(trace), "--cluster", str(cluster), "--policy", "fifo"]
+    result = CliRunner().invoke(cli, [*args, "-o", "json"])
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.stdout)["policies"]["fifo"]
+    # fifo places the job on g-0000 (first by name); the unpriced X2 node adds no cost and no energy.
+    assert (figures["cost"], figures["busy_cost"]) == (pytest.approx(6.0), pytest.approx(3.0))
+    assert figures["energy_kwh"] == pytest.approx(0.22)
+    assert figures["jain_fairness"] == 1.0
+    assert "note: node group z (X2) has no price_per_gpu_hour, watts_busy, watts_idle" in result.stderr
+    result = CliRunner().invoke(cli, args)
+    assert "JAIN (TEAMS)" in result.stdout and "ENERGY kWh" in result.stdout

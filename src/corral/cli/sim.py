@@ -143,7 +143,7 @@ def _run(
     summaries = {name: summarize(result, rates) for name, result in results.items()}
     document = report_document(summaries, workload.skipped_total, spec, results)
     for missing in unrated(spec):
-        click.echo(f"note: no {missing} in the cluster file or the GPU catalogue; counted as 0", err=True)
+        click.echo(f"note: {missing} in the cluster file or the GPU catalogue; counted as 0", err=True)
     if out_dir is not None:
         from corral.sim.htmlreport import write_html_report  # matplotlib loads only when plots are asked for
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from corral.cli.render import emit_json, output_option, table
+from corral.cli.render import duration, emit_json, output_option, table
 from corral.cli.simargs import check_policies, input_options, load_inputs
 
 if TYPE_CHECKING:
@@ -144,10 +144,8 @@ def _outcome(outcome: Outcome) -> dict[str, Any]:
 
 
 def _print(document: dict[str, Any], result: PlanResult) -> None:
-    from corral.sim.report import hours
-
     click.echo(
-        f"target: p95 wait <= {hours(result.target_s)} under {document['policy']}; {document['jobs']} jobs"
+        f"target: p95 wait <= {duration(result.target_s)} under {document['policy']}; {document['jobs']} jobs"
         f" ({document['skipped_jobs']} trace rows skipped); {document['simulations']} simulations"
     )
     rows = []
@@ -162,8 +160,8 @@ def _print(document: dict[str, Any], result: PlanResult) -> None:
                 _groups_text(entry),
                 str(entry["gpus"]),
                 f"{entry['cost_per_hour']:,.2f}",
-                hours(entry["p95_wait_s"]),
-                hours(entry["avg_jct_s"]),
+                duration(entry["p95_wait_s"]),
+                duration(entry["avg_jct_s"]),
                 verdict,
             ]
         )
@@ -172,7 +170,7 @@ def _print(document: dict[str, Any], result: PlanResult) -> None:
     if best is not None:
         click.echo(
             f"recommended: {_groups_text(best)} ({best['gpus']} GPUs), {best['cost_per_hour']:,.2f} per hour,"
-            f" p95 wait {hours(best['p95_wait_s'])}, avg JCT {hours(best['avg_jct_s'])}"
+            f" p95 wait {duration(best['p95_wait_s'])}, avg JCT {duration(best['avg_jct_s'])}"
         )
 
 

@@ -66,7 +66,7 @@ def unrated(spec: ClusterSpec) -> list[str]:
             continue
         fields = [name for name in ("price_per_gpu_hour", "watts_busy", "watts_idle") if getattr(group, name) is None]
         if fields:
-            missing.append(f"{group.group_name} ({group.gpu_type}): {', '.join(fields)}")
+            missing.append(f"node group {group.group_name} ({group.gpu_type}) has no {', '.join(fields)}")
     return missing
 
 
