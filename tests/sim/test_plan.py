@@ -103,7 +103,8 @@ def test_a_type_jobs_cannot_use_is_infeasible(tmp_path: Path) -> None:
     trace.write_text("job_id,submit_time_s,duration_s,num_gpus,gpu_type\na,0,100,1,T4\nb,0,100,1,\n")
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text(T4_NODES)
-    document, _ = failed((trace, cluster), "--target-p95-wait", "1h", "--gpu-type", "H100")
+    document, message = failed((trace, cluster), "--target-p95-wait", "1h", "--gpu-type", "H100")
+    assert "no candidate cluster can run this trace" in message
     entry = document["candidates"][0]
     assert entry["reason"] == "some jobs can never run on it (they ask for other GPU types)"
     assert entry["simulations"] == 0

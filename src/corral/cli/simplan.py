@@ -80,12 +80,21 @@ def plan(
     else:
         _print(document, result)
     if result.recommended is None:
-        click.echo(
-            f"error: no candidate cluster meets p95 wait <= {target_s:g}s within the search bounds"
-            " (each candidate's zero-wait size, or --max-gpus); see the table for the closest",
-            err=True,
-        )
+        click.echo(f"error: {failure(result)}", err=True)
         sys.exit(1)
+
+
+def failure(result: PlanResult) -> str:
+    """Why nothing was recommended: no candidate could run the trace, or none met the target."""
+    if all(o.trial is None for o in result.outcomes):
+        return (
+            "no candidate cluster can run this trace (see each one's reason); price the cluster file's"
+            " node groups (price_per_gpu_hour) or name candidates with --gpu-type"
+        )
+    return (
+        f"no candidate cluster meets p95 wait <= {result.target_s:g}s within the search bounds"
+        " (each candidate's zero-wait size, or --max-gpus); the table shows each one's closest"
+    )
 
 
 def parse_target(text: str) -> float:
