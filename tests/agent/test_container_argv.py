@@ -80,10 +80,8 @@ def test_docker_passes_gpus_with_its_own_quoting():
     assert pairs(argv, "--network") == ["host"]
 
 
-def test_podman_and_docker_are_stopped_and_removed_by_name():
-    assert Podman().stop("c1", 7.6) == ["podman", "stop", "-t", "8", "c1"]
-    assert Podman().remove("c1") == ["podman", "rm", "-f", "--ignore", "c1"]
-    assert Docker().stop("c1", 0) == ["docker", "stop", "-t", "0", "c1"]
+def test_podman_and_docker_containers_are_removed_by_name():
+    assert Podman().remove("c1") == ["podman", "rm", "-f", "--ignore", "--time", "0", "c1"]
     assert Docker().remove("c1") == ["docker", "rm", "-f", "c1"]
 
 
@@ -114,9 +112,8 @@ def test_enroot_mounts_names_the_gpus_for_its_hook_and_changes_into_the_workdir(
     assert argv[image_at + 4 :] == ["/work/task", "/bin/sh", "-c", "python train.py"]
 
 
-def test_daemonless_runtimes_leave_nothing_to_stop_or_remove():
+def test_daemonless_runtimes_leave_nothing_to_remove():
     for runtime in (Apptainer(), Enroot()):
-        assert runtime.stop("c1", 5) is None
         assert runtime.remove("c1") is None
 
 

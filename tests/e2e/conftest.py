@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 import pytest
 
 from corral.testing.net import free_port
+from corral.testing.podman import CONF_ENV, LocalPodman, prepare
 from corral.testing.procs import alive, descendants, process_key, processes_mentioning, wait_for
 
 T = TypeVar("T")
@@ -299,6 +300,7 @@ class NodeControl:
     cluster: Cluster
     daemons: dict[str, subprocess.Popen[bytes]]
     agent_gpus: dict[str, str]
+    agent_options: dict[str, list[str]] = field(default_factory=dict)
 
     def kill_node(self, name: str) -> int:
         """SIGKILL the node's agent and every process under it, as a power cut would; how many died."""
@@ -323,6 +325,7 @@ class NodeControl:
         join_token = self.cluster.config()["join_token"]
         args = ["agent", "--head", self.cluster.url, "--token", join_token, "--name", name]
         args += ["--fake-gpus", self.agent_gpus[name], "--work-dir", str(self.cluster.home / "agents" / name)]
+        args += self.agent_options.get(name, [])
         self.daemons[name] = _spawn(self.cluster, args, f"agent-{name}.log")
 
 
@@ -348,3 +351,27 @@ def restartable_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[No
     options = ["--heartbeat-interval", "0.5", "--grace", "2"]
     with _daemons(tmp_path_factory, "corral-restart-", options, agents) as (cluster, daemons):
         yield NodeControl(cluster, daemons, gpus)
+
+
+@pytest.fixture(scope="module")
+def podman_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[NodeControl, LocalPodman]]:
+    """One node (``boxed``, one fake H100) whose agent runs jobs with an image through podman
+    (``--runtime podman``, with the tests' own containers.conf and busybox image); a 2 s grace period.
+    Skips, saying why, where podman cannot run containers."""
+    podman = prepare(_new_home(tmp_path_factory, "corral-podman-"))
+    if isinstance(podman, str):
+        pytest.skip(podman)
+    options = {"boxed": ["--runtime", "podman"]}
+    agents: dict[str, str | list[str]] = {"boxed": ["1xH100:80GB", *options["boxed"]]}
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv(CONF_ENV, str(podman.conf))  # the agents, and so their podman, inherit it
+        with _daemons(tmp_path_factory, "corral-podman-c-", ["--grace", "2"], agents) as (cluster, daemons):
+            yield NodeControl(cluster, daemons, {"boxed": "1xH100:80GB"}, options), podman
+
+
+@pytest.fixture(scope="module")
+def runtimeless_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """One node (``plain``, one fake H100) whose agent runs no container images (``--runtime none``)."""
+    agents: dict[str, str | list[str]] = {"plain": ["1xH100:80GB", "--runtime", "none"]}
+    with _daemons(tmp_path_factory, "corral-plain-", ["--grace", "2"], agents) as (cluster, _):
+        yield cluster

@@ -17,6 +17,7 @@ from pathlib import Path
 from corral import __version__
 from corral.agent import launch
 from corral.agent.adopt import Found, Survivor, find_tasks, forget
+from corral.agent.containers import ContainerRuntime
 from corral.agent.gpus import Inventory, sampler_for
 from corral.agent.health import run_health_command
 from corral.agent.tasks import TaskSet
@@ -42,6 +43,7 @@ class AgentOptions:
     memory_mb: int = 0
     health_cmd: str | None = None  # a shell command; non-zero exit marks the node unhealthy
     health_interval_s: float = 30.0
+    runtime: ContainerRuntime | None = None  # runs jobs with an image; None: this node takes none
 
 
 class NodeLost(Exception):
@@ -55,7 +57,14 @@ class Agent:
         self.inventory = inventory
         self.changed = asyncio.Event()
         self.tracker = launch.DescendantTracker()
-        self.tasks = TaskSet(options.name, options.work_dir, self.changed, self.tracker)
+        self.tasks = TaskSet(
+            options.name,
+            options.work_dir,
+            self.changed,
+            self.tracker,
+            runtime=options.runtime,
+            real_gpus=inventory.source == "nvml",
+        )
         self.version = -1
         self.interval_s = options.heartbeat_interval_s or 2.0
         self.lease_s = 15.0
@@ -130,6 +139,7 @@ class Agent:
                 labels=self.options.labels,
                 advertise_addr=self.options.advertise_addr,
                 gpu_source=self.inventory.source,
+                container_runtime=self.options.runtime.name if self.options.runtime else "",
                 version=__version__,
                 running=[
                     *self.tasks.reports(hold_exit=False),

@@ -19,10 +19,17 @@ def hostfile_text(task: DesiredTask) -> str:
     return "".join(f"{host.addr} slots={host.slots}\n" for host in task.hosts)
 
 
+def inherited_env() -> dict[str, str]:
+    """What a task's processes get of the agent's own environment."""
+    return {k: v for k, v in os.environ.items() if k not in _DROPPED}
+
+
 def process_env(
     task: DesiredTask, local_rank: int, node: str, task_dir: str, marker: str, base: Mapping[str, str] | None = None
 ) -> dict[str, str]:
-    env = {k: v for k, v in (os.environ if base is None else base).items() if k not in _DROPPED}
+    """The rank's environment: ``base`` (default: the agent's, see ``inherited_env``), the job's
+    variables, and Corral's."""
+    env = inherited_env() if base is None else {k: v for k, v in base.items() if k not in _DROPPED}
     env.update(task.env)
     env.update(
         {

@@ -9,6 +9,7 @@ import socket
 from urllib.parse import urlsplit
 
 from corral.agent.agent import Agent, AgentOptions
+from corral.agent.containers import RUNTIMES, ContainerRuntime, find_runtime
 from corral.agent.gpus import FakeGpus, Inventory, NvmlGpus
 from corral.client.agent_api import AgentApi
 
@@ -24,6 +25,23 @@ def discover_gpus(fake_gpus: str | None, node: str) -> Inventory:
             "no GPU found (%s); running CPU-only jobs. Pass --fake-gpus 8xH100:80GB to pretend.", inventory.note
         )
     return inventory
+
+
+def discover_runtime(requested: str | None) -> ContainerRuntime | None:
+    """The container runtime for jobs with an image, said once in the log; ValueError if the one asked
+    for cannot be used."""
+    runtime = find_runtime(requested)
+    if runtime is not None:
+        log.info("running jobs with an image through %s", runtime.name)
+    elif requested is None:
+        log.warning(
+            "no container runtime found (none of %s on PATH): jobs with an image will not run on this node; "
+            "install one, or pass --runtime",
+            ", ".join(RUNTIMES),
+        )
+    else:
+        log.info("no container runtime (--runtime %s): jobs with an image will not run on this node", requested)
+    return runtime
 
 
 def address_towards(head_url: str) -> str:

@@ -12,7 +12,9 @@ from pathlib import Path
 
 from corral.agent import launch
 from corral.agent.adopt import INDEX, RankRecord, Survivor, forget, write_record
-from corral.agent.env import HOSTFILE, hostfile_text, process_env
+from corral.agent.containers import ContainerRuntime, remove_containers
+from corral.agent.containers.rank import container_names, container_run
+from corral.agent.env import HOSTFILE, hostfile_text, inherited_env, process_env
 from corral.agent.logship import LogShipper
 from corral.api import DesiredTask, TaskReport
 
@@ -63,11 +65,21 @@ class LocalTask:
 class TaskSet:
     """Reconciles desired tasks with running ones; calls ``changed`` whenever a report is due."""
 
-    def __init__(self, node: str, work_dir: Path, changed: asyncio.Event, tracker: launch.DescendantTracker) -> None:
+    def __init__(
+        self,
+        node: str,
+        work_dir: Path,
+        changed: asyncio.Event,
+        tracker: launch.DescendantTracker,
+        runtime: ContainerRuntime | None = None,
+        real_gpus: bool = False,
+    ) -> None:
         self.node = node
         self.work_dir = work_dir
         self.changed = changed
         self.tracker = tracker
+        self.runtime = runtime  # runs the tasks that have an image
+        self.real_gpus = real_gpus  # the GPUs are this host's devices (passed into containers)
         self.tasks: dict[str, LocalTask] = {}
         self.index = work_dir / INDEX  # tasks whose end the head has not acknowledged (see ``adopt``)
 
@@ -109,6 +121,7 @@ class TaskSet:
             if local.processes:  # ranks started before the failing one must not linger
                 await launch.terminate_tree(local.processes, local.marker, 0.0)
                 await asyncio.gather(*(p.wait() for p in local.processes))
+                await self._remove_containers(local)
             local.exit_code, local.detail = 127, f"could not start: {exc}"
             local.state = "EXITED"
             self.changed.set()
@@ -144,6 +157,7 @@ class TaskSet:
             # short: the stop's own SIGTERM, grace and SIGKILL end them.
             await asyncio.wait([local.stopper])
         await launch.kill_leftovers(local.processes, local.marker, tracker=self.tracker)
+        await self._remove_containers(local)
         self.tracker.forget(local.marker)
         local.exit_code = first_failure or 0
         if not local.stop_requested and first_failure:
@@ -179,12 +193,16 @@ class TaskSet:
 
     def _rank_spec(self, local: LocalTask, cwd: Path, rank: int) -> launch.ProcessSpec:
         desired = local.desired
-        env = process_env(desired, rank - desired.rank_offset, self.node, str(local.task_dir), local.marker)
+        job_env = process_env(desired, rank - desired.rank_offset, self.node, str(local.task_dir), local.marker, {})
         if local.master_port:
-            env["MASTER_PORT"] = str(local.master_port)
-            env["PORT"] = desired.env.get("PORT", str(local.master_port))  # a service replica listens here
+            job_env["MASTER_PORT"] = str(local.master_port)
+            job_env["PORT"] = desired.env.get("PORT", str(local.master_port))  # a service replica listens here
+        command, env = desired.command, {**inherited_env(), **job_env}
+        if desired.image is not None:
+            run = container_run(self.runtime, desired, rank, job_env, cwd, local.task_dir, self.real_gpus)
+            command, env = run.argv, {**env, **run.env}
         return launch.ProcessSpec(
-            command=launch.recording_exit(desired.command, _exit_file(local, rank)),
+            command=launch.recording_exit(command, _exit_file(local, rank)),
             env=env,
             cwd=cwd,
             log_path=local.task_dir.parent / f"rank-{rank}.log",
@@ -209,6 +227,11 @@ class TaskSet:
                         [waits[t] for t in pending], local.marker, local.desired.grace_s, tracker=self.tracker
                     )
         return first_failure
+
+    async def _remove_containers(self, local: LocalTask) -> None:
+        """The rank's processes are gone; a container the runtime still keeps goes too."""
+        if local.desired.image is not None and self.runtime is not None:
+            await remove_containers(self.runtime, container_names(local.desired))
 
     def reports(self, hold_exit: bool = True) -> list[TaskReport]:
         return [t.report(hold_exit) for t in self.tasks.values()]

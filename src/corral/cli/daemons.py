@@ -231,6 +231,12 @@ def parse_prices(text: str) -> dict[str, float]:
     "unhealthy: it gets no new work and its jobs are requeued",
 )
 @click.option("--health-interval", type=float, default=30.0, show_default=True, help="seconds between health checks")
+@click.option(
+    "--runtime",
+    type=click.Choice(["docker", "podman", "apptainer", "enroot", "none"]),
+    help="the container runtime jobs with an image run through (default: the first of docker, podman, "
+    "apptainer, enroot on PATH; none: this node runs no images)",
+)
 def agent(
     head_url: str,
     token: str,
@@ -242,12 +248,13 @@ def agent(
     heartbeat_interval: float | None,
     health_cmd: str | None,
     health_interval: float,
+    runtime: str | None,
 ) -> None:
     """Run a node's agent in the foreground: report GPUs, run the tasks the head assigns."""
     import psutil
 
     from corral.agent.agent import AgentOptions
-    from corral.agent.main import address_towards, discover_gpus, run
+    from corral.agent.main import address_towards, discover_gpus, discover_runtime, run
     from corral.obs.logging import setup_logging
     from corral.spec import parse_gpu_groups, parse_labels
 
@@ -260,6 +267,11 @@ def agent(
         parsed_labels = parse_labels(labels)
     except ValueError as exc:
         raise InvalidRequest(f"--labels: {exc}") from None
+    setup_logging(f"agent:{name}")
+    try:
+        container_runtime = discover_runtime(runtime)
+    except ValueError as exc:
+        raise InvalidRequest(f"--runtime: {exc}") from None
     options = AgentOptions(
         name=name,
         work_dir=work_dir or corral_home() / "agents" / name,
@@ -270,6 +282,6 @@ def agent(
         health_interval_s=health_interval,
         cpus=float(psutil.cpu_count() or 1),
         memory_mb=int(psutil.virtual_memory().total // (1024 * 1024)),
+        runtime=container_runtime,
     )
-    setup_logging(f"agent:{name}")
     run(options, head_url, token, discover_gpus(fake_gpus, name))

@@ -4,7 +4,7 @@
     │
     ▼
 ContainerRuntime.run(ContainerTask) ──▶ ContainerRun(argv, env) ──▶ started like a bare rank
-ContainerRuntime.stop / remove ──▶ control: on stop and after the task, so no container outlives it
+ContainerRuntime.remove ──▶ control: once the rank's processes are gone, so no container outlives them
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import shutil
 from collections.abc import Callable
 
 from corral.agent.containers.base import ContainerRun, ContainerRuntime, ContainerTask
-from corral.agent.containers.control import remove_containers, stop_containers
+from corral.agent.containers.control import remove_containers
 from corral.agent.containers.hpc import Apptainer, Enroot
 from corral.agent.containers.oci import Docker, Podman
 
@@ -51,5 +51,4 @@ __all__ = [
     "ContainerTask",
     "find_runtime",
     "remove_containers",
-    "stop_containers",
 ]

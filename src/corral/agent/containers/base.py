@@ -1,7 +1,7 @@
 """What every container runtime is given, and what it answers: the argv that runs a task's rank.
 
-A runtime only builds commands (pure); ``corral.agent.containers.control`` runs the stop and
-removal commands, and the task's rank runs the ``ContainerRun`` like any bare command.
+A runtime only builds commands (pure); ``corral.agent.containers.control`` runs the removal
+commands, and the task's rank runs the ``ContainerRun`` like any bare command.
 """
 
 from __future__ import annotations
@@ -68,11 +68,7 @@ class ContainerRuntime(ABC):
     @abstractmethod
     def run(self, task: ContainerTask) -> ContainerRun: ...
 
-    def stop(self, name: str, grace_s: float) -> list[str] | None:
-        """The command that stops a running container (SIGTERM, ``grace_s``, SIGKILL), if the runtime
-        keeps containers apart from the processes that started them; None when ending the processes is enough."""
-        return None
-
     def remove(self, name: str) -> list[str] | None:
-        """The command that removes a container, running or not, and succeeds if there is none."""
+        """The command that kills and removes a container, running or not, where the runtime keeps
+        containers apart from the processes that started them; None where ending those processes is enough."""
         return None

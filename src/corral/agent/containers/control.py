@@ -1,4 +1,4 @@
-"""Running a runtime's own stop and removal commands for a task's containers."""
+"""Running a runtime's removal command for a task's containers."""
 
 from __future__ import annotations
 
@@ -10,20 +10,14 @@ import subprocess
 from corral.agent.containers.base import ContainerRuntime
 
 log = logging.getLogger(__name__)
-# Beyond the grace period: how long a runtime may take to stop or remove a container.
-COMMAND_SLACK_S = 30.0
-
-
-async def stop_containers(runtime: ContainerRuntime, names: list[str], grace_s: float) -> None:
-    """Stop the containers (SIGTERM, the grace period, SIGKILL) with the runtime's own command, all at once."""
-    commands = [c for c in (runtime.stop(name, grace_s) for name in names) if c]
-    await asyncio.gather(*(_run(command, grace_s + COMMAND_SLACK_S) for command in commands))
+# How long a runtime may take to kill and remove a container.
+REMOVE_TIMEOUT_S = 30.0
 
 
 async def remove_containers(runtime: ContainerRuntime, names: list[str]) -> None:
-    """Remove the containers, running or not; the ones already gone are no error."""
+    """Kill and remove the containers, all at once; the ones already gone are no error."""
     commands = [c for c in (runtime.remove(name) for name in names) if c]
-    await asyncio.gather(*(_run(command, COMMAND_SLACK_S) for command in commands))
+    await asyncio.gather(*(_run(command, REMOVE_TIMEOUT_S) for command in commands))
 
 
 async def _run(argv: list[str], timeout_s: float) -> None:

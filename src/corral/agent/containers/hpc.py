@@ -1,5 +1,6 @@
-"""Apptainer and Enroot: daemonless; the container is the process tree its command started, so
-ending the rank's processes ends it and nothing is left to remove."""
+"""Apptainer and Enroot: daemonless; the container is the process tree the client started, so
+ending the rank's processes (SIGTERM, grace, SIGKILL, as for a bare rank) ends it, and nothing is
+left to remove."""
 
 from __future__ import annotations
 

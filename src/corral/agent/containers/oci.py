@@ -1,9 +1,14 @@
-"""Podman and Docker: a daemon (or conmon) keeps the container, so stopping means asking the runtime.
+"""Podman and Docker: a daemon (or conmon) keeps the container, not the client that started it.
 
 Both run the container on the host's network (``MASTER_ADDR``/``MASTER_PORT`` and a service's
-``$PORT`` work as on the bare node) and IPC namespace (NCCL and data loaders use shared memory),
-with an init process that passes SIGTERM on to the command, so a stopped job gets its grace period.
+``$PORT`` work as on the bare node) and IPC namespace (NCCL and data loaders use shared memory).
 Variables are passed by name (``-e NAME``): the values come from the client's environment.
+
+Stopping: the rank's SIGTERM reaches the client, which passes it on to the container (``run``
+proxies signals); ``--init`` puts an init process first in the container that hands it to the
+command (as process 1 the command itself would ignore it). The grace period and SIGKILL of the
+client are the agent's as for a bare rank; then ``remove`` kills and removes whatever is left, so
+no container outlives its task. (``podman stop`` would send the command a second SIGTERM.)
 """
 
 from __future__ import annotations
@@ -33,9 +38,6 @@ class OciRuntime(ContainerRuntime):
     def gpu_flags(self, gpus: tuple[int, ...]) -> list[str]:
         raise NotImplementedError
 
-    def stop(self, name: str, grace_s: float) -> list[str]:
-        return [self.executable, "stop", "-t", str(max(0, round(grace_s))), name]
-
 
 class Podman(OciRuntime):
     """GPUs through CDI (``nvidia-ctk cdi generate``): ``--device nvidia.com/gpu=INDEX``."""
@@ -49,7 +51,7 @@ class Podman(OciRuntime):
         return [flag for index in gpus for flag in ("--device", f"nvidia.com/gpu={index}")]
 
     def remove(self, name: str) -> list[str]:
-        return [self.executable, "rm", "-f", "--ignore", name]
+        return [self.executable, "rm", "-f", "--ignore", "--time", "0", name]  # the grace period is over
 
 
 class Docker(OciRuntime):

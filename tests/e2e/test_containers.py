@@ -1,0 +1,149 @@
+"""Jobs with ``image:`` run in a real podman container: mounts, variables, exit codes, stopping,
+and no container left behind; an agent without a runtime gets none, and the head refuses them."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+GRACE_S = 2.0
+
+
+def _submit(cluster, spec: str, name: str) -> str:
+    path = cluster.workspace / f"{name}.yaml"
+    path.write_text(spec)
+    job_id = cluster.json("submit", str(path))["id"]
+    cluster.submitted.append(job_id)
+    return job_id
+
+
+def _logs_say(cluster, job_id: str, text: str) -> bool:
+    return text in cluster.cli("logs", job_id).stdout
+
+
+@pytest.mark.timeout(90)
+def test_a_job_runs_in_its_image_with_its_volumes_and_variables(podman_cluster):
+    control, podman = podman_cluster
+    cluster = control.cluster
+    inputs, outputs = cluster.workspace / "in", cluster.workspace / "out"
+    inputs.mkdir()
+    outputs.mkdir()
+    (inputs / "hello.txt").write_text("hello from the host\n")
+    command = (
+        "test -e /etc/os-release && echo on-the-host; busybox | head -1; cat /in/hello.txt; "
+        "touch /in/x 2>/dev/null && echo in-is-writable || echo in-is-read-only; "
+        'echo "rank=$RANK of $WORLD_SIZE job=$CORRAL_JOB_ID gpus=$CUDA_VISIBLE_DEVICES '
+        'marker=${CORRAL_TASK_MARKER:-none} home=${CORRAL_HOME:-none} pwd=$(pwd)" > /out/result.txt'
+    )
+    job_id = _submit(
+        cluster,
+        f"name: boxed\nimage: {podman.image}\ncommand: '{command}'\nresources: {{gpus: 1}}\n"
+        f"volumes: ['{inputs}:/in:ro', '{outputs}:/out']\n",
+        "boxed",
+    )
+    cluster.wait_ok(job_id, timeout=60)
+
+    logs = cluster.ok("logs", job_id)
+    assert "on-the-host" not in logs, "the command ran on the host, not in the image"
+    assert "BusyBox v" in logs
+    assert "hello from the host" in logs
+    assert "in-is-read-only" in logs
+    job = cluster.show(job_id)
+    assert (outputs / "result.txt").read_text().split() == [
+        "rank=0",
+        "of",
+        "1",
+        f"job={job_id}",
+        f"gpus={job['allocation'][0]['gpus'][0]}",  # fake GPUs: no device passed, the host's index kept
+        "marker=none",  # the agent's own bookkeeping stays outside
+        "home=none",  # and so does the agent's environment
+        f"pwd={cluster.workspace}",  # the directory submitted from, mounted at the same path
+    ]
+    assert podman.containers() == []
+
+
+@pytest.mark.timeout(60)
+def test_the_exit_code_of_the_container_is_the_jobs(podman_cluster):
+    control, podman = podman_cluster
+    job_id = _submit(control.cluster, f"image: {podman.image}\ncommand: [sh, -c, 'exit 3']\n", "exit3")
+    assert control.cluster.wait(job_id, timeout=60).returncode == 1
+    job = control.cluster.show(job_id)
+    assert (job["state"], job["exit_code"]) == ("FAILED", 3)
+    assert podman.containers() == []
+
+
+@pytest.mark.timeout(60)
+def test_cancel_passes_sigterm_into_the_container_once_and_leaves_no_container(podman_cluster):
+    control, podman = podman_cluster
+    cluster = control.cluster
+    command = "trap 'echo got-term; exit 0' TERM; echo started; while true; do sleep 0.1; done"
+    job_id = _submit(cluster, f'image: {podman.image}\ncommand: "{command}"\n', "graceful")
+    cluster.wait_for(lambda: _logs_say(cluster, job_id, "started"), 30, "the container to start")
+    assert [name.split("-r")[-1] for name in podman.containers()] == ["0"]
+
+    assert cluster.cli("cancel", job_id).returncode == 0
+    cluster.wait_for(lambda: cluster.show(job_id)["state"] == "CANCELLED", 20, "the job to be cancelled")
+    cluster.wait_for(lambda: podman.containers() == [], 10, "the container to be removed")
+    cluster.wait_for(lambda: _logs_say(cluster, job_id, "got-term"), 10, "the job's last words")
+    assert cluster.ok("logs", job_id).count("got-term") == 1
+
+
+@pytest.mark.timeout(60)
+def test_a_container_that_ignores_sigterm_is_killed_after_the_grace_period(podman_cluster):
+    control, podman = podman_cluster
+    cluster = control.cluster
+    command = "trap '' TERM; echo started; while true; do sleep 0.1; done"
+    job_id = _submit(cluster, f'image: {podman.image}\ncommand: "{command}"\n', "stubborn")
+    cluster.wait_for(lambda: _logs_say(cluster, job_id, "started"), 30, "the container to start")
+
+    started = time.monotonic()
+    assert cluster.cli("cancel", job_id).returncode == 0
+    cluster.wait_for(lambda: podman.containers() == [], GRACE_S + 15, "the container to be removed", interval_s=0.1)
+    took = time.monotonic() - started
+    assert took >= GRACE_S, f"removed {took:.2f}s after the cancel: the grace period was cut short"
+    assert took < GRACE_S + 6, f"removed only {took:.2f}s after the cancel"
+    assert cluster.show(job_id)["state"] == "CANCELLED"
+
+
+@pytest.mark.timeout(90)
+def test_a_container_left_by_a_dead_agent_is_stopped_by_the_next_one(podman_cluster):
+    control, podman = podman_cluster
+    cluster = control.cluster
+    command = "trap '' TERM; echo started; while true; do sleep 0.1; done"
+    job_id = _submit(cluster, f'image: {podman.image}\ncommand: "{command}"\n', "orphan")
+    cluster.wait_for(lambda: _logs_say(cluster, job_id, "started"), 30, "the container to start")
+
+    control.kill_agent("boxed")
+    assert cluster.cli("cancel", job_id).returncode == 0  # the head no longer wants it; no agent hears it
+    assert len(podman.containers()) == 1
+    control.restart_agent("boxed")  # adopts the task it finds running, only to stop it
+    cluster.wait_for(lambda: podman.containers() == [], GRACE_S + 30, "the container to be removed", interval_s=0.2)
+    cluster.wait_for(lambda: cluster.show(job_id)["state"] == "CANCELLED", 20, "the job to end")
+
+
+def test_the_agent_says_which_runtime_it_uses(podman_cluster):
+    control, _ = podman_cluster
+    log = (control.cluster.home / "logs" / "agent-boxed.log").read_text()
+    assert "running jobs with an image through podman" in log
+    (node,) = control.cluster.json("nodes")
+    assert node["container_runtime"] == "podman"
+
+
+@pytest.mark.timeout(60)
+def test_without_a_runtime_on_any_node_an_image_job_is_refused_at_submit(runtimeless_cluster):
+    cluster = runtimeless_cluster
+    path = cluster.workspace / "image.yaml"
+    path.write_text("image: busybox\ncommand: echo hi\n")
+    result = cluster.cli("submit", str(path))
+    assert result.returncode == 2, f"exit {result.returncode}: {result.stderr}"
+    assert result.stdout == ""
+    assert "image" in result.stderr
+    assert "no node has a container runtime" in result.stderr
+    assert "--runtime" in result.stderr
+    with cluster.client() as client:
+        assert client.jobs(include_all=True) == []
+    (node,) = cluster.json("nodes")
+    assert node["container_runtime"] == ""
