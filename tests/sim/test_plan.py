@@ -177,7 +177,10 @@ def test_the_search_stops_at_the_zero_wait_size() -> None:
     trace = Trace(jobs=tuple(job(f"j{k}", 0, 100, 1) for k in range(4)))
     found = type_family(spec, "T4", trace)
     assert (found.fits_by, found.zero_wait) == (1, 4)
-    result = plan(trace, [found], get_policy("fifo"), 0.0)
+    heard: list[tuple[str, int]] = []
+    result = plan(trace, [found], get_policy("fifo"), 0.0, on_trial=lambda name, gpus: heard.append((name, gpus)))
     assert result.recommended is not None and result.recommended.trial is not None
     assert result.recommended.trial.size == 4
+    assert heard == [("T4", 1), ("T4", 2), ("T4", 4), ("T4", 3)]  # doubling to 4, then 3 misses
+    assert result.simulations == 4
     assert mix_family(spec, trace).zero_wait == 4

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -73,7 +75,16 @@ def plan(
         candidates = families(spec, jobs, gpu_types)
     except PlanError as exc:
         raise click.UsageError(str(exc)) from None
-    result = search(jobs, candidates, get_policy(policy), target_s, max_gpus=max_gpus, checkpoint_s=checkpoint_interval)
+    with _status(sys.stderr.isatty()) as on_trial:
+        result = search(
+            jobs,
+            candidates,
+            get_policy(policy),
+            target_s,
+            max_gpus=max_gpus,
+            checkpoint_s=checkpoint_interval,
+            on_trial=on_trial,
+        )
     document = plan_document(result, policy, len(jobs.jobs), reference.skipped_total)
     if output == "json":
         emit_json(document)
@@ -95,6 +106,25 @@ def failure(result: PlanResult) -> str:
         f"no candidate cluster meets p95 wait <= {result.target_s:g}s within the search bounds"
         " (each candidate's zero-wait size, or --max-gpus); the table shows each one's closest"
     )
+
+
+@contextmanager
+def _status(shown: bool) -> Iterator[Callable[[str, int], None] | None]:
+    """On a terminal, a status line on stderr naming the simulation that runs; otherwise nothing."""
+    if not shown:
+        yield None
+        return
+    from rich.console import Console
+
+    count = 0
+    with Console(stderr=True).status("planning") as status:
+
+        def update(family: str, gpus: int) -> None:
+            nonlocal count
+            count += 1
+            status.update(f"simulation {count}: {family} with {gpus} GPUs")
+
+        yield update
 
 
 def parse_target(text: str) -> float:

@@ -68,9 +68,15 @@ def plan(
     *,
     max_gpus: int | None = None,
     checkpoint_s: float = 0.0,
+    on_trial: Callable[[str, int], None] | None = None,
 ) -> PlanResult:
-    """Search every family; ``recommended`` is the cheapest per hour that meets the target, if any."""
-    outcomes = tuple(_Search(trace, family, policy, target_s, max_gpus, checkpoint_s).run() for family in families)
+    """Search every family; ``recommended`` is the cheapest per hour that meets the target, if any.
+
+    ``on_trial`` hears of each simulation as it starts: the family's name and the cluster's GPUs.
+    """
+    outcomes = tuple(
+        _Search(trace, family, policy, target_s, max_gpus, checkpoint_s, on_trial).run() for family in families
+    )
     meeting = [o for o in outcomes if o.meets and o.trial is not None]
     best = min(
         meeting,
@@ -89,6 +95,7 @@ class _Search:
         target_s: float,
         max_gpus: int | None,
         checkpoint_s: float,
+        on_trial: Callable[[str, int], None] | None,
     ) -> None:
         self.trace = trace
         self.family = family
@@ -96,6 +103,7 @@ class _Search:
         self.target_s = target_s
         self.max_gpus = max_gpus
         self.checkpoint_s = checkpoint_s
+        self.on_trial = on_trial
         self.trials: dict[int, Trial] = {}
 
     def run(self) -> Outcome:
@@ -127,6 +135,8 @@ class _Search:
     def _trial(self, size: int) -> Trial:
         if size not in self.trials:
             spec = self.family.build(size)
+            if self.on_trial is not None:
+                self.on_trial(self.family.name, spec.total_gpus)
             nodes = build_nodes(spec)
             workload = prepare(self.trace, nodes)
             result = simulate(workload, nodes, self.policy, spec.gpu_speed, checkpoint_s=self.checkpoint_s)
