@@ -81,7 +81,7 @@ def test_the_progress_bar_advances_per_policy_as_jobs_finish() -> None:
     simulate(workload, nodes, get_policy("fifo"), on_finish=lambda: finished.append("job"))
     assert finished == ["job", "job"]
     stream = io.StringIO()
-    results = simulate_policies(workload, nodes, ["fifo", "default"], {}, 0.0, None, stream)
+    results = simulate_policies(workload, nodes, ["fifo", "default"], {}, 0.0, progress=stream)
     assert list(results) == ["fifo", "default"]
     shown = stream.getvalue()
     assert "fifo" in shown and "default" in shown and "2/2" in shown

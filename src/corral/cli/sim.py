@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from corral.model import Node
     from corral.sim import SimResult, Workload
 
-_OWN_OPTIONS = ("policies", "cluster_scale", "add", "remove", "out_dir", "output")
+_DEFAULT = click.core.ParameterSource.DEFAULT
 
 
 @click.group(invoke_without_command=True)
@@ -107,7 +107,6 @@ def sim(
     )
 
 
-_DEFAULT = click.core.ParameterSource.DEFAULT
 sim.add_command(plan)
 
 
@@ -138,7 +137,9 @@ def _run(
     nodes = build_nodes(spec)
     workload = prepare(trace, nodes)
     progress = sys.stderr if sys.stderr.isatty() else None
-    results = simulate_policies(workload, nodes, names, spec.gpu_speed, checkpoint_interval, out_dir, progress)
+    results = simulate_policies(
+        workload, nodes, names, spec.gpu_speed, checkpoint_interval, timeline=out_dir is not None, progress=progress
+    )
     rates = group_rates(spec)
     summaries = {name: summarize(result, rates) for name, result in results.items()}
     document = report_document(summaries, workload.skipped_total, spec, results)
@@ -168,17 +169,19 @@ def simulate_policies(
     names: Sequence[str],
     speed: Mapping[str, float],
     checkpoint_s: float,
-    out_dir: Path | None,
-    progress: IO[str] | None,
+    *,
+    timeline: bool = False,
+    progress: IO[str] | None = None,
 ) -> dict[str, SimResult]:
-    """Each policy's run, in order; with ``progress``, a bar per policy that advances as jobs finish."""
+    """Each policy's run, in order; ``timeline`` records what the plots need; with ``progress`` (a
+    terminal), a bar per policy advances there as jobs finish."""
     from corral.sched import get_policy
     from corral.sim import simulate
 
     def run(name: str, on_finish: Callable[[], None] | None) -> SimResult:
         policy = get_policy(name)
         return simulate(
-            workload, nodes, policy, speed, checkpoint_s=checkpoint_s, timeline=out_dir is not None, on_finish=on_finish
+            workload, nodes, policy, speed, checkpoint_s=checkpoint_s, timeline=timeline, on_finish=on_finish
         )
 
     if progress is None:
