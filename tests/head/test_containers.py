@@ -64,3 +64,28 @@ def test_volumes_without_an_image_are_refused_naming_volumes(head):
     status, body = submit_status(head, {"command": "x", "volumes": ["/data:/data"]})
     assert status == 422
     assert body["detail"][0]["field"] == "volumes"
+
+
+SERVICE = {"name": "web", "command": "httpd -f -p $PORT", "image": "busybox", "replicas": {"min": 1, "max": 1}}
+
+
+def create_service(head, spec):
+    return head.client.post("/v1/services", json=spec, headers=head.admin)
+
+
+def test_a_service_in_an_image_is_refused_where_no_node_has_a_runtime(head):
+    head.register("n1")
+    response = create_service(head, SERVICE)
+    assert response.status_code == 422
+    detail = response.json()["detail"][0]
+    assert (detail["field"], detail["msg"]) == ("image", NO_CONTAINER_RUNTIME)
+
+
+def test_a_new_image_or_new_volumes_roll_a_service_over(head):
+    head.register("n1", container_runtime="docker")
+    assert create_service(head, SERVICE).json()["revision"] == 1
+    updated = create_service(head, {**SERVICE, "image": "busybox:1.37"})
+    assert updated.status_code == 200
+    assert updated.json()["revision"] == 2
+    remounted = create_service(head, {**SERVICE, "image": "busybox:1.37", "volumes": ["/srv:/www:ro"]})
+    assert remounted.json()["revision"] == 3

@@ -37,7 +37,7 @@ from corral.spec.service import ServiceSpec
 
 # What changes the replicas themselves; anything else (replica bounds, autoscaling, readiness)
 # applies to the running replicas as they are.
-TEMPLATE_FIELDS = ("command", "resources", "team", "priority", "env", "workdir")
+TEMPLATE_FIELDS = ("command", "resources", "team", "priority", "env", "workdir", "image", "volumes")
 
 
 def spec_json(spec: ServiceSpec) -> dict[str, Any]:
