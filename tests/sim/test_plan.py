@@ -184,3 +184,22 @@ def test_the_search_stops_at_the_zero_wait_size() -> None:
     assert heard == [("T4", 1), ("T4", 2), ("T4", 4), ("T4", 3)]  # doubling to 4, then 3 misses
     assert result.simulations == 4
     assert mix_family(spec, trace).zero_wait == 4
+
+
+def test_the_mix_keeps_the_file_s_proportions(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.csv"
+    trace.write_text(TWENTY)
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(
+        "node_groups:\n"
+        "  - {name: a, count: 1, gpus_per_node: 1, gpu_type: T4, price_per_gpu_hour: 1.0}\n"
+        "  - {name: b, count: 1, gpus_per_node: 1, gpu_type: T4, price_per_gpu_hour: 2.0}\n"
+    )
+    code, out = run((trace, cluster), "--target-p95-wait", "150s", "-o", "json")
+    assert code == 0, out
+    document = json.loads(out)
+    mix, t4 = document["candidates"]
+    # The mix needs 10 GPUs: 5 nodes in each group, at 5 × 1.0 + 5 × 2.0 per hour.
+    assert (mix["candidate"], [g["count"] for g in mix["node_groups"]], mix["cost_per_hour"]) == ("mix", [5, 5], 15.0)
+    assert (t4["candidate"], t4["nodes"], t4["cost_per_hour"]) == ("T4", 10, 10.0)
+    assert document["recommended"]["candidate"] == "T4"

@@ -12,7 +12,7 @@ simulated counts once; the cheapest meeting configuration per hour wins (ties: f
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from corral.sched import Policy
 from corral.sim.cluster import build_nodes
@@ -57,7 +57,7 @@ class PlanResult:
     target_s: float
     outcomes: tuple[Outcome, ...]
     simulations: int
-    recommended: Outcome | None = field(default=None)
+    recommended: Outcome | None = None
 
 
 def plan(
@@ -77,13 +77,9 @@ def plan(
     outcomes = tuple(
         _Search(trace, family, policy, target_s, max_gpus, checkpoint_s, on_trial).run() for family in families
     )
-    meeting = [o for o in outcomes if o.meets and o.trial is not None]
-    best = min(
-        meeting,
-        key=lambda o: (o.trial.cost_per_hour, o.trial.spec.total_gpus, o.family) if o.trial else (0.0, 0, ""),
-        default=None,
-    )
-    return PlanResult(target_s, outcomes, sum(o.simulations for o in outcomes), best)
+    meeting = [(o.trial, o) for o in outcomes if o.trial is not None and o.trial.meets]
+    best = min(meeting, key=lambda pair: (pair[0].cost_per_hour, pair[0].spec.total_gpus, pair[1].family), default=None)
+    return PlanResult(target_s, outcomes, sum(o.simulations for o in outcomes), best[1] if best else None)
 
 
 class _Search:
