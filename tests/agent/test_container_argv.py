@@ -20,6 +20,7 @@ def task(**changes) -> ContainerTask:
         "mounts": (Volume("/data", "/data", read_only=True), Volume("/out", "/results")),
         "gpus": (2, 3),
         "real_gpus": True,
+        "node": "gpu-07",
     }
     return ContainerTask(**(fields | changes))
 
@@ -34,6 +35,7 @@ def test_podman_runs_the_rank_on_the_host_network_with_cdi_devices():
     assert argv[:5] == ["podman", "run", "--rm", "--replace", "--name"]
     assert pairs(argv, "--name") == ["corral-j-1-1-0-r0"]
     assert pairs(argv, "--network") == ["host"]
+    assert pairs(argv, "--label") == ["corral.task=corral-j-1-1-0-r0", "corral.node=gpu-07"]
     assert "--init" in argv  # SIGTERM reaches the command, not an init that ignores it
     assert pairs(argv, "--device") == ["nvidia.com/gpu=2", "nvidia.com/gpu=3"]
     assert pairs(argv, "-v") == ["/work/task:/work/task", "/data:/data:ro", "/out:/results:rw"]
@@ -112,9 +114,23 @@ def test_enroot_mounts_names_the_gpus_for_its_hook_and_changes_into_the_workdir(
     assert argv[image_at + 4 :] == ["/work/task", "/bin/sh", "-c", "python train.py"]
 
 
-def test_daemonless_runtimes_leave_nothing_to_remove():
+def test_the_containers_of_a_node_are_listed_by_its_label():
+    assert Podman().list_node("gpu-07") == [
+        "podman",
+        "ps",
+        "-a",
+        "--filter",
+        "label=corral.node=gpu-07",
+        "--format",
+        "{{.Names}}",
+    ]
+    assert Docker().list_node("gpu-07")[:2] == ["docker", "ps"]
+
+
+def test_daemonless_runtimes_leave_nothing_to_list_or_remove():
     for runtime in (Apptainer(), Enroot()):
         assert runtime.remove("c1") is None
+        assert runtime.list_node("gpu-07") is None
 
 
 def test_the_first_runtime_on_path_is_found():
@@ -131,3 +147,9 @@ def test_the_runtime_asked_for_must_be_installed():
     with pytest.raises(ValueError, match="expected one of docker, podman, apptainer, enroot, none"):
         find_runtime("lxc", which=lambda name: "/usr/bin/lxc")
     assert find_runtime(NO_RUNTIME, which=lambda name: "/usr/bin/x") is None
+
+
+def test_docker_saying_there_is_no_such_container_means_it_is_gone():
+    assert Docker().already_gone("Error response from daemon: No such container: c1")
+    assert not Docker().already_gone("Error response from daemon: cannot remove: device busy")
+    assert not Podman().already_gone("No such container")  # podman rm --ignore succeeds instead

@@ -124,6 +124,23 @@ def test_a_container_left_by_a_dead_agent_is_stopped_by_the_next_one(podman_clus
     cluster.wait_for(lambda: cluster.show(job_id)["state"] == "CANCELLED", 20, "the job to end")
 
 
+@pytest.mark.timeout(90)
+def test_a_container_whose_rank_died_with_its_agent_is_removed_by_the_next_agent(podman_cluster):
+    control, podman = podman_cluster
+    cluster = control.cluster
+    job_id = _submit(cluster, f"image: {podman.image}\ncommand: sleep 300\n", "power-cut")
+    cluster.wait_for(lambda: cluster.show(job_id)["state"] == "RUNNING", 30, "the job to run")
+    cluster.wait_for(lambda: len(podman.containers()) == 1, 30, "the container to start")
+
+    control.kill_node("boxed")  # the agent, the rank and the container's processes; podman still lists it
+    assert len(podman.containers()) == 1
+    control.restart_agent("boxed")
+    cluster.wait_for(lambda: podman.containers() == [], 30, "the container to be removed", interval_s=0.2)
+    log = (cluster.home / "logs" / "agent-boxed.log").read_text()
+    assert "left by an earlier agent" in log
+    cluster.wait_for(lambda: cluster.show(job_id)["state"] != "RUNNING", 30, "the lost job to end")
+
+
 def test_the_agent_says_which_runtime_it_uses(podman_cluster):
     control, _ = podman_cluster
     log = (control.cluster.home / "logs" / "agent-boxed.log").read_text()

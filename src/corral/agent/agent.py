@@ -17,7 +17,8 @@ from pathlib import Path
 from corral import __version__
 from corral.agent import launch
 from corral.agent.adopt import Found, Survivor, find_tasks, forget
-from corral.agent.containers import ContainerRuntime
+from corral.agent.containers import ContainerRuntime, remove_left_behind
+from corral.agent.containers.rank import container_names
 from corral.agent.gpus import Inventory, sampler_for
 from corral.agent.health import run_health_command
 from corral.agent.tasks import TaskSet
@@ -113,6 +114,10 @@ class Agent:
             await launch.terminate_tree([], marker, 2.0)
         for ended in found.finished:
             log.info("task %s ended while no agent ran: %s", ended.task_id, ended.final_report().exit_code)
+        if self.options.runtime is not None:
+            kept = {name for survivor in found.running for name in container_names(survivor.desired)}
+            for name in await remove_left_behind(self.options.runtime, self.options.name, kept):
+                log.warning("removed container %s, left by an earlier agent: none of its tasks runs it", name)
         return found
 
     def _adopt(self, survivors: list[Survivor], desired: DesiredState) -> None:

@@ -199,7 +199,7 @@ class TaskSet:
             job_env["PORT"] = desired.env.get("PORT", str(local.master_port))  # a service replica listens here
         command, env = desired.command, {**inherited_env(), **job_env}
         if desired.image is not None:
-            run = container_run(self.runtime, desired, rank, job_env, cwd, local.task_dir, self.real_gpus)
+            run = container_run(self.runtime, desired, rank, job_env, cwd, local.task_dir, self.real_gpus, self.node)
             command, env = run.argv, {**env, **run.env}
         return launch.ProcessSpec(
             command=launch.recording_exit(command, _exit_file(local, rank)),

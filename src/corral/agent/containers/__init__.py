@@ -13,7 +13,7 @@ import shutil
 from collections.abc import Callable
 
 from corral.agent.containers.base import ContainerRun, ContainerRuntime, ContainerTask
-from corral.agent.containers.control import remove_containers
+from corral.agent.containers.control import remove_containers, remove_left_behind
 from corral.agent.containers.hpc import Apptainer, Enroot
 from corral.agent.containers.oci import Docker, Podman
 
@@ -51,4 +51,5 @@ __all__ = [
     "ContainerTask",
     "find_runtime",
     "remove_containers",
+    "remove_left_behind",
 ]

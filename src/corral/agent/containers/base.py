@@ -33,6 +33,8 @@ class ContainerTask:
     """The host's indices of the GPUs given to the task."""
     real_gpus: bool = False
     """Whether ``gpus`` are devices of this host (NVML) rather than a fake inventory's."""
+    node: str = ""
+    """The node's name; a container the runtime keeps carries it, so a later agent finds the ones left behind."""
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,16 @@ class ContainerRuntime(ABC):
     @abstractmethod
     def run(self, task: ContainerTask) -> ContainerRun: ...
 
+    def list_node(self, node: str) -> list[str] | None:
+        """The command that prints the names of every container (running or not) started for ``node``,
+        one per line; None where the runtime keeps no containers."""
+        return None
+
     def remove(self, name: str) -> list[str] | None:
         """The command that kills and removes a container, running or not, where the runtime keeps
         containers apart from the processes that started them; None where ending those processes is enough."""
         return None
+
+    def already_gone(self, errors: str) -> bool:
+        """Whether a failed ``remove`` said there was no such container (nothing left to do)."""
+        return False

@@ -15,14 +15,16 @@ from __future__ import annotations
 
 from corral.agent.containers.base import ContainerRun, ContainerRuntime, ContainerTask, argv_of, renumbered_gpus
 
-LABEL = "corral.task"
+TASK_LABEL = "corral.task"
+NODE_LABEL = "corral.node"
 
 
 class OciRuntime(ContainerRuntime):
     def run(self, task: ContainerTask) -> ContainerRun:
         env = renumbered_gpus(task)
         argv = [self.executable, "run", "--rm", *self.replace_flag(), "--name", task.name]
-        argv += ["--label", f"{LABEL}={task.name}", "--init", "--network", "host", "--ipc", "host"]
+        argv += ["--label", f"{TASK_LABEL}={task.name}", "--label", f"{NODE_LABEL}={task.node}"]
+        argv += ["--init", "--network", "host", "--ipc", "host"]
         for key in sorted(env):
             argv += ["-e", key]
         argv += ["-v", f"{task.workdir}:{task.workdir}", "-w", task.workdir]
@@ -37,6 +39,9 @@ class OciRuntime(ContainerRuntime):
 
     def gpu_flags(self, gpus: tuple[int, ...]) -> list[str]:
         raise NotImplementedError
+
+    def list_node(self, node: str) -> list[str]:
+        return [self.executable, "ps", "-a", "--filter", f"label={NODE_LABEL}={node}", "--format", "{{.Names}}"]
 
 
 class Podman(OciRuntime):
@@ -64,5 +69,7 @@ class Docker(OciRuntime):
         return ["--gpus", '"device=' + ",".join(str(i) for i in gpus) + '"']
 
     def remove(self, name: str) -> list[str]:
-        # ``docker rm -f`` of a missing container fails; the caller ignores the exit status.
         return [self.executable, "rm", "-f", name]
+
+    def already_gone(self, errors: str) -> bool:
+        return "No such container" in errors

@@ -33,6 +33,7 @@ def container_run(
     cwd: Path,
     task_dir: Path,
     real_gpus: bool,
+    node: str,
 ) -> ContainerRun:
     """How the rank starts in the task's image; ``job_env``: the variables the job sees."""
     if task.image is None:
@@ -58,5 +59,6 @@ def container_run(
             mounts=tuple(mounts),
             gpus=tuple(task.gpus),
             real_gpus=real_gpus,
+            node=node,
         )
     )
