@@ -76,6 +76,22 @@ def test_the_exit_code_of_the_container_is_the_jobs(podman_cluster):
 
 
 @pytest.mark.timeout(60)
+def test_corral_run_takes_an_image_and_volumes(podman_cluster):
+    control, podman = podman_cluster
+    cluster = control.cluster
+    shared = cluster.workspace / "shared"
+    shared.mkdir()
+    (shared / "note.txt").write_text("mounted\n")
+    job_id = cluster.run("--image", podman.image, "--volume", f"{shared}:/shared:ro", command="cat /shared/note.txt")
+    cluster.wait_ok(job_id, timeout=60)
+    assert cluster.ok("logs", job_id) == "mounted\n"
+
+    refused = cluster.cli("run", "--image", podman.image, "--volume", "shared:/shared", "--", "true")
+    assert refused.returncode == 2
+    assert "volumes[0]: the host path must be absolute" in refused.stderr
+
+
+@pytest.mark.timeout(60)
 def test_cancel_passes_sigterm_into_the_container_once_and_leaves_no_container(podman_cluster):
     control, podman = podman_cluster
     cluster = control.cluster

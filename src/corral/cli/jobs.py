@@ -128,6 +128,14 @@ def _parse_env(pairs: tuple[str, ...]) -> dict[str, str]:
 @click.option("--grace-period", "grace_period", help="SIGTERM to SIGKILL when stopped, e.g. 30s")
 @click.option("--launcher", type=click.Choice(["per-node", "per-gpu"]), default="per-node", show_default=True)
 @click.option("--env", "env", multiple=True, metavar="K=V", help="environment variable (repeatable)")
+@click.option("--image", help="run the command in this container image")
+@click.option(
+    "--volume",
+    "volumes",
+    multiple=True,
+    metavar="HOST:CONTAINER[:ro|rw]",
+    help="with --image: mount a host directory into the container (repeatable)",
+)
 @output_option
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(
@@ -145,6 +153,8 @@ def run(
     grace_period: str | None,
     launcher: str,
     env: tuple[str, ...],
+    image: str | None,
+    volumes: tuple[str, ...],
     output: str,
     command: tuple[str, ...],
 ) -> None:
@@ -173,7 +183,15 @@ def run(
     }
     if preemptible:
         spec["preemptible"] = True
-    for key, value in (("name", name), ("team", team), ("time_limit", time_limit), ("grace_period", grace_period)):
+    if volumes:
+        spec["volumes"] = list(volumes)
+    for key, value in (
+        ("name", name),
+        ("team", team),
+        ("time_limit", time_limit),
+        ("grace_period", grace_period),
+        ("image", image),
+    ):
         if value is not None:
             spec[key] = value
     job = api().submit(_validated(spec, "job"), idempotency_key=str(uuid.uuid4()))
