@@ -370,6 +370,19 @@ def podman_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[N
 
 
 @pytest.fixture(scope="module")
+def podman_gang_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, LocalPodman]]:
+    """Two nodes (``g1``, ``g2``, one fake H100 each) whose agents run images through podman."""
+    podman = prepare(_new_home(tmp_path_factory, "corral-podman-"))
+    if isinstance(podman, str):
+        pytest.skip(podman)
+    agents: dict[str, str | list[str]] = {n: ["1xH100:80GB", "--runtime", "podman"] for n in ("g1", "g2")}
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv(CONF_ENV, str(podman.conf))
+        with _daemons(tmp_path_factory, "corral-podman-g-", ["--grace", "2"], agents) as (cluster, _):
+            yield cluster, podman
+
+
+@pytest.fixture(scope="module")
 def runtimeless_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """One node (``plain``, one fake H100) whose agent runs no container images (``--runtime none``)."""
     agents: dict[str, str | list[str]] = {"plain": ["1xH100:80GB", "--runtime", "none"]}

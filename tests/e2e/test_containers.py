@@ -3,7 +3,9 @@ and no container left behind; an agent without a runtime gets none, and the head
 
 from __future__ import annotations
 
+import json
 import time
+import urllib.request
 
 import pytest
 
@@ -163,6 +165,50 @@ def test_the_agent_says_which_runtime_it_uses(podman_cluster):
     assert "running jobs with an image through podman" in log
     (node,) = control.cluster.json("nodes")
     assert node["container_runtime"] == "podman"
+
+
+@pytest.mark.timeout(90)
+def test_a_service_replica_serves_from_its_container_through_the_gateway(podman_cluster):
+    control, podman = podman_cluster
+    cluster = control.cluster
+    site = cluster.workspace / "site"
+    site.mkdir()
+    (site / "index.html").write_text("served from a container\n")
+    spec = {
+        "kind": "service",
+        "name": "site",
+        "image": podman.image,
+        "command": "httpd -f -p $PORT -h /www",
+        "volumes": [f"{site}:/www:ro"],
+        "readiness": {"path": "/index.html", "hold": "30s"},
+    }
+    path = cluster.workspace / "site.yaml"
+    path.write_text(json.dumps(spec))
+    assert cluster.ok("serve", str(path)).strip() == "site"
+    try:
+        with urllib.request.urlopen(f"{cluster.url}/s/site/index.html", timeout=40) as response:
+            assert response.read() == b"served from a container\n"
+            assert response.headers["X-Corral-Replica"]
+    finally:
+        cluster.ok("service", "delete", "site")
+    cluster.wait_for(lambda: podman.containers() == [], 30, "the replica's container to be removed")
+
+
+@pytest.mark.timeout(90)
+def test_a_gang_meets_at_master_addr_across_containers(podman_gang_cluster):
+    cluster, podman = podman_gang_cluster
+    command = (
+        'if [ "$NODE_RANK" = 0 ]; then nc -l -p "$MASTER_PORT"; '
+        "else for i in $(seq 1 100); do "
+        'echo "hello from rank $RANK of $WORLD_SIZE" | nc "$MASTER_ADDR" "$MASTER_PORT" && exit 0; sleep 0.2; '
+        "done; exit 1; fi"
+    )
+    spec = {"name": "gang", "image": podman.image, "command": command, "nodes": 2, "resources": {"gpus": 1}}
+    job_id = _submit(cluster, json.dumps(spec), "gang")
+    cluster.wait_ok(job_id, timeout=60)
+    assert cluster.ok("logs", job_id) == "hello from rank 1 of 2\n"
+    assert sorted(a["node"] for a in cluster.show(job_id)["allocation"]) == ["g1", "g2"]
+    assert podman.containers() == []
 
 
 @pytest.mark.timeout(60)

@@ -14,7 +14,7 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-IMAGE = "localhost/corral-test/busybox:1"
+IMAGE = "localhost/corral-test/busybox:2"  # a new tag whenever the applets change: an old image is reused
 CONF_ENV = "CONTAINERS_CONF"
 _CONF = """\
 [containers]
@@ -23,7 +23,8 @@ default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]
 [engine]
 runtime = "runc"
 """
-_APPLETS = ("sh", "echo", "cat", "env", "sleep", "touch", "test", "true", "false", "ls", "head", "id")
+_APPLETS: tuple[str, ...] = ("sh", "echo", "cat", "env", "sleep", "touch", "test", "true", "false", "ls", "head")
+_APPLETS += ("id", "nc", "seq", "httpd")
 _TIMEOUT_S = 120.0
 
 
