@@ -165,6 +165,7 @@ def test_the_agent_says_which_runtime_it_uses(podman_cluster):
     assert "running jobs with an image through podman" in log
     (node,) = control.cluster.json("nodes")
     assert node["container_runtime"] == "podman"
+    assert "podman" in control.cluster.ok("nodes")
 
 
 @pytest.mark.timeout(90)

@@ -67,13 +67,15 @@ def _nodes_table(rows: list[dict[str, Any]]) -> None:
                 f"{used}/{len(gpus)}",
                 "|".join(types) or "-",
                 f"{node['cpus']:g}",
+                node.get("container_runtime") or "-",
                 node.get("address", ""),
                 labels or "-",
                 ago(node["last_heartbeat"]),
                 node.get("reason", ""),
             ]
         )
-    table(None, ["NAME", "STATE", "GPUS USED", "TYPE", "CPUS", "ADDRESS", "LABELS", "HEARTBEAT", "REASON"], out)
+    columns = ["NAME", "STATE", "GPUS USED", "TYPE", "CPUS", "RUNTIME", "ADDRESS", "LABELS", "HEARTBEAT", "REASON"]
+    table(None, columns, out)
 
 
 @click.command()
