@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 from corral.spec import SpecError, load_job_yaml, parse_job_spec
@@ -88,3 +90,10 @@ def test_a_service_runs_its_replicas_in_its_image():
 def test_a_service_with_volumes_and_no_image_is_refused():
     errors = errors_of({"name": "web", "command": "serve", "volumes": ["/m:/m"]}, parse_service_spec)
     assert "give image too" in errors["volumes"]
+
+
+def test_the_container_example_parses():
+    example = Path(__file__).resolve().parents[2] / "examples" / "container.yaml"
+    spec = load_job_yaml(example.read_text())
+    assert spec.image and spec.nodes == 2
+    assert spec.mounts == [Volume("/data", "/data", read_only=True)]
