@@ -143,6 +143,28 @@ def test_a_container_left_by_a_dead_agent_is_stopped_by_the_next_one(podman_clus
 
 
 @pytest.mark.timeout(90)
+def test_a_container_still_wanted_is_kept_by_the_next_agent_and_its_exit_code_reported(podman_cluster):
+    control, podman = podman_cluster
+    cluster = control.cluster
+    flag = cluster.workspace / "finish"
+    command = f"echo started; while [ ! -e {flag} ]; do sleep 0.1; done; exit 4"
+    job_id = _submit(cluster, f'image: {podman.image}\ncommand: "{command}"\n', "kept")
+    cluster.wait_for(lambda: _logs_say(cluster, job_id, "started"), 30, "the container to start")
+
+    control.kill_agent("boxed")
+    control.restart_agent("boxed")  # finds the rank running, the head still wants it: adopted, not swept
+    cluster.wait_for(
+        lambda: "re-adopting" in (cluster.home / "logs" / "agent-boxed.log").read_text(), 30, "the re-adoption"
+    )
+    assert len(podman.containers()) == 1
+    flag.touch()
+    assert cluster.wait(job_id, timeout=30).returncode == 1
+    job = cluster.show(job_id)
+    assert (job["state"], job["exit_code"]) == ("FAILED", 4)
+    cluster.wait_for(lambda: podman.containers() == [], 10, "the container to be gone")
+
+
+@pytest.mark.timeout(90)
 def test_a_container_whose_rank_died_with_its_agent_is_removed_by_the_next_agent(podman_cluster):
     control, podman = podman_cluster
     cluster = control.cluster
