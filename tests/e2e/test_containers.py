@@ -87,6 +87,8 @@ def test_corral_run_takes_an_image_and_volumes(podman_cluster):
     job_id = cluster.run("--image", podman.image, "--volume", f"{shared}:/shared:ro", command="cat /shared/note.txt")
     cluster.wait_ok(job_id, timeout=60)
     assert cluster.ok("logs", job_id) == "mounted\n"
+    assert cluster.show(job_id)["image"] == podman.image
+    assert podman.image in cluster.ok("show", job_id)
 
     refused = cluster.cli("run", "--image", podman.image, "--volume", "shared:/shared", "--", "true")
     assert refused.returncode == 2

@@ -48,6 +48,8 @@ def test_an_image_job_runs_on_the_node_with_a_runtime_and_the_agent_gets_image_a
     assert [a["node"] for a in head.job(job["id"])["allocation"]] == ["boxed"]
     (task,) = boxed.tasks()
     assert (task["image"], task["volumes"]) == ("busybox", ["/data:/data:ro"])
+    shown = head.job(job["id"])
+    assert (shown["image"], shown["volumes"]) == ("busybox", ["/data:/data:ro"])
     assert head.nodes()["boxed"]["container_runtime"] == "podman"
     assert head.nodes()["bare"]["container_runtime"] == ""
 
@@ -58,6 +60,7 @@ def test_a_job_without_an_image_gets_no_container(head):
     head.cycle()
     (task,) = agent.tasks()
     assert (task["image"], task["volumes"]) == (None, [])
+    assert (head.job(task["job_id"])["image"], head.job(task["job_id"])["volumes"]) == (None, [])
 
 
 def test_volumes_without_an_image_are_refused_naming_volumes(head):

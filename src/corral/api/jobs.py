@@ -52,6 +52,8 @@ class JobOut(BaseModel):
     max_restarts: int = 0
     env: dict[str, str] = Field(default_factory=dict)
     workdir: str | None = None
+    image: str | None = Field(default=None, description="the container image its ranks run in; null: none")
+    volumes: list[str] = Field(default_factory=list, description="HOST:CONTAINER[:ro|rw] mounts into the container")
     checkpoint_dir: str = ""
     tasks: list[TaskOut] = Field(default_factory=list)
     preemptible: bool = False

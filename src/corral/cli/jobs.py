@@ -260,6 +260,8 @@ def _show_table(job: dict[str, Any]) -> None:
         ("gpus", gpus_text(job)),
         ("launcher", job.get("launcher")),
         ("command", job["command"] if isinstance(job["command"], str) else " ".join(job["command"])),
+        ("image", job.get("image")),
+        ("volumes", ", ".join(job.get("volumes", [])) or None),
         ("allocation", allocation_text(job) or "-"),
         ("submitted", ago(job["submitted_at"])),
         ("started", ago(job.get("started_at"))),

@@ -259,6 +259,8 @@ def to_out(session: Session, row: JobRow, rt: HeadRuntime, tasks: list[TaskRow] 
         max_restarts=spec.get("max_restarts", 0),
         env=spec.get("env", {}),
         workdir=spec.get("workdir"),
+        image=spec.get("image"),
+        volumes=list(spec.get("volumes", [])),
         checkpoint_dir=str(rt.settings.checkpoints / row.id),
         tasks=[
             TaskOut(
