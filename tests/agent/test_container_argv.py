@@ -133,20 +133,42 @@ def test_daemonless_runtimes_leave_nothing_to_list_or_remove():
         assert runtime.list_node("gpu-07") is None
 
 
-def test_the_first_runtime_on_path_is_found():
+def answers(runtime) -> None:
+    return None
+
+
+def test_the_first_runtime_on_path_that_answers_is_found():
     on_path = {"apptainer", "podman"}
-    found = find_runtime(None, which=lambda name: f"/usr/bin/{name}" if name in on_path else None)
-    assert isinstance(found, Podman)
-    assert find_runtime(None, which=lambda name: None) is None
+    found = find_runtime(None, which=lambda name: f"/usr/bin/{name}" if name in on_path else None, problem=answers)
+    assert isinstance(found.runtime, Podman)
+    assert find_runtime(None, which=lambda name: None, problem=answers).runtime is None
 
 
-def test_the_runtime_asked_for_must_be_installed():
-    assert isinstance(find_runtime("enroot", which=lambda name: "/usr/bin/enroot"), Enroot)
+def test_a_runtime_that_does_not_answer_is_passed_over_with_the_reason():
+    def docker_has_no_daemon(runtime):
+        return "cannot connect to the Docker daemon" if runtime.name == "docker" else None
+
+    found = find_runtime(None, which=lambda name: f"/usr/bin/{name}", problem=docker_has_no_daemon)
+    assert isinstance(found.runtime, Podman)
+    assert found.passed_over == {"docker": "cannot connect to the Docker daemon"}
+
+
+def test_the_runtime_asked_for_must_be_installed_and_answer():
+    assert isinstance(find_runtime("enroot", which=lambda name: "/usr/bin/enroot", problem=answers).runtime, Enroot)
     with pytest.raises(ValueError, match="docker is not on PATH"):
-        find_runtime("docker", which=lambda name: None)
+        find_runtime("docker", which=lambda name: None, problem=answers)
+    with pytest.raises(ValueError, match="docker does not work here: no daemon"):
+        find_runtime("docker", which=lambda name: "/usr/bin/docker", problem=lambda runtime: "no daemon")
     with pytest.raises(ValueError, match="expected one of docker, podman, apptainer, enroot, none"):
-        find_runtime("lxc", which=lambda name: "/usr/bin/lxc")
-    assert find_runtime(NO_RUNTIME, which=lambda name: "/usr/bin/x") is None
+        find_runtime("lxc", which=lambda name: "/usr/bin/lxc", problem=answers)
+    assert find_runtime(NO_RUNTIME, which=lambda name: "/usr/bin/x", problem=answers).runtime is None
+
+
+def test_each_runtime_is_probed_with_a_command_that_needs_it_working():
+    assert Docker().probe() == ["docker", "info", "--format", "{{.ServerVersion}}"]
+    assert Podman().probe() == ["podman", "info", "--format", "{{.Version.Version}}"]
+    assert Apptainer().probe() == ["apptainer", "--version"]
+    assert Enroot().probe() == ["enroot", "version"]
 
 
 def test_docker_saying_there_is_no_such_container_means_it_is_gone():

@@ -30,13 +30,16 @@ def discover_gpus(fake_gpus: str | None, node: str) -> Inventory:
 def discover_runtime(requested: str | None) -> ContainerRuntime | None:
     """The container runtime for jobs with an image, said once in the log; ValueError if the one asked
     for cannot be used."""
-    runtime = find_runtime(requested)
+    found = find_runtime(requested)
+    for name, problem in found.passed_over.items():
+        log.warning("not using %s for jobs with an image: %s", name, problem)
+    runtime = found.runtime
     if runtime is not None:
         log.info("running jobs with an image through %s", runtime.name)
     elif requested is None:
         log.warning(
-            "no container runtime found (none of %s on PATH): jobs with an image will not run on this node; "
-            "install one, or pass --runtime",
+            "no container runtime found (none of %s on PATH answers): jobs with an image will not run on "
+            "this node; install one, or pass --runtime",
             ", ".join(RUNTIMES),
         )
     else:

@@ -70,6 +70,10 @@ class ContainerRuntime(ABC):
     @abstractmethod
     def run(self, task: ContainerTask) -> ContainerRun: ...
 
+    def probe(self) -> list[str]:
+        """A quick command that succeeds only where the runtime can run containers."""
+        return [self.executable, "--version"]
+
     def list_node(self, node: str) -> list[str] | None:
         """The command that prints the names of every container (running or not) started for ``node``,
         one per line; None where the runtime keeps no containers."""

@@ -23,6 +23,9 @@ class Apptainer(ContainerRuntime):
         env = {f"APPTAINERENV_{key}": value for key, value in task.env.items()}
         return ContainerRun([*argv, task.image, *argv_of(task.command)], env)
 
+    def probe(self) -> list[str]:
+        return [self.executable, "--version"]
+
 
 class Enroot(ContainerRuntime):
     """``enroot start --rw --mount … --env …``; the image is a squashfs file (``enroot import``) or a
@@ -45,3 +48,6 @@ class Enroot(ContainerRuntime):
         # Enroot has no working-directory option: the image's shell changes into it first.
         in_workdir = ["/bin/sh", "-c", 'cd "$0" && exec "$@"', task.workdir, *argv_of(task.command)]
         return ContainerRun([*argv, task.image, *in_workdir], env)
+
+    def probe(self) -> list[str]:
+        return [self.executable, "version"]

@@ -49,6 +49,9 @@ class Podman(OciRuntime):
 
     name = "podman"
 
+    def probe(self) -> list[str]:
+        return [self.executable, "info", "--format", "{{.Version.Version}}"]  # reads its storage and config
+
     def replace_flag(self) -> list[str]:
         return ["--replace"]  # a container of that name left by a crash would block the start
 
@@ -63,6 +66,9 @@ class Docker(OciRuntime):
     """GPUs through the NVIDIA Container Toolkit: ``--gpus '"device=0,1"'``."""
 
     name = "docker"
+
+    def probe(self) -> list[str]:
+        return [self.executable, "info", "--format", "{{.ServerVersion}}"]  # fails without a reachable daemon
 
     def gpu_flags(self, gpus: tuple[int, ...]) -> list[str]:
         # The quotes are Docker's: without them the comma would split the option.
