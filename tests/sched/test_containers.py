@@ -3,7 +3,7 @@
 from datetime import UTC, datetime
 
 from corral.model import Request
-from corral.sched import NEVER_FITS, NO_CONTAINER_RUNTIME, RESOURCES, get_policy, never_fits, schedule
+from corral.sched import NEVER_FITS, NO_CONTAINER_RUNTIME, RESOURCES, get_policy, never_fits, schedule, why
 from corral.testing import live_alloc, make_job, make_node, snapshot
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
@@ -46,3 +46,10 @@ def test_feasibility_of_an_image_job_counts_only_the_nodes_with_a_runtime():
     assert problem is not None
     assert "largest node has 2 H100" in problem
     assert never_fits(Request(gpus_per_node=2, container=True), [BARE.build(), BOXED.build()]) is None
+
+
+def test_why_names_the_nodes_without_a_runtime():
+    groups = why(make_job("img").gpus(1).container().build(), snapshot([BARE, BOXED]), get_policy("default"))
+    verdicts = {g.filter: (g.message, g.nodes) for g in groups}
+    assert verdicts["runtime"] == ("runs in a container image; this node's agent has no container runtime", ("bare",))
+    assert verdicts["fits"][1] == ("boxed",)

@@ -2,7 +2,8 @@
 
 The checks run cheapest first and the first failing one is the node's verdict:
 
-    state ──▶ gpu_type ──▶ capacity (the node could never hold one share) ──▶ free (not now) ──▶ fits
+    state ──▶ runtime (an image needs a container runtime) ──▶ gpu_type ──▶ capacity (the node could
+    never hold one share) ──▶ free (not now) ──▶ fits
 
 A node that fits now does not mean the job starts now: a gang needs ``nodes`` of them at once,
 and jobs ahead of it in the queue, a reservation or a dependency may come first (its reason says).
@@ -18,7 +19,7 @@ from corral.sched import describe
 from corral.sched.policy import Policy
 from corral.sched.snapshot import CapacityView, NodeCapacity, Snapshot
 
-STATE, GPU_TYPE, CAPACITY, FREE, FITS = "state", "gpu_type", "capacity", "free", "fits"
+STATE, RUNTIME, GPU_TYPE, CAPACITY, FREE, FITS = "state", "runtime", "gpu_type", "capacity", "free", "fits"
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ def why(job: Job, snapshot: Snapshot, policy: Policy) -> tuple[NodeGroup, ...]:
     for node in sorted(snapshot.nodes, key=lambda n: n.name):
         verdict = _verdict(job.request, node, view.nodes.get(node.name))
         groups.setdefault(verdict, []).append(node.name)
-    order = {STATE: 0, GPU_TYPE: 1, CAPACITY: 2, FREE: 3, FITS: 4}
+    order = {STATE: 0, RUNTIME: 1, GPU_TYPE: 2, CAPACITY: 3, FREE: 4, FITS: 5}
     return tuple(
         NodeGroup(check, message, tuple(nodes))
         for (check, message), nodes in sorted(groups.items(), key=lambda item: (order[item[0][0]], item[0][1]))
@@ -48,6 +49,8 @@ def _verdict(request: Request, node: Node, free: NodeCapacity | None) -> tuple[s
     if node.state != NodeState.READY or free is None:
         state = node.state.value if node.state != NodeState.READY else "not heard from lately"
         return STATE, f"node is {state}"
+    if request.container and not node.container_runtime:
+        return RUNTIME, "runs in a container image; this node's agent has no container runtime"
     types = _acceptable(request, node)
     if request.gpus_per_node > 0 and not types:
         wanted = describe.either(list(request.gpu_types))
