@@ -41,8 +41,8 @@ def test_a_runtime_only_on_a_lost_node_does_not_count(head):
 
 
 def test_an_image_job_runs_on_the_node_with_a_runtime_and_the_agent_gets_image_and_volumes(head):
-    head.register("bare", gpus=8)
-    boxed = head.register("boxed", gpus=2, container_runtime="podman")
+    head.register("bare", gpus=2)  # the tighter fit: only the runtime filter keeps the job off it
+    boxed = head.register("boxed", gpus=8, container_runtime="podman")
     job = head.submit({"command": "x", "image": "busybox", "volumes": ["/data:/data:ro"], "resources": {"gpus": 1}})
     head.cycle()
     assert [a["node"] for a in head.job(job["id"])["allocation"]] == ["boxed"]

@@ -113,6 +113,7 @@ def load_jobs(session: Session, ids: Sequence[str]) -> list[tuple[Job, Gate]]:
                     cpus_per_node=r.cpus,
                     memory_mb_per_node=r.memory_mb,
                     **_topology(r.spec),
+                    container=r.spec.get("image") is not None,
                 ),
             ),
             Gate.of(r.spec),
