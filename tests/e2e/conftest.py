@@ -371,11 +371,13 @@ def podman_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[N
 
 @pytest.fixture(scope="module")
 def podman_gang_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, LocalPodman]]:
-    """Two nodes (``g1``, ``g2``, one fake H100 each) whose agents run images through podman."""
+    """Two nodes (``g1``, ``g2``, one fake H100 each) whose agents run images through podman, and one
+    (``g0``, first by name) whose agent runs none."""
     podman = prepare(_new_home(tmp_path_factory, "corral-podman-"))
     if isinstance(podman, str):
         pytest.skip(podman)
     agents: dict[str, str | list[str]] = {n: ["1xH100:80GB", "--runtime", "podman"] for n in ("g1", "g2")}
+    agents["g0"] = ["1xH100:80GB", "--runtime", "none"]
     with pytest.MonkeyPatch.context() as env:
         env.setenv(CONF_ENV, str(podman.conf))
         with _daemons(tmp_path_factory, "corral-podman-g-", ["--grace", "2"], agents) as (cluster, _):
