@@ -74,8 +74,11 @@ def test_an_argv_command_is_run_without_a_shell():
     ]
 
 
-def test_docker_passes_gpus_with_its_own_quoting():
-    argv = Docker().run(task()).argv
+def test_docker_passes_gpus_with_its_own_quoting_and_names_them_for_the_toolkit():
+    run = Docker().run(task())
+    assert run.env["NVIDIA_VISIBLE_DEVICES"] == "2,3"  # over the image's "all"
+    assert "NVIDIA_VISIBLE_DEVICES" in pairs(run.argv, "-e")
+    argv = run.argv
     assert argv[:3] == ["docker", "run", "--rm"]
     assert "--replace" not in argv
     assert pairs(argv, "--gpus") == ['"device=2,3"']

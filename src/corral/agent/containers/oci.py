@@ -13,6 +13,8 @@ no container outlives its task. (``podman stop`` would send the command a second
 
 from __future__ import annotations
 
+from abc import abstractmethod
+
 from corral.agent.containers.base import ContainerRun, ContainerRuntime, ContainerTask, argv_of, renumbered_gpus
 
 TASK_LABEL = "corral.task"
@@ -22,6 +24,8 @@ NODE_LABEL = "corral.node"
 class OciRuntime(ContainerRuntime):
     def run(self, task: ContainerTask) -> ContainerRun:
         env = renumbered_gpus(task)
+        if task.real_gpus and task.gpus:
+            env.update(self.gpu_env(task.gpus))
         argv = [self.executable, "run", "--rm", *self.replace_flag(), "--name", task.name]
         argv += ["--label", f"{TASK_LABEL}={task.name}", "--label", f"{NODE_LABEL}={task.node}"]
         argv += ["--init", "--network", "host", "--ipc", "host"]
@@ -37,8 +41,11 @@ class OciRuntime(ContainerRuntime):
     def replace_flag(self) -> list[str]:
         return []
 
-    def gpu_flags(self, gpus: tuple[int, ...]) -> list[str]:
-        raise NotImplementedError
+    @abstractmethod
+    def gpu_flags(self, gpus: tuple[int, ...]) -> list[str]: ...
+
+    def gpu_env(self, gpus: tuple[int, ...]) -> dict[str, str]:
+        return {}
 
     def list_node(self, node: str) -> list[str]:
         return [self.executable, "ps", "-a", "--filter", f"label={NODE_LABEL}={node}", "--format", "{{.Names}}"]
@@ -73,6 +80,10 @@ class Docker(OciRuntime):
     def gpu_flags(self, gpus: tuple[int, ...]) -> list[str]:
         # The quotes are Docker's: without them the comma would split the option.
         return ["--gpus", '"device=' + ",".join(str(i) for i in gpus) + '"']
+
+    def gpu_env(self, gpus: tuple[int, ...]) -> dict[str, str]:
+        # CUDA images set NVIDIA_VISIBLE_DEVICES=all; a toolkit hook that reads it would add every GPU.
+        return {"NVIDIA_VISIBLE_DEVICES": ",".join(str(i) for i in gpus)}
 
     def remove(self, name: str) -> list[str]:
         return [self.executable, "rm", "-f", name]
