@@ -4,10 +4,16 @@ and no container left behind; an agent without a runtime gets none, and the head
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 import time
 import urllib.request
 
 import pytest
+
+from corral.testing.net import free_port
 
 pytestmark = pytest.mark.e2e
 
@@ -251,3 +257,32 @@ def test_without_a_runtime_on_any_node_an_image_job_is_refused_at_submit(runtime
         assert client.jobs(include_all=True) == []
     (node,) = cluster.json("nodes")
     assert node["container_runtime"] == ""
+
+
+@pytest.mark.timeout(120)
+def test_corral_up_passes_the_runtime_to_its_agents(tmp_path):
+    env = {**os.environ, "CORRAL_HOME": str(tmp_path / "home")}
+    env.pop("CORRAL_HEAD", None)
+    env.pop("CORRAL_TOKEN", None)
+
+    def corral(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "corral", *args], capture_output=True, text=True, env=env, timeout=90, check=False
+        )
+
+    if shutil.which("enroot") is None:
+        missing = corral("up", "--runtime", "enroot", "--port", str(free_port()))
+        assert missing.returncode == 2
+        assert "--runtime: enroot is not on PATH" in missing.stderr
+    started = corral("up", "--agents", "1", "--runtime", "none", "--port", str(free_port()))
+    try:
+        assert started.returncode == 0, started.stderr
+        (node,) = json.loads(corral("nodes", "-o", "json").stdout)
+        assert node["container_runtime"] == ""
+        job = tmp_path / "image.yaml"
+        job.write_text("image: busybox\ncommand: echo hi\n")
+        refused = corral("submit", str(job))
+        assert refused.returncode == 2
+        assert "no node has a container runtime" in refused.stderr
+    finally:
+        assert corral("down").returncode == 0

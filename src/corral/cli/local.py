@@ -147,8 +147,19 @@ def _wait_nodes(api: HeadApi, names: list[str], fresh: set[str], since: datetime
     type=click.Path(file_okay=False, path_type=Path),
     help="where jobs' checkpoint directories go (default: CORRAL_HOME/checkpoints)",
 )
+@click.option(
+    "--runtime",
+    type=click.Choice(["docker", "podman", "apptainer", "enroot", "none"]),
+    help="container runtime of every agent for jobs with an image  [default: as the last `up`, or the "
+    "first that answers on PATH]",
+)
 def up(
-    agents: int | None, fake_gpus: str | None, port: int | None, db_url: str | None, storage_root: Path | None
+    agents: int | None,
+    fake_gpus: str | None,
+    port: int | None,
+    db_url: str | None,
+    storage_root: Path | None,
+    runtime: str | None,
 ) -> None:
     """Start a local cluster (a head and N agents) in the background; prints the head URL.
 
@@ -162,6 +173,13 @@ def up(
             parse_gpu_groups(fake_gpus)
         except ValueError as exc:
             raise InvalidRequest(f"--fake-gpus: {exc}") from None
+    if runtime is not None:
+        from corral.agent.containers import find_runtime
+
+        try:
+            find_runtime(runtime)  # the agents would stop at once: say why here
+        except ValueError as exc:
+            raise InvalidRequest(f"--runtime: {exc}") from None
     home = corral_home()
     home.mkdir(parents=True, exist_ok=True)
     state = _load_state(home)
@@ -170,6 +188,8 @@ def up(
     api = HeadApi(LightTransport(url, config.get("token", "")))
     count = agents if agents is not None else max(1, len(state.get("agents", [])))
     since = datetime.now(UTC)
+    if runtime is not None:
+        state["runtime"] = runtime  # for the agents started now and by a later `up`
     names, started = _ensure_agents(home, state, url, config.get("join_token", ""), count, fake_gpus)
     _save_state(home, state)
     _wait_nodes(api, names, started, since)
@@ -236,6 +256,8 @@ def _ensure_agents(
         ]
         if spec:
             args += ["--fake-gpus", spec]
+        if state.get("runtime"):
+            args += ["--runtime", state["runtime"]]
         pid = _spawn(args, home / "logs" / f"agent-{name}.log", home)
         started.add(name)
         if entry is None:
