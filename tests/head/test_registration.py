@@ -26,7 +26,7 @@ def test_registration_answers_the_agent_settings_and_desired_state(head):
     assert reply["node_token"].startswith("cn_")
     assert reply["heartbeat_interval_s"] == 2.0
     assert reply["lease_s"] == 15.0
-    assert reply["desired"] == {"version": 0, "tasks": [], "stop_grace_s": {}}
+    assert reply["desired"] == {"version": 1, "tasks": [], "stop_grace_s": {}}  # registering bumps the version
 
 
 def test_registering_again_updates_the_inventory_and_replaces_the_credential(head):

@@ -16,10 +16,11 @@ from sqlalchemy.exc import DataError
 from corral import __version__
 from corral.clock import Clock, SystemClock
 from corral.head import errors, leader
-from corral.head.loops import idle_loop, liveness_loop, meter_loop, schedule_loop, serve_loop
+from corral.head.loops import heard_loop, idle_loop, liveness_loop, meter_loop, schedule_loop, serve_loop
 from corral.head.metrics import HeadMetrics
 from corral.head.notify import Notifier
-from corral.head.routers import agents, cluster, config, dashboard, deps, jobs, services, usage, users
+from corral.head.routers import agents, cluster, config, dashboard, deps, jobs, rawbody, services, usage, users
+from corral.head.routers.quietpath import QuietHeartbeats
 from corral.head.runtime import HeadRuntime
 from corral.head.services.auth import TokenCache, bootstrap, write_client_config
 from corral.head.settings import HeadSettings
@@ -58,6 +59,7 @@ def create_app(settings: HeadSettings, clock: Clock | None = None, run_loops: bo
                 return [*loops, asyncio.create_task(meter_loop(rt)), asyncio.create_task(idle_loop(rt))]
 
             tasks = [asyncio.create_task(leader.lead_while_elected(rt, start_loops))]
+            tasks.append(asyncio.create_task(heard_loop(rt)))
             if not db.is_sqlite:  # other heads may change what this head's agents wait for
                 tasks.append(asyncio.create_task(leader.watch_desired_versions(rt)))
         await gateway.start()
@@ -97,6 +99,8 @@ def create_app(settings: HeadSettings, clock: Clock | None = None, run_loops: bo
     app.include_router(services.router)
     app.include_router(services.gateway_router)
     app.add_middleware(services.GatewayFirst, gateway=gateway)
+    app.add_middleware(QuietHeartbeats, rt=rt)
+    rawbody.document_bodies(app)
 
     @app.get("/metrics", tags=["cluster"], response_class=PlainTextResponse)
     def prometheus() -> PlainTextResponse:

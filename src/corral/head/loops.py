@@ -9,6 +9,7 @@ import time
 
 from corral.head.runtime import HeadRuntime
 from corral.head.services.accounting import meter
+from corral.head.services.agents import write_heard
 from corral.head.services.idle import check_idle
 from corral.head.services.liveness import check_nodes, check_time_limits
 from corral.head.services.scheduling import run_cycle
@@ -52,6 +53,22 @@ async def liveness_loop(rt: HeadRuntime, interval_s: float = 1.0) -> None:
         except Exception:
             log.exception("liveness check failed")
         await asyncio.sleep(interval_s)
+
+
+async def heard_loop(rt: HeadRuntime) -> None:
+    """Write the last-heard times of heartbeats answered from memory, in one batch a moment
+    (a quarter of the node timeout, at most a second: a node is never declared lost for want of it)."""
+    interval_s = min(1.0, rt.settings.node_timeout_s / 4)
+    try:
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                await asyncio.to_thread(write_heard, rt)
+            except Exception:
+                log.exception("writing heartbeat times failed")
+    finally:
+        with contextlib.suppress(Exception):
+            await asyncio.to_thread(write_heard, rt)
 
 
 async def serve_loop(rt: HeadRuntime, book: LoadBook, wake: asyncio.Event, interval_s: float = 0.5) -> None:

@@ -28,7 +28,7 @@ class Notifier:
 
     def _set_versions(self, items: list[tuple[str, int]]) -> None:
         for node, version in items:
-            if version != self._versions.get(node):
+            if version > self._versions.get(node, -1):  # versions only grow; a late report of an old one is no news
                 self._versions[node] = version
                 event = self._node_events.pop(node, None)
                 if event is not None:

@@ -13,6 +13,7 @@ from corral.clock import Clock
 from corral.head.config import ConfigHolder
 from corral.head.jobcache import JobCache
 from corral.head.notify import Notifier
+from corral.head.quiet import QuietBeats
 from corral.head.samples import SampleStore
 from corral.head.settings import HeadSettings
 from corral.head.store.db import Database
@@ -40,6 +41,7 @@ class HeadRuntime:
     fragmented_gpus: dict[str, float] = field(default_factory=dict)
     job_cache: JobCache = field(default_factory=JobCache)
     samples: SampleStore = field(default_factory=SampleStore)
+    quiet: QuietBeats = field(default_factory=QuietBeats)
     # Observers of what happens (metrics); each gets a number of seconds.
     on_job_start: Callable[[float], None] = field(default=_ignore)
     on_cycle: Callable[[float], None] = field(default=_ignore)

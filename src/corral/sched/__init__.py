@@ -1,7 +1,7 @@
 """The pure scheduler: ``schedule(snapshot, policy, now) -> Plan``. No I/O, no clock, no randomness."""
 
 from corral.sched.cycle import schedule
-from corral.sched.feasibility import NO_CONTAINER_RUNTIME, never_fits
+from corral.sched.feasibility import NO_CONTAINER_RUNTIME, ClusterShapes, never_fits
 from corral.sched.fragmentation import fragmentation
 from corral.sched.plan import (
     BACKFILL_BLOCKED,
@@ -36,6 +36,7 @@ __all__ = [
     "RESERVED",
     "RESOURCES",
     "CapacityView",
+    "ClusterShapes",
     "NodeCapacity",
     "NodeGroup",
     "NodeRanker",

@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, HTTPException, Query, Request, Response
 
 from corral.api import DesiredState, HeartbeatRequest, RegisterRequest, RegisterResponse
 from corral.head.routers.deps import AnyPrincipal, Bearer, Runtime
+from corral.head.routers.rawbody import json_body, parse
 from corral.head.security import Role
 from corral.head.services import agents as service
 from corral.head.services import logs
@@ -25,10 +26,14 @@ def register(req: RegisterRequest, rt: Runtime, who: AnyPrincipal) -> RegisterRe
     return service.register(rt, req)
 
 
-@router.post("/{node}/heartbeat", response_model=DesiredState)
-def heartbeat(node: str, req: HeartbeatRequest, rt: Runtime, token: Bearer) -> DesiredState:
+@router.post("/{node}/heartbeat", response_model=DesiredState, openapi_extra=json_body(HeartbeatRequest))
+async def heartbeat(node: str, request: Request, rt: Runtime, token: Bearer) -> Response:
     """Report task states; the answer is the node's desired state."""
-    return service.heartbeat(rt, node, token, req)
+    req = parse(HeartbeatRequest, await request.body())
+    answer = service.quiet_heartbeat(rt, node, token, req)  # in memory: no need to leave the event loop
+    if answer is None:
+        answer = await asyncio.to_thread(service.heartbeat, rt, node, token, req)
+    return Response(answer, media_type="application/json")
 
 
 @router.get("/{node}/desired", response_model=DesiredState)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
@@ -13,12 +14,13 @@ from corral.head.security import Principal, Role
 from corral.head.services.auth import TokenCache
 
 
-def runtime(request: Request) -> HeadRuntime:
+# Dependencies are coroutines: a plain function would cost every request a trip through the thread pool.
+async def runtime(request: Request) -> HeadRuntime:
     rt: HeadRuntime = request.app.state.runtime
     return rt
 
 
-def bearer(request: Request) -> str:
+async def bearer(request: Request) -> str:
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
@@ -30,21 +32,21 @@ def bearer(request: Request) -> str:
     return token.strip()
 
 
-def principal(request: Request, token: Annotated[str, Depends(bearer)]) -> Principal:
+async def principal(request: Request, token: Annotated[str, Depends(bearer)]) -> Principal:
     cache: TokenCache = request.app.state.tokens
-    who = cache.lookup(runtime(request), token)
+    who = cache.known(token) or await asyncio.to_thread(cache.lookup, request.app.state.runtime, token)
     if who is None:
         raise HTTPException(401, "unknown or revoked token", headers={"WWW-Authenticate": "Bearer"})
     return who
 
 
-def user(who: Annotated[Principal, Depends(principal)]) -> Principal:
+async def user(who: Annotated[Principal, Depends(principal)]) -> Principal:
     if who.role is Role.AGENT:
         raise HTTPException(403, "the join token only registers agents; use a user or admin token")
     return who
 
 
-def admin(who: Annotated[Principal, Depends(principal)]) -> Principal:
+async def admin(who: Annotated[Principal, Depends(principal)]) -> Principal:
     if not who.is_admin:
         raise HTTPException(403, "only an admin may do this")
     return who

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import cast
 
-from sqlalchemy import select, update
+from sqlalchemy import Table, bindparam, select, update
 from sqlalchemy.orm import Session
 
 from corral.api import (
@@ -68,6 +69,8 @@ def register(rt: HeadRuntime, req: RegisterRequest) -> RegisterResponse:
         row.state = NodeState.DRAINED.value if row.drained else NodeState.READY.value
         row.reason = row.drain_reason if row.drained else ""
         session.flush()
+        bump_node(session, req.name)  # a new credential: what any head remembers of the node is void
+        rt.quiet.forget(req.name)
         for report in req.running:
             if report.state == "EXITED":  # it ended while no agent watched it; the exit status is known
                 _apply_report(session, req.name, report, now)
@@ -89,6 +92,7 @@ def register(rt: HeadRuntime, req: RegisterRequest) -> RegisterResponse:
         )
         wake_scheduler(session)
         session.flush()
+        session.refresh(row, ["desired_version"])
         desired = desired_state(session, rt, row)
     return RegisterResponse(
         node=req.name,
@@ -108,11 +112,14 @@ def authenticate_node(session: Session, node: str, token: str) -> NodeRow:
     return row
 
 
-def heartbeat(rt: HeadRuntime, node: str, token: str, req: HeartbeatRequest) -> DesiredState:
+def heartbeat(rt: HeadRuntime, node: str, token: str, req: HeartbeatRequest) -> bytes:
+    """Handle a heartbeat in full; the node's desired state as JSON. A heartbeat that merely repeats
+    this one, for the same desired state, is answered from memory afterwards (``corral.head.quiet``)."""
     now = rt.clock.now()
     with rt.write() as session:
         row = authenticate_node(session, node, token)
         if row.state == NodeState.NOT_READY.value:
+            rt.quiet.forget(node)
             raise Conflict(f"node {node} was declared lost ({row.reason}); stop its tasks and register again")
         row.last_heartbeat = now
         if req.samples:
@@ -121,16 +128,59 @@ def heartbeat(rt: HeadRuntime, node: str, token: str, req: HeartbeatRequest) -> 
         reported = {r.task_id: r for r in req.tasks}
         for report in req.tasks:
             _apply_report(session, node, report, now)
+        news_pending = False  # a task handed out in a version the agent has not acted on yet
         for task in _live_tasks(session, node):
-            if not _handed_out(task):
+            if not _handed_out(task) or task.id in reported:
                 continue
-            if task.id not in reported and task.assigned_version <= req.applied_version:
-                if task.state == TaskState.STOPPING.value:
-                    release(session, task, TaskState.EXITED, now, None, "stopped before it started")
-                else:
-                    _lose(session, task, now, f"the agent on {node} does not run it")
+            if task.assigned_version > req.applied_version:
+                news_pending = True
+            elif task.state == TaskState.STOPPING.value:
+                release(session, task, TaskState.EXITED, now, None, "stopped before it started")
+            else:
+                _lose(session, task, now, f"the agent on {node} does not run it")
         session.flush()
-        return desired_state(session, rt, row)
+        session.refresh(row, ["desired_version"])  # this transaction's own bumps went around the ORM
+        version = row.desired_version
+        desired = desired_state(session, rt, row)
+        token_hash = row.token_hash
+    answer = desired.model_dump_json().encode()
+    rt.quiet.remember(node, token_hash, version, req, answer, applied_matters=news_pending)
+    if rt.notifier is not None:
+        rt.notifier.nodes_changed([(node, version)])
+    return answer
+
+
+def quiet_heartbeat(rt: HeadRuntime, node: str, token: str, req: HeartbeatRequest) -> bytes | None:
+    """The answer to a heartbeat that repeats the last one handled in full, or None."""
+    known = rt.notifier.known_version(node) if rt.notifier is not None else None
+    answer = rt.quiet.answer(node, token, req, known)
+    if answer is not None:
+        now = rt.clock.now()
+        rt.quiet.heard(node, now)
+        if req.samples:
+            rt.samples.record(node, now, req.samples)
+    return answer
+
+
+def write_heard(rt: HeadRuntime) -> int:
+    """Write the last-heard times of quiet heartbeats; how many nodes. A node declared lost in the
+    meantime stays lost, and a time never moves back."""
+    heard = rt.quiet.take_heard()
+    if not heard:
+        return 0
+    table = cast(Table, NodeRow.__table__)
+    statement = (
+        update(table)
+        .where(
+            table.c.name == bindparam("b_node"),
+            table.c.state != NodeState.NOT_READY.value,
+            table.c.last_heartbeat < bindparam("b_when"),
+        )
+        .values(last_heartbeat=bindparam("b_when"))
+    )
+    with rt.write() as session:
+        session.connection().execute(statement, [{"b_node": n, "b_when": t} for n, t in heard.items()])
+    return len(heard)
 
 
 def _handed_out(task: TaskRow) -> bool:

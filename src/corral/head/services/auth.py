@@ -28,12 +28,17 @@ class TokenCache:
         self.ttl_s = ttl_s
         self._known: dict[str, tuple[Principal, float]] = {}
 
+    def known(self, token: str) -> Principal | None:
+        """The principal if this head has seen the token lately (no database read), else None."""
+        hit = self._known.get(hash_token(token))
+        return hit[0] if hit is not None and hit[1] > time.monotonic() else None
+
     def lookup(self, rt: HeadRuntime, token: str) -> Principal | None:
+        known = self.known(token)
+        if known is not None:
+            return known
         digest = hash_token(token)
-        hit = self._known.get(digest)
         now = time.monotonic()
-        if hit is not None and hit[1] > now:
-            return hit[0]
         with rt.read() as session:
             row = session.get(TokenRow, digest)
             user = session.get(UserRow, row.user) if row is not None else None

@@ -26,7 +26,7 @@ from corral.head.services.lifecycle import end_job
 from corral.head.services.users import team_checked
 from corral.head.store.tables import EventRow, JobRow, NodeRow, TaskRow
 from corral.model import TERMINAL_JOB_STATES, JobState, NodeState
-from corral.sched import NO_CONTAINER_RUNTIME, never_fits
+from corral.sched import NO_CONTAINER_RUNTIME, ClusterShapes
 from corral.spec import JobSpec
 
 _ID_ALPHABET = string.ascii_lowercase + string.digits
@@ -154,11 +154,12 @@ def _check_feasible(session: Session, specs: Sequence[JobSpec]) -> None:
     if not nodes:
         return  # a cluster still starting: accept, the job waits with a reason
     runtimes = any(n.container_runtime and n.state is not NodeState.NOT_READY for n in nodes)
+    shapes = ClusterShapes(nodes)
     for index, spec in enumerate(specs):
         prefix = f"jobs[{index}]." if len(specs) > 1 else ""
         if spec.image is not None and not runtimes:
             raise Infeasible(f"{prefix}image", NO_CONTAINER_RUNTIME)
-        problem = never_fits(request_of(spec), nodes)
+        problem = shapes.never_fits(request_of(spec))
         if problem is not None:
             raise Infeasible(f"{prefix}resources", f"can never run on this cluster: {problem}")
 

@@ -7,7 +7,8 @@ from datetime import timedelta
 from sqlalchemy import select
 
 from corral.head.runtime import HeadRuntime
-from corral.head.services.common import record_event, wake_scheduler
+from corral.head.services.agents import write_heard
+from corral.head.services.common import bump_node, record_event, wake_scheduler
 from corral.head.services.lifecycle import LIVE_TASK_STATES, end_job, stop_grace, task_lost
 from corral.head.store.tables import JobRow, NodeRow, TaskRow
 from corral.model import JobState, NodeState
@@ -15,6 +16,7 @@ from corral.model import JobState, NodeState
 
 def check_nodes(rt: HeadRuntime) -> list[str]:
     """Declare nodes without a heartbeat for the node timeout NOT_READY; their tasks are lost."""
+    write_heard(rt)  # quiet heartbeats this head answered from memory count too
     now = rt.clock.now()
     deadline = now - timedelta(seconds=rt.settings.node_timeout_s)
     with rt.read() as session:
@@ -36,6 +38,7 @@ def check_nodes(rt: HeadRuntime) -> list[str]:
             why = f"no heartbeat for {silent:.0f}s (node timeout {rt.settings.node_timeout_s:.0f}s)"
             row.state = NodeState.NOT_READY.value
             row.reason = why
+            bump_node(session, name)  # its next heartbeat is handled in full, and told
             record_event(session, now, "node.not_ready", why, node=name)
             # The node's agent stops its tasks once its lease runs out; until then they may still run.
             fenced_after = row.last_heartbeat + timedelta(seconds=rt.settings.agent_lease_s)

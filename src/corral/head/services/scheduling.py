@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from corral.head.config import quotas_of
 from corral.head.plan_apply import apply_plan
 from corral.head.runtime import HeadRuntime
+from corral.head.services.agents import write_heard
 from corral.head.services.convert import node_model
 from corral.head.services.decay import fair_share_usage
 from corral.head.services.gating import gate
@@ -111,6 +112,7 @@ def load_cycle(rt: HeadRuntime, policy: Policy | None = None) -> CycleInput:
 
 
 def run_cycle(rt: HeadRuntime, policy: Policy) -> CycleResult:
+    write_heard(rt)  # nodes heard from since the last batch count as heard from
     loaded = load_cycle(rt, policy)
     snapshot, reasons = loaded.snapshot, loaded.reasons
     if loaded.doomed:
