@@ -139,6 +139,18 @@ def test_a_container_that_ignores_sigterm_is_killed_after_the_grace_period(podma
     assert cluster.show(job_id)["state"] == "CANCELLED"
 
 
+@pytest.mark.timeout(60)
+def test_a_container_past_its_time_limit_is_stopped_and_removed(podman_cluster):
+    control, podman = podman_cluster
+    cluster = control.cluster
+    command = "trap '' TERM; echo started; while true; do sleep 0.1; done"
+    job_id = _submit(
+        cluster, f'image: {podman.image}\ncommand: "{command}"\ntime_limit: 2s\ngrace_period: 1s\n', "overtime"
+    )
+    cluster.wait_for(lambda: cluster.show(job_id)["state"] == "TIMEOUT", 30, "the time limit")
+    cluster.wait_for(lambda: podman.containers() == [], 15, "the container to be removed", interval_s=0.2)
+
+
 @pytest.mark.timeout(90)
 def test_a_container_left_by_a_dead_agent_is_stopped_by_the_next_one(podman_cluster):
     control, podman = podman_cluster
@@ -245,6 +257,18 @@ def test_a_gang_meets_at_master_addr_across_containers(podman_gang_cluster):
     assert cluster.ok("logs", job_id) == "hello from rank 1 of 2\n"
     assert sorted(a["node"] for a in cluster.show(job_id)["allocation"]) == ["g1", "g2"]  # never g0: no runtime
     _no_container_left(cluster, podman)
+
+
+@pytest.mark.timeout(90)
+def test_a_gang_whose_rank_fails_is_torn_down_with_its_containers(podman_gang_cluster):
+    cluster, podman = podman_gang_cluster
+    command = 'if [ "$NODE_RANK" = 1 ]; then sleep 1; exit 5; fi; trap "" TERM; while true; do sleep 0.1; done'
+    spec = {"image": podman.image, "command": command, "nodes": 2, "resources": {"gpus": 1}, "grace_period": "1s"}
+    job_id = _submit(cluster, json.dumps(spec), "teardown")
+    assert cluster.wait(job_id, timeout=60).returncode == 1
+    job = cluster.show(job_id)
+    assert (job["state"], job["exit_code"]) == ("FAILED", 5)
+    cluster.wait_for(lambda: podman.containers() == [], 15, "both containers to be removed", interval_s=0.2)
 
 
 @pytest.mark.timeout(60)
