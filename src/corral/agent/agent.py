@@ -31,6 +31,9 @@ WATCH_WAIT_S = 25.0
 LOG_SHIP_INTERVAL_S = 0.2
 FAREWELL_TIMEOUT_S = 3.0
 HEALTH_TIMEOUT_S = 60.0
+# Tasks of a node cut off from the head die this long before its lease ends (checked every FENCE_CHECK_S).
+FENCE_MARGIN_S = 1.0
+FENCE_CHECK_S = 0.2
 
 
 @dataclass(frozen=True)
@@ -152,6 +155,7 @@ class Agent:
                     *(s.final_report() for s in found.finished),
                 ],
             )
+            sent = time.monotonic()
             try:
                 reply = await self.api.register(request)
                 break
@@ -161,7 +165,7 @@ class Agent:
             delay = min(delay * 2, 5.0)
         self.interval_s = self.options.heartbeat_interval_s or reply.heartbeat_interval_s
         self.lease_s = reply.lease_s
-        self.last_contact = time.monotonic()
+        self.last_contact = sent
         self.version = -1
         log.info("registered as %s with %d GPUs (%s)", reply.node, len(self.inventory.gpus), self.inventory.source)
         self._adopt(found.running, reply.desired)
@@ -178,6 +182,7 @@ class Agent:
                 group.create_task(self._heartbeat())
                 group.create_task(self._ship_logs_forever())
                 group.create_task(self._housekeeping())
+                group.create_task(self._fence_on_time())
                 if self.options.health_cmd:
                     group.create_task(self._health_checks(self.options.health_cmd))
         except* NodeLost as dropped:
@@ -209,6 +214,7 @@ class Agent:
             if any(r.state == "EXITED" for r in reports):
                 await self._ship_logs()  # a task's last lines reach the head before its exit does
             samples = await self._samples_due()
+            sent = time.monotonic()
             try:
                 desired = await self.api.heartbeat(
                     self.options.name,
@@ -221,7 +227,7 @@ class Agent:
             except CorralError as exc:
                 await self._fence_if_cut_off(exc)
                 continue
-            self.last_contact = time.monotonic()
+            self.last_contact = sent  # the head heard this beat no earlier than it left
             self.tasks.acknowledge(reports)
             self._apply(desired)
 
@@ -234,15 +240,21 @@ class Agent:
         return await asyncio.to_thread(self.sampler.sample, self.tasks.gpu_shares())
 
     async def _fence_if_cut_off(self, exc: CorralError | None = None) -> None:
-        """Past the lease without the head, the head has given this node's jobs to others: stop them here."""
+        """Near the end of the lease without the head, kill every task here, at once.
+
+        The head gives this node's jobs to other nodes once a lease has passed since it last heard
+        from it, and ``last_contact`` is when this agent sent what the head last heard, never later.
+        So the tasks die a margin before the lease ends, without a grace period: by then their work may
+        already be starting elsewhere, and two copies of a job must never run at once."""
         silent = time.monotonic() - self.last_contact
         if exc is not None:
             log.warning("heartbeat failed (%.0fs without the head): %s", silent, exc)
-        if silent > self.lease_s and any(
-            t.state != "EXITED" and not t.stop_requested for t in self.tasks.tasks.values()
-        ):
-            log.error("no contact with the head for %.0fs (lease %.0fs): stopping all tasks", silent, self.lease_s)
-            await self.tasks.stop_all(f"fenced: no contact with the head for {silent:.0f}s")
+        live = [t for t in self.tasks.tasks.values() if t.state != "EXITED" and not t.stop_requested]
+        if silent > self.lease_s - FENCE_MARGIN_S and live:
+            log.error("no contact with the head for %.1fs (lease %.0fs): killing all tasks", silent, self.lease_s)
+            for local in live:
+                local.grace_s = 0.0
+                self.tasks.stop(local, f"fenced: no contact with the head for {silent:.0f}s")
 
     async def _ship_logs(self) -> None:
         async with self._ship_lock:
@@ -265,11 +277,15 @@ class Agent:
                 self.changed.set()
             await asyncio.sleep(self.options.health_interval_s)
 
+    async def _fence_on_time(self) -> None:
+        """Fence on time even while a heartbeat hangs on a silent network."""
+        while True:
+            await asyncio.sleep(FENCE_CHECK_S)
+            await self._fence_if_cut_off()
+
     async def _housekeeping(self) -> None:
-        """Track descendants (so a task's whole tree can be killed), reap orphans we adopted, and fence
-        on time even while a heartbeat hangs on a silent network."""
+        """Track descendants (so a task's whole tree can be killed) and reap orphans we adopted."""
         while True:
             await asyncio.sleep(0.5)
-            await self._fence_if_cut_off()
             await asyncio.to_thread(self.tracker.poll)
             await asyncio.to_thread(launch.reap_orphans, self.tasks.own_pids())

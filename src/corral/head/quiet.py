@@ -17,18 +17,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from corral.api import HeartbeatRequest
+from corral.api import HeartbeatRequest, TaskReport
 from corral.head.security import same_token
+
+
+def report_key(r: TaskReport) -> tuple[Any, ...]:
+    return (r.task_id, r.generation, r.state, r.exit_code, r.detail, r.master_port, r.checkpoint_at, r.interrupted)
 
 
 def fingerprint(req: HeartbeatRequest) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     """What in a heartbeat can change the head's state: the task reports, and the node's health."""
-    reports = tuple(
-        sorted(
-            (r.task_id, r.generation, r.state, r.exit_code, r.detail, r.master_port, r.checkpoint_at, r.interrupted)
-            for r in req.tasks
-        )
-    )
+    reports = tuple(sorted(report_key(r) for r in req.tasks))
     errors = tuple(sorted((s.index, s.ecc_uncorrectable, s.xid_errors) for s in req.samples))
     return reports, (req.health_problem, bool(req.samples), errors)
 
@@ -71,6 +70,14 @@ class QuietBeats:
     ) -> None:
         handled = Handled(token_hash, version, req.applied_version, applied_matters, fingerprint(req), answer)
         self._handled[node] = handled
+
+    def handled_reports(self, node: str, token: str) -> frozenset[tuple[Any, ...]]:
+        """The reports (``report_key``) of the node's last heartbeat handled in full with this token:
+        the head has applied each of them, and applying one again would change nothing."""
+        handled = self._handled.get(node)
+        if handled is None or not same_token(token, handled.token_hash):
+            return frozenset()
+        return frozenset(handled.fingerprint[0])
 
     def forget(self, node: str) -> None:
         self._handled.pop(node, None)

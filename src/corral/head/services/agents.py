@@ -17,6 +17,7 @@ from corral.api import (
     RegisterResponse,
     TaskReport,
 )
+from corral.head.quiet import report_key
 from corral.head.runtime import HeadRuntime
 from corral.head.security import hash_token, new_token, same_token
 from corral.head.services import health
@@ -126,8 +127,10 @@ def heartbeat(rt: HeadRuntime, node: str, token: str, req: HeartbeatRequest) -> 
             rt.samples.record(node, now, req.samples)
         health.assess(session, row, req, now)
         reported = {r.task_id: r for r in req.tasks}
+        applied_before = rt.quiet.handled_reports(node, token)
         for report in req.tasks:
-            _apply_report(session, node, report, now)
+            if report_key(report) not in applied_before:
+                _apply_report(session, node, report, now)
         news_pending = False  # a task handed out in a version the agent has not acted on yet
         for task in _live_tasks(session, node):
             if not _handed_out(task) or task.id in reported:
@@ -249,7 +252,7 @@ def read_desired(rt: HeadRuntime, node: str, token: str) -> DesiredState:
 
 
 def desired_state(session: Session, rt: HeadRuntime, node: NodeRow) -> DesiredState:
-    """The tasks this node should run now, each with what it needs to start."""
+    """The tasks this node should run now, each with what it needs to start (three queries in all)."""
     tasks = list(
         session.scalars(
             select(TaskRow)
@@ -257,30 +260,38 @@ def desired_state(session: Session, rt: HeadRuntime, node: NodeRow) -> DesiredSt
             .order_by(TaskRow.id)
         )
     )
-    out = []
-    stop_grace: dict[str, float] = {}
-    for task in tasks:
-        if task.state == TaskState.STOPPING.value:
-            if task.stop_grace_s is not None:
-                stop_grace[task.id] = task.stop_grace_s
-            continue
-        if not _handed_out(task):
-            continue
-        job = session.scalar(select(JobRow).where(JobRow.id == task.job_id))
-        if job is not None:
-            out.append(desired_task(rt, job, task, _hosts(session, job, task.generation), _gpu_memory(node)))
+    stop_grace = {
+        t.id: t.stop_grace_s for t in tasks if t.state == TaskState.STOPPING.value and t.stop_grace_s is not None
+    }
+    wanted = [t for t in tasks if t.state != TaskState.STOPPING.value and _handed_out(t)]
+    if not wanted:
+        return DesiredState(version=node.desired_version, tasks=[], stop_grace_s=stop_grace)
+    job_ids = {t.job_id for t in wanted}
+    jobs = {job.id: job for job in session.scalars(select(JobRow).where(JobRow.id.in_(job_ids)))}
+    hosts = _hosts(session, job_ids)
+    memory = _gpu_memory(node)
+    out = [
+        desired_task(rt, jobs[t.job_id], t, hosts.get((t.job_id, t.generation), []), memory)
+        for t in wanted
+        if t.job_id in jobs
+    ]
     return DesiredState(version=node.desired_version, tasks=out, stop_grace_s=stop_grace)
 
 
-def _hosts(session: Session, job: JobRow, generation: int) -> list[HostSlots]:
-    """Every node of one attempt of a job, in node-rank order, with its GPU count as slots."""
+def _hosts(session: Session, job_ids: set[str]) -> dict[tuple[str, int], list[HostSlots]]:
+    """Every node of every attempt of these jobs, in node-rank order, with its GPU count as slots."""
     rows = session.execute(
-        select(TaskRow.node, NodeRow.address, TaskRow.gpus)
+        select(TaskRow.job_id, TaskRow.generation, TaskRow.node, NodeRow.address, TaskRow.gpus)
         .join(NodeRow, NodeRow.name == TaskRow.node)
-        .where(TaskRow.job_id == job.id, TaskRow.generation == generation)
-        .order_by(TaskRow.node_rank)
+        .where(TaskRow.job_id.in_(job_ids))
+        .order_by(TaskRow.job_id, TaskRow.generation, TaskRow.node_rank)
     ).all()
-    return [HostSlots(addr=r.address or r.node, slots=max(1, len(r.gpus))) for r in rows]
+    hosts: dict[tuple[str, int], list[HostSlots]] = {}
+    for r in rows:
+        hosts.setdefault((r.job_id, r.generation), []).append(
+            HostSlots(addr=r.address or r.node, slots=max(1, len(r.gpus)))
+        )
+    return hosts
 
 
 def _gpu_memory(node: NodeRow) -> dict[int, int]:
