@@ -17,7 +17,7 @@ priority has no eligible victim below it.
 from __future__ import annotations
 
 from bisect import insort
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from itertools import combinations, islice
 
@@ -184,8 +184,13 @@ class Preemptor:
             parts.append(f"waiting for {describe.and_list(going)} to stop")
         return Reason(PREEMPTING, f"{' and '.join(parts)} to start", base.position, base.queue_length)
 
-    def _cheapest_first(self, eligible: tuple[str, ...]) -> list[tuple[str, ...]]:
-        """Every subset of ``eligible``, cheapest first (victims' costs do not change within a cycle)."""
+    def _cheapest_first(self, eligible: tuple[str, ...]) -> Iterable[tuple[str, ...]]:
+        """Every subset of ``eligible``, cheapest first (victims' costs do not change within a cycle).
+
+        When the victims all cost the same, that order is by size, then by ids: ``combinations``
+        of the sorted ids yields it directly, one subset at a time."""
+        if len({self.cost[v] for v in eligible}) <= 1 and list(eligible) == sorted(eligible):
+            return (s for k in range(len(eligible) + 1) for s in combinations(eligible, k))
         ordered = self._subsets.get(eligible)
         if ordered is None:
             subsets = [s for k in range(len(eligible) + 1) for s in combinations(eligible, k)]
@@ -252,8 +257,13 @@ class Preemptor:
         """The cheapest subset of the node's eligible victims whose removal fits one share, or None."""
         freed = {v: [a for a in self.held[v] if a.node == node.name] for v in eligible}
         if len(eligible) <= EXHAUSTIVE:
+            short, emptied = _gpus_short(node, request, gpu_type), _emptied(node, gpu_type, freed)
+            if sum(emptied.values()) < short:
+                return None
             for subset in self._cheapest_first(tuple(eligible)):
-                if _fits_without(node, request, gpu_type, [a for v in subset for a in freed[v]]):
+                if sum(emptied[v] for v in subset) >= short and _fits_without(
+                    node, request, gpu_type, [a for v in subset for a in freed[v]]
+                ):
                     return subset
             return None
         chosen: list[str] = []
@@ -274,14 +284,29 @@ def _priority(job: Job | RunningJob) -> int:
     return job.priority
 
 
+def _gpus_short(node: NodeCapacity, request: Request, gpu_type: str | None) -> int:
+    """How many more empty GPUs of the type a whole-GPU share needs on the node (0 otherwise)."""
+    if request.gpus_per_node <= 0 or gpu_type is None or request.fractional:
+        return 0
+    return request.gpu_slots_per_node - len(node.empty_gpus(gpu_type))
+
+
+def _emptied(node: NodeCapacity, gpu_type: str | None, freed: Mapping[str, list[Allocation]]) -> dict[str, int]:
+    """Per victim, at most how many GPUs of the type its release could empty: the busy ones it holds."""
+    indices = set(node.indices(gpu_type)) if gpu_type is not None else set()
+    busy = {i for i in indices if node.used[i] > EPSILON}
+    return {v: len({i for a in allocs for i in a.gpus} & busy) for v, allocs in freed.items()}
+
+
 def _fits_without(node: NodeCapacity, request: Request, gpu_type: str | None, freed: Sequence[Allocation]) -> bool:
     """Whether one share of the request fits the node once ``freed`` is given back."""
-    used = dict(node.used)
+    used = node.used
+    left: dict[int, float] = {}  # what stays allocated on the GPUs the freed allocations touch
     cpus, memory = node.free_cpus, node.free_memory_mb
     for alloc in freed:
         for index in alloc.gpus:
             if index in used:
-                used[index] = max(0.0, round(used[index] - alloc.gpu_fraction, 12))
+                left[index] = max(0.0, round(left.get(index, used[index]) - alloc.gpu_fraction, 12))
         cpus += alloc.cpus
         memory += alloc.memory_mb
     if request.cpus_per_node is not None and request.cpus_per_node > cpus + EPSILON:
@@ -292,5 +317,5 @@ def _fits_without(node: NodeCapacity, request: Request, gpu_type: str | None, fr
         return True
     indices = node.indices(gpu_type)
     if request.fractional:
-        return any(FULL_GPU - used[i] >= request.gpus_per_node - EPSILON for i in indices)
-    return sum(1 for i in indices if used[i] <= EPSILON) >= request.gpu_slots_per_node
+        return any(FULL_GPU - left.get(i, used[i]) >= request.gpus_per_node - EPSILON for i in indices)
+    return sum(1 for i in indices if left.get(i, used[i]) <= EPSILON) >= request.gpu_slots_per_node
