@@ -78,6 +78,45 @@ def snapshot() -> dict[int, ProcInfo]:
     return procs
 
 
+def children_of(pid: int) -> list[int] | None:
+    """The process's children, from ``/proc/PID/task/*/children`` (every thread's); None when the
+    kernel does not list children (built without CONFIG_PROC_CHILDREN) or the process is gone."""
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    found: list[int] = []
+    listed = False
+    for tid in threads:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                found.extend(int(child) for child in f.read().split())
+            listed = True
+        except (OSError, ValueError):
+            continue
+    return found if listed else None
+
+
+def subtree(root: int) -> dict[int, ProcInfo] | None:
+    """``root`` and all its descendants, by pid; None when the kernel does not list children.
+
+    Reads only those processes: with a few hundred processes on a machine, far cheaper than ``snapshot``."""
+    if children_of(root) is None:
+        return None
+    procs: dict[int, ProcInfo] = {}
+    stack = [root]
+    while stack:
+        pid = stack.pop()
+        if pid in procs:
+            continue
+        info = read_info(pid)
+        if info is None:
+            continue
+        procs[pid] = info
+        stack.extend(children_of(pid) or ())
+    return procs
+
+
 def key_of(pid: int) -> ProcKey:
     """The identity of a live process, read now."""
     info = read_info(pid)

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Collection
 
 from corral.agent.launch.process import running_pids
-from corral.agent.launch.procfs import read_info, snapshot
+from corral.agent.launch.procfs import children_of, read_info, snapshot
 
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37
@@ -49,8 +49,14 @@ def reap_orphans(known_pids: Collection[int] = ()) -> list[int]:
     me = os.getpid()
     own_session = os.getsid(0)
     skip = running_pids() | set(known_pids)
+    children = children_of(me)
+    candidates = (
+        [info for pid in children if (info := read_info(pid)) is not None]
+        if children is not None
+        else list(snapshot().values())
+    )
     reaped: list[int] = []
-    for info in snapshot().values():
+    for info in candidates:
         if info.ppid != me or info.state != "Z" or info.pid in skip or info.sid == own_session:
             continue
         if _reap(info.pid):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -21,10 +22,26 @@ from corral.agent.launch.procfs import (
     send,
     send_group,
     snapshot,
+    subtree,
     with_descendants,
 )
+from corral.agent.launch.reaper import is_subreaper
 
 _KILL_ROUND_S = 0.25
+
+
+def candidates(roots: Iterable[ProcKey] = (), tracked: Iterable[ProcKey] = ()) -> dict[int, ProcInfo]:
+    """The processes that may belong to tasks with these roots and tracked processes.
+
+    This process is a child subreaper, so every process its tasks start, orphans included, stays
+    below it: reading its subtree is enough, and far cheaper than reading all of ``/proc``. Tasks
+    adopted from an earlier agent live elsewhere, as does everything when this process is not a
+    subreaper or the kernel does not list children: then every process is a candidate."""
+    if is_subreaper():
+        below = subtree(os.getpid())
+        if below is not None and all(k.pid in below or not is_alive(k) for k in (*roots, *tracked)):
+            return below
+    return snapshot()
 
 
 @dataclass(frozen=True)
@@ -85,11 +102,14 @@ class DescendantTracker:
         """The task's processes seen alive at the last poll."""
         return self._seen.get(marker, frozenset())
 
+    def _all_seen(self) -> list[ProcKey]:
+        return [k for seen in self._seen.values() for k in seen]
+
     def poll(self) -> None:
         """Record the current descendants of every watched task (blocking; a few ms)."""
         if not self._roots:
             return
-        procs = snapshot()
+        procs = candidates([k for roots in self._roots.values() for k in roots], self._all_seen())
         children = children_map(procs)
         index = _group_index(procs)
         for marker, roots in list(self._roots.items()):
@@ -107,7 +127,7 @@ def find_task_processes(marker: str, roots: Iterable[ProcKey] = (), tracked: Ite
     Never includes this process or its ancestors. Reads all of ``/proc`` (blocking; meant for
     termination time, not for every poll).
     """
-    procs = snapshot()
+    procs = candidates(roots, tracked)
     protected = protected_pids(procs)
     seeds = {key.pid for key in tracked if matches(key, procs)}
     seeds |= _members(roots, procs, _group_index(procs))
