@@ -18,6 +18,7 @@ own class, so jobs alike run first come, first served, to completion or demotion
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 from corral.model import Job, RunningJob
 from corral.sched.las import queue_of
@@ -36,7 +37,12 @@ _QUEUES = 2
 
 def size_class(job: Job | RunningJob) -> int:
     """``ceil(log2(expected GPU-seconds))``, clamped to 0..127."""
-    expected = job.expected_gpu_s if job.expected_gpu_s is not None else UNKNOWN_GPU_S
+    return _class_of(job.expected_gpu_s)
+
+
+@lru_cache(maxsize=4096)
+def _class_of(expected_gpu_s: float | None) -> int:
+    expected = expected_gpu_s if expected_gpu_s is not None else UNKNOWN_GPU_S
     return min(_CLASSES - 1, max(0, math.ceil(math.log2(max(1.0, expected)))))
 
 

@@ -89,6 +89,7 @@ class _Run:
         "busy",
         "expected",
         "first_start",
+        "held",
         "item",
         "lost",
         "placement",
@@ -96,6 +97,7 @@ class _Run:
         "run_no",
         "speed",
         "started",
+        "started_at",
         "work_left",
     )
 
@@ -109,13 +111,23 @@ class _Run:
         self.first_start: float | None = None
         self.placement: Placement | None = None
         self.started = 0.0
+        self.started_at = EPOCH  # ``started`` as the scheduler's datetime
+        self.held = 0  # GPUs its current run holds
         self.speed = 1.0
         self.run_no = 0
         self.expected: float | None = None  # history's estimate when it last queued
 
     @property
     def gpus(self) -> int:
-        return sum(len(a.gpus) for a in self.placement.allocations) if self.placement else 0
+        return self.held if self.placement else 0
+
+    def place(self, placement: Placement | None, now: float) -> None:
+        """Start a run on ``placement`` at ``now``, or (None) end the current one."""
+        self.placement = placement
+        if placement is not None:
+            self.started = now
+            self.started_at = EPOCH + timedelta(seconds=now)
+            self.held = sum(len(a.gpus) for a in placement.allocations)
 
     def saved_s(self, now: float, default_interval: float) -> float:
         """Seconds of this run kept by its last checkpoint (all of them when checkpoints are continuous)."""
@@ -261,8 +273,7 @@ class _Engine:
     def _start(self, placement: Placement, now: float) -> None:
         run = self.runs[placement.job_id]
         job = self.state.keys[placement.job_id][2]
-        run.placement = placement
-        run.started = now
+        run.place(placement, now)
         run.speed = self.speed.get(placement.gpu_type or "", 1.0)
         if run.first_start is None:
             run.first_start = now
@@ -285,7 +296,7 @@ class _Engine:
         run.run_no += 1
         self.preemptions += 1
         self._release(run.placement, elapsed)
-        run.placement = None
+        run.place(None, now)
         self.state.add(self._pending(run))
 
     def _finish(self, job_id: str, now: float) -> None:
@@ -311,7 +322,7 @@ class _Engine:
                 run_s=run.item.trace.duration_s / run.speed,
             )
         )
-        run.placement = None
+        run.place(None, now)
         run.run_no += 1
         if self.on_finish is not None:
             self.on_finish()
@@ -353,23 +364,25 @@ class _Engine:
     def _running(self, ids: Iterable[str], now: float) -> tuple[RunningJob, ...]:
         """The scheduler's view of running jobs at ``now``."""
         views = []
+        preemptible, oracle, checkpoint_s = self.policy.preemption, self.policy.simulation_only, self.checkpoint_s
         for job_id in ids:
             run = self.runs[job_id]
             job = run.item.job
             elapsed = now - run.started
-            left = run.work_left - elapsed * run.speed
             views.append(
                 RunningJob(
                     id=job_id,
-                    started_at=EPOCH + timedelta(seconds=run.started),
+                    started_at=run.started_at,
                     priority=job.priority,
-                    preemptible=self.policy.preemption,
-                    last_checkpoint_at=EPOCH + timedelta(seconds=run.started + run.saved_s(now, self.checkpoint_s)),
+                    preemptible=preemptible,
+                    last_checkpoint_at=EPOCH + timedelta(seconds=run.started + run.saved_s(now, checkpoint_s)),
                     user=job.user,
                     team=job.team,
                     attained_gpu_s=run.attained + elapsed * run.gpus,
                     expected_gpu_s=run.expected,
-                    oracle_gpu_s=max(0.0, left) * job.request.total_gpus if self.policy.simulation_only else None,
+                    oracle_gpu_s=(
+                        max(0.0, run.work_left - elapsed * run.speed) * job.request.total_gpus if oracle else None
+                    ),
                 )
             )
         return tuple(views)
