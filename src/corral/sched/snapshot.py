@@ -59,9 +59,14 @@ class Snapshot:
         return dict(self._grouped)
 
     @cached_property
+    def live_in_order(self) -> tuple[LiveAllocation, ...]:
+        """``live`` sorted by node, job and GPUs: the order every view applies them in (computed once)."""
+        return tuple(sorted(self.live, key=_live_order))
+
+    @cached_property
     def _grouped(self) -> dict[str, tuple[Allocation, ...]]:
         held: dict[str, list[Allocation]] = {}
-        for live in sorted(self.live, key=_live_order):
+        for live in self.live_in_order:
             held.setdefault(live.job_id, []).append(live.allocation)
         return {job_id: tuple(allocs) for job_id, allocs in held.items()}
 
@@ -162,7 +167,7 @@ class CapacityView:
         self.nodes: dict[str, NodeCapacity] = {
             n.name: NodeCapacity(n) for n in sorted(snapshot.nodes, key=lambda n: n.name) if n.state == NodeState.READY
         }
-        for live in sorted(snapshot.live, key=_live_order):
+        for live in snapshot.live_in_order:
             node = self.nodes.get(live.allocation.node)
             if node is not None:
                 node._add(live.allocation, +1)
