@@ -46,3 +46,21 @@ def test_a_plan_from_a_head_that_lost_the_lease_is_not_applied(head):
     assert agent.tasks() == []
     head.rt.db.fencing = None  # no election (a head whose loops the tests drive)
     assert head.cycle().placed == 1
+
+
+def test_a_head_that_lost_the_lease_neither_declares_nodes_lost_nor_ends_jobs_on_the_clock(head):
+    agent = head.register("n1", gpus=1)
+    job = head.submit({"command": "x", "resources": {"gpus": 1}, "time_limit": "10s"})["id"]
+    head.cycle()
+    [task] = agent.tasks()
+    agent.beat([head.running(task)])
+    stale = Leadership(head.rt, holder="host-a:/srv/a")
+    assert stale.try_lead()
+    head.clock.advance(max(LEASE_S + 1, 11))  # past the lease, the node timeout and the time limit
+    assert Leadership(head.rt, holder="host-b:/srv/b").try_lead()
+    head.rt.db.fencing = (stale.holder, 1)  # what the paused old leader still believes
+    assert head.check_time_limits() == [] and head.check_nodes() == []
+    assert head.nodes()["n1"]["state"] == "READY" and head.job(job)["state"] == "RUNNING"
+    head.rt.db.fencing = None  # the leader's own checks go ahead
+    assert head.check_time_limits() == [job]
+    assert head.check_nodes() == ["n1"]

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 from sqlalchemy import select
 
+from corral.head.leader import still_leading
 from corral.head.runtime import HeadRuntime
 from corral.head.services.agents import write_heard
 from corral.head.services.common import bump_node, record_event, wake_scheduler
@@ -30,6 +31,8 @@ def check_nodes(rt: HeadRuntime) -> list[str]:
     if not late:
         return []
     with rt.write() as session:
+        if not still_leading(session, rt.db):  # fencing: only the leader declares nodes lost
+            return []
         for name in late:
             row = session.get(NodeRow, name)
             if row is None or row.last_heartbeat is None or row.last_heartbeat >= deadline:
@@ -72,6 +75,8 @@ def check_time_limits(rt: HeadRuntime) -> list[str]:
     if not over:
         return []
     with rt.write() as session:
+        if not still_leading(session, rt.db):  # fencing: only the leader ends jobs on the clock
+            return []
         for job_id in over:
             job = session.scalar(select(JobRow).where(JobRow.id == job_id))
             if job is not None and job.state == JobState.RUNNING.value:
