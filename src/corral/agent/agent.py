@@ -68,6 +68,7 @@ class Agent:
             self.tracker,
             runtime=options.runtime,
             real_gpus=inventory.source == "nvml",
+            visible=inventory.visible,
         )
         self.version = -1
         self.interval_s = options.heartbeat_interval_s or 2.0

@@ -25,15 +25,23 @@ def inherited_env() -> dict[str, str]:
 
 
 def process_env(
-    task: DesiredTask, local_rank: int, node: str, task_dir: str, marker: str, base: Mapping[str, str] | None = None
+    task: DesiredTask,
+    local_rank: int,
+    node: str,
+    task_dir: str,
+    marker: str,
+    base: Mapping[str, str] | None = None,
+    visible: Mapping[int, str] | None = None,
 ) -> dict[str, str]:
     """The rank's environment: ``base`` (default: the agent's, see ``inherited_env``), the job's
-    variables, and Corral's."""
+    variables, and Corral's. ``visible`` names GPU slots for CUDA_VISIBLE_DEVICES where their index
+    does not (MIG devices, by UUID)."""
+    names = visible or {}
     env = inherited_env() if base is None else {k: v for k, v in base.items() if k not in _DROPPED}
     env.update(task.env)
     env.update(
         {
-            "CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in task.gpus),
+            "CUDA_VISIBLE_DEVICES": ",".join(names.get(i, str(i)) for i in task.gpus),
             "RANK": str(task.rank_offset + local_rank),
             "LOCAL_RANK": str(local_rank),
             "CORRAL_NODE": node,

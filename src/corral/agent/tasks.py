@@ -73,8 +73,10 @@ class TaskSet:
         tracker: launch.DescendantTracker,
         runtime: ContainerRuntime | None = None,
         real_gpus: bool = False,
+        visible: Mapping[int, str] | None = None,
     ) -> None:
         self.node = node
+        self.visible = dict(visible or {})  # CUDA_VISIBLE_DEVICES names of slots, where not their index
         self.work_dir = work_dir
         self.changed = changed
         self.tracker = tracker
@@ -193,7 +195,9 @@ class TaskSet:
 
     def _rank_spec(self, local: LocalTask, cwd: Path, rank: int) -> launch.ProcessSpec:
         desired = local.desired
-        job_env = process_env(desired, rank - desired.rank_offset, self.node, str(local.task_dir), local.marker, {})
+        job_env = process_env(
+            desired, rank - desired.rank_offset, self.node, str(local.task_dir), local.marker, {}, self.visible
+        )
         if local.master_port:
             job_env["MASTER_PORT"] = str(local.master_port)
             job_env["PORT"] = desired.env.get("PORT", str(local.master_port))  # a service replica listens here

@@ -17,6 +17,9 @@ class Inventory:
     note: str = ""  # why no GPU was found, said once at start
     driver: str = ""
     details: dict[str, str] = field(default_factory=dict)
+    # How CUDA_VISIBLE_DEVICES names a slot when not by its index (MIG devices and, beside them, whole
+    # GPUs are named by UUID: slot numbers then differ from CUDA's device numbers).
+    visible: dict[int, str] = field(default_factory=dict)
 
 
 class GpuDiscovery(Protocol):

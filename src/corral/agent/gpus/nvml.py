@@ -43,31 +43,68 @@ def short_type(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.\-]", "", words[0]) if words else "GPU"
 
 
+MIB = 1024 * 1024
+
+
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def mig_profile(name: str, memory_mb: int) -> str:
+    """``NVIDIA H100 80GB HBM3 MIG 1g.10gb`` → ``1g.10gb`` (from the memory when the name lacks it)."""
+    found = re.search(r"\b(\d+g\.\d+gb)\b", name, re.IGNORECASE)
+    return found.group(1).lower() if found else f"mig.{round(memory_mb / 1024)}gb"
+
+
+def _mig_devices(handle: object) -> list[tuple[str, int, str]]:
+    """The MIG devices of a GPU in MIG mode: (name, memory in MiB, UUID) each; none otherwise."""
+    try:
+        current, _pending = pynvml.nvmlDeviceGetMigMode(handle)
+    except pynvml.NVMLError:  # not a MIG-capable GPU
+        return []
+    if current != pynvml.NVML_DEVICE_MIG_ENABLE:
+        return []
+    found = []
+    for slot in range(pynvml.nvmlDeviceGetMaxMigDeviceCount(handle)):
+        try:
+            mig = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, slot)
+        except pynvml.NVMLError:  # no instance in this slot
+            continue
+        memory = int(pynvml.nvmlDeviceGetMemoryInfo(mig).total) // MIB
+        found.append((_text(pynvml.nvmlDeviceGetName(mig)), memory, _text(pynvml.nvmlDeviceGetUUID(mig))))
+    return found
+
+
 class NvmlGpus:
+    """Every GPU NVML lists is a slot; a GPU in MIG mode gives one slot per MIG device instead,
+    typed ``TYPE-PROFILE`` (``H100-1g.10gb``) so that jobs ask for it by ``gpu_type``."""
+
     def discover(self) -> Inventory:
         try:
             pynvml.nvmlInit()
         except pynvml.NVMLError as exc:
             return Inventory(gpus=[], source="none", note=f"NVML could not start ({exc}); no NVIDIA driver here?")
         try:
-            count = pynvml.nvmlDeviceGetCount()
-            gpus = []
-            for index in range(count):
+            gpus: list[GpuInfo] = []
+            mig_seen = False
+            for index in range(pynvml.nvmlDeviceGetCount()):
                 handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-                name = pynvml.nvmlDeviceGetName(handle)
-                name = name.decode() if isinstance(name, bytes) else str(name)
-                memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
-                uuid = pynvml.nvmlDeviceGetUUID(handle)
-                uuid = uuid.decode() if isinstance(uuid, bytes) else str(uuid)
-                gpus.append(
-                    GpuInfo(index=index, type=short_type(name), memory_mb=int(memory.total) // (1024 * 1024), uuid=uuid)
-                )
-            driver = pynvml.nvmlSystemGetDriverVersion()
-            driver = driver.decode() if isinstance(driver, bytes) else str(driver)
+                kind = short_type(_text(pynvml.nvmlDeviceGetName(handle)))
+                migs = _mig_devices(handle)
+                mig_seen = mig_seen or bool(migs)
+                for name, memory, uuid in migs:
+                    profile = mig_profile(name, memory)
+                    gpus.append(GpuInfo(index=len(gpus), type=f"{kind}-{profile}", memory_mb=memory, uuid=uuid))
+                if not migs:
+                    memory = int(pynvml.nvmlDeviceGetMemoryInfo(handle).total) // MIB
+                    uuid = _text(pynvml.nvmlDeviceGetUUID(handle))
+                    gpus.append(GpuInfo(index=len(gpus), type=kind, memory_mb=memory, uuid=uuid))
+            driver = _text(pynvml.nvmlSystemGetDriverVersion())
         except pynvml.NVMLError as exc:
             return Inventory(gpus=[], source="none", note=f"NVML failed while listing GPUs: {exc}")
         finally:
             pynvml.nvmlShutdown()
         if not gpus:
             return Inventory(gpus=[], source="none", note="NVML found no GPU", driver=driver)
-        return Inventory(gpus=gpus, source="nvml", driver=driver)
+        visible = {g.index: g.uuid for g in gpus if g.uuid} if mig_seen else {}
+        return Inventory(gpus=gpus, source="nvml", driver=driver, visible=visible)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 import pynvml
@@ -64,7 +64,7 @@ class NvmlSampler:
     def __init__(self, gpus: list[GpuInfo]) -> None:
         pynvml.nvmlInit()
         self.gpus = gpus
-        self._handles = {g.index: pynvml.nvmlDeviceGetHandleByIndex(g.index) for g in gpus}
+        self._handles = {g.index: _handle(g) for g in gpus}
         self._xids = {g.index: 0 for g in gpus}
         self._events = self._event_set()
 
@@ -95,16 +95,17 @@ class NvmlSampler:
         return [self._one(index, handle) for index, handle in self._handles.items()]
 
     def _one(self, index: int, handle: object) -> GpuSample:
-        utilization = pynvml.nvmlDeviceGetUtilizationRates(handle).gpu
-        memory = pynvml.nvmlDeviceGetMemoryInfo(handle).used // (1024 * 1024)
-        temperature = pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU)
-        power = pynvml.nvmlDeviceGetPowerUsage(handle) / 1000.0
-        try:
-            ecc = pynvml.nvmlDeviceGetTotalEccErrors(
+        # A MIG device answers for its memory; utilization, temperature and power are the whole GPU's
+        # and NVML refuses them for a MIG handle: those read 0.
+        utilization = _reading(lambda: pynvml.nvmlDeviceGetUtilizationRates(handle).gpu)
+        memory = _reading(lambda: pynvml.nvmlDeviceGetMemoryInfo(handle).used // (1024 * 1024))
+        temperature = _reading(lambda: pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU))
+        power = _reading(lambda: pynvml.nvmlDeviceGetPowerUsage(handle)) / 1000.0
+        ecc = _reading(  # ECC off or unsupported on this board: 0
+            lambda: pynvml.nvmlDeviceGetTotalEccErrors(
                 handle, pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, pynvml.NVML_VOLATILE_ECC
             )
-        except pynvml.NVMLError:  # ECC off or unsupported on this board
-            ecc = 0
+        )
         return GpuSample(
             index=index,
             utilization=float(utilization),
@@ -114,6 +115,20 @@ class NvmlSampler:
             ecc_uncorrectable=int(ecc),
             xid_errors=self._xids[index],
         )
+
+
+def _handle(gpu: GpuInfo) -> object:
+    """By UUID when known (slot numbers differ from NVML's device numbers once MIG is on)."""
+    if gpu.uuid:
+        return pynvml.nvmlDeviceGetHandleByUUID(gpu.uuid)
+    return pynvml.nvmlDeviceGetHandleByIndex(gpu.index)
+
+
+def _reading(read: Callable[[], float]) -> float:
+    try:
+        return float(read())
+    except pynvml.NVMLError:
+        return 0.0
 
 
 def sampler_for(gpus: list[GpuInfo], source: str) -> GpuSampler | None:
