@@ -9,7 +9,8 @@ schema instead (--scale-load makes its jobs arrive that many times faster).
     .venv/bin/python bench/sim_speed.py [--jobs 100000] [--gpus 10000] [--load 1.5] [--seed 7]
         [--policy default] [--repeat 3] [--trace FILE --scale-load X]
 
-It prints the time to build the workload and the median time of `simulate` over the repeats.
+It prints the time to build the workload, the median wall and CPU time of `simulate` over the repeats,
+and the load average at the end.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import math
 import random
 import statistics
 import time
+from pathlib import Path
 
 from corral.sched import get_policy
 from corral.sim import Trace, TraceJob, build_nodes, prepare, read_trace, simulate, summarize
@@ -75,18 +77,23 @@ def main() -> None:
     workload = prepare(trace, nodes)
     build_s = time.perf_counter() - started
     policy = get_policy(args.policy)
-    times = []
+    times, cpu_times = [], []
     for _ in range(args.repeat):
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         result = simulate(workload, nodes, policy, cluster.gpu_speed)
         times.append(time.perf_counter() - started)
+        cpu_times.append(time.process_time() - cpu_started)
     summary = summarize(result)
     print(f"jobs {len(workload.jobs)} (skipped {workload.skipped_total}) on {len(nodes)} nodes × 8 GPUs")
     print(f"workload built in {build_s:.2f} s")
     print(
         f"simulate ({args.policy}): median {statistics.median(times):.2f} s over {args.repeat}: "
         + ", ".join(f"{t:.2f}" for t in times)
+        + f"; CPU time median {statistics.median(cpu_times):.2f} s (the figure to compare on a shared machine)"
     )
+    loadavg = Path("/proc/loadavg")
+    if loadavg.exists():
+        print(f"load average {' '.join(loadavg.read_text().split()[:3])}")
     print(
         f"cycles {result.cycles}, utilization {summary.utilization:.3f}, avg JCT {summary.avg_jct_s / 3600:.2f} h, "
         f"avg wait {summary.avg_wait_s / 3600:.2f} h, makespan {summary.makespan_s / 86400:.1f} d, "
