@@ -197,8 +197,9 @@ def test_a_container_whose_rank_died_with_its_agent_is_removed_by_the_next_agent
     cluster.wait_for(lambda: cluster.show(job_id)["state"] == "RUNNING", 30, "the job to run")
     cluster.wait_for(lambda: len(podman.containers()) == 1, 30, "the container to start")
 
-    control.kill_node("boxed")  # the agent, the rank and the container's processes; podman still lists it
-    assert len(podman.containers()) == 1
+    # The agent, the rank and the container's processes die; podman usually still lists the container
+    # (its own clean-up may also get there first, which is as good).
+    control.kill_node("boxed")
     control.restart_agent("boxed")
     cluster.wait_for(lambda: podman.containers() == [], 30, "the container to be removed", interval_s=0.2)
     log = (cluster.home / "logs" / "agent-boxed.log").read_text()
@@ -215,7 +216,7 @@ def test_the_agent_says_which_runtime_it_uses(podman_cluster):
     assert "podman" in control.cluster.ok("nodes")
 
 
-@pytest.mark.timeout(90)
+@pytest.mark.timeout(150)
 def test_a_service_replica_serves_from_its_container_through_the_gateway(podman_cluster):
     control, podman = podman_cluster
     cluster = control.cluster
@@ -228,13 +229,13 @@ def test_a_service_replica_serves_from_its_container_through_the_gateway(podman_
         "image": podman.image,
         "command": "httpd -f -p $PORT -h /www",
         "volumes": [f"{site}:/www:ro"],
-        "readiness": {"path": "/index.html", "hold": "30s"},
+        "readiness": {"path": "/index.html", "hold": "90s"},  # a cold start on a busy machine
     }
     path = cluster.workspace / "site.yaml"
     path.write_text(json.dumps(spec))
     assert cluster.ok("serve", str(path)).strip() == "site"
     try:
-        with urllib.request.urlopen(f"{cluster.url}/s/site/index.html", timeout=40) as response:
+        with urllib.request.urlopen(f"{cluster.url}/s/site/index.html", timeout=100) as response:
             assert response.read() == b"served from a container\n"
             assert response.headers["X-Corral-Replica"]
     finally:
@@ -247,14 +248,16 @@ def test_a_gang_meets_at_master_addr_across_containers(podman_gang_cluster):
     cluster, podman = podman_gang_cluster
     command = (
         'if [ "$NODE_RANK" = 0 ]; then nc -l -p "$MASTER_PORT"; '
-        "else for i in $(seq 1 100); do "
+        "else for i in $(seq 1 300); do "
         'echo "hello from rank $RANK of $WORLD_SIZE" | nc "$MASTER_ADDR" "$MASTER_PORT" && exit 0; sleep 0.2; '
         "done; exit 1; fi"
     )
     spec = {"name": "gang", "image": podman.image, "command": command, "nodes": 2, "resources": {"gpus": 1}}
     job_id = _submit(cluster, json.dumps(spec), "gang")
     cluster.wait_ok(job_id, timeout=60)
-    assert cluster.ok("logs", job_id) == "hello from rank 1 of 2\n"
+    cluster.wait_for(
+        lambda: cluster.ok("logs", job_id) == "hello from rank 1 of 2\n", 15, "rank 0 to log what rank 1 sent"
+    )
     assert sorted(a["node"] for a in cluster.show(job_id)["allocation"]) == ["g1", "g2"]  # never g0: no runtime
     _no_container_left(cluster, podman)
 
