@@ -8,10 +8,8 @@ import io
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from datetime import datetime
@@ -19,24 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from corral.testing.net import free_port
+from corral.testing.procs import wait_for
+
 pytestmark = pytest.mark.e2e
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _until(predicate, timeout_s: float, what: str):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class Cli:
@@ -90,17 +74,17 @@ def priced_cluster(tmp_path: Path) -> Iterator[Cli]:
     """`corral head --gpu-prices H100=2.5,A100=1.2` and one agent with one fake H100."""
     cli = Cli(tmp_path / "home")
     cli.home.mkdir()
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     procs = [
         cli.spawn("head", "--port", str(port), "--gpu-prices", "H100=2.5,A100=1.2", "--grace", "1", log="head.log")
     ]
     try:
-        _until(lambda: _healthy(url) and (cli.home / "client.json").exists(), 30, "the head")
+        wait_for(lambda: _healthy(url) and (cli.home / "client.json").exists(), 30, "the head")
         token = json.loads((cli.home / "client.json").read_text())["join_token"]
         agent = ["agent", "--head", url, "--token", token, "--name", "solo", "--fake-gpus", "1xH100:80GB"]
         procs.append(cli.spawn(*agent, "--work-dir", str(cli.home / "agent"), log="agent.log"))
-        _until(lambda: "READY" in cli.ok("nodes"), 30, "the agent")
+        wait_for(lambda: "READY" in cli.ok("nodes"), 30, "the agent")
         yield cli
     finally:
         for proc in reversed(procs):

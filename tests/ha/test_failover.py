@@ -19,19 +19,10 @@ from sqlalchemy import create_engine, text
 from corral.client.sdk import Client
 from corral.testing.net import free_port
 from corral.testing.postgres import PostgresServer, unavailable_reason
+from corral.testing.procs import wait_for
 
 pytestmark = pytest.mark.e2e
 JOBS = 40
-
-
-def wait_for(predicate, timeout_s, what):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
 
 
 @pytest.fixture(scope="module")
