@@ -14,7 +14,7 @@ from typing import IO, TYPE_CHECKING
 import click
 
 from corral.cli.render import emit_json, output_option, table
-from corral.cli.simargs import check_policies, input_options, load_inputs
+from corral.cli.simargs import check_policies, input_options, load_config_speed, load_inputs
 from corral.cli.simplan import plan
 
 if TYPE_CHECKING:
@@ -57,6 +57,15 @@ _DEFAULT = click.core.ParameterSource.DEFAULT
     type=click.Path(file_okay=False, path_type=Path),
     help="also write summary.json, jobs-POLICY.csv (one row per job) and report.html with its plots into this folder",
 )
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help=(
+        "the head's cluster config (YAML): the scheduler reads its gpu_speed table, as a head started with it"
+        " would (jobs still run at the cluster file's speeds); without it, the cluster file's table"
+    ),
+)
 @output_option
 @click.pass_context
 def sim(
@@ -72,6 +81,7 @@ def sim(
     add: tuple[str, ...],
     remove: tuple[str, ...],
     out_dir: Path | None,
+    config_path: Path | None,
     output: str,
 ) -> None:
     """Replay a job trace on a simulated cluster, with Corral's scheduler, on a virtual clock.
@@ -104,6 +114,7 @@ def sim(
         (cluster_scale, add, remove),
         out_dir,
         output,
+        config_path,
     )
 
 
@@ -121,6 +132,7 @@ def _run(
     what_if: tuple[float, Sequence[str], Sequence[str]],
     out_dir: Path | None,
     output: str,
+    config_path: Path | None = None,
 ) -> None:
     from corral.sim import build_nodes, prepare, summarize
     from corral.sim.cluster import describe
@@ -138,7 +150,14 @@ def _run(
     workload = prepare(trace, nodes)
     progress = sys.stderr if sys.stderr.isatty() else None
     results = simulate_policies(
-        workload, nodes, names, spec.gpu_speed, checkpoint_interval, timeline=out_dir is not None, progress=progress
+        workload,
+        nodes,
+        names,
+        spec.gpu_speed,
+        checkpoint_interval,
+        timeline=out_dir is not None,
+        progress=progress,
+        scheduler_speed=load_config_speed(config_path) if config_path is not None else None,
     )
     rates = group_rates(spec)
     summaries = {name: summarize(result, rates) for name, result in results.items()}
@@ -172,16 +191,25 @@ def simulate_policies(
     *,
     timeline: bool = False,
     progress: IO[str] | None = None,
+    scheduler_speed: Mapping[str, float] | None = None,
 ) -> dict[str, SimResult]:
     """Each policy's run, in order; ``timeline`` records what the plots need; with ``progress`` (a
-    terminal), a bar per policy advances there as jobs finish."""
+    terminal), a bar per policy advances there as jobs finish. The scheduler reads
+    ``scheduler_speed`` when given, else ``speed`` (the run times' table)."""
     from corral.sched import get_policy
     from corral.sim import simulate
 
     def run(name: str, on_finish: Callable[[], None] | None) -> SimResult:
         policy = get_policy(name)
         return simulate(
-            workload, nodes, policy, speed, checkpoint_s=checkpoint_s, timeline=timeline, on_finish=on_finish
+            workload,
+            nodes,
+            policy,
+            speed,
+            checkpoint_s=checkpoint_s,
+            timeline=timeline,
+            on_finish=on_finish,
+            scheduler_speed=scheduler_speed,
         )
 
     if progress is None:

@@ -94,3 +94,14 @@ def check_policies(names: list[str]) -> None:
         if name not in POLICIES:
             valid = ", ".join(sorted(POLICIES))
             raise click.BadParameter(f"unknown policy {name!r}; valid policies: {valid}", param_hint="--policy")
+
+
+def load_config_speed(config_path: Path) -> dict[str, float]:
+    """The ``gpu_speed`` table of a head's cluster config (empty when it has none); bad input names ``--config``."""
+    from corral.spec import SpecError, load_cluster_config_yaml
+
+    try:
+        config = load_cluster_config_yaml(config_path.read_text(), source=str(config_path))
+    except SpecError as exc:
+        raise click.BadParameter(str(exc), param_hint="--config") from None
+    return dict(config.gpu_speed)

@@ -146,6 +146,7 @@ def simulate(
     checkpoint_s: float = 0.0,
     timeline: bool = False,
     on_finish: Callable[[], None] | None = None,
+    scheduler_speed: Mapping[str, float] | None = None,
 ) -> SimResult:
     """Replay the workload: a job runs for its traced duration divided by its GPU type's speed.
 
@@ -153,8 +154,12 @@ def simulate(
     up to its last checkpoint: every ``checkpoint_s`` seconds of a run (per job when the trace
     says), or all of it when ``checkpoint_s`` is 0. ``timeline`` records busy GPUs and pending
     jobs after every moment (for plots); ``on_finish`` is called each time a job finishes.
+    Every cycle's Snapshot carries ``scheduler_speed`` as its ``gpu_speed`` (default: ``speed``),
+    so a job may wait for a faster GPU type it prefers, as on the head.
     """
-    return _Engine(workload, nodes, policy, dict(speed or {}), prune, checkpoint_s, timeline, on_finish).run()
+    sched_speed = dict(speed or {}) if scheduler_speed is None else dict(scheduler_speed)
+    engine = _Engine(workload, nodes, policy, dict(speed or {}), prune, checkpoint_s, timeline, on_finish, sched_speed)
+    return engine.run()
 
 
 class _Engine:
@@ -168,12 +173,13 @@ class _Engine:
         checkpoint_s: float,
         timeline: bool = False,
         on_finish: Callable[[], None] | None = None,
+        scheduler_speed: Mapping[str, float] | None = None,
     ) -> None:
         self.workload = workload
         self.policy = policy
         self.speed = speed
         self.checkpoint_s = checkpoint_s
-        self.state = ClusterState(nodes, policy, prune)
+        self.state = ClusterState(nodes, policy, prune, scheduler_speed)
         self.total_gpus = sum(len(node.gpus) for node in nodes)
         self.runs = {j.job.id: _Run(j) for j in workload.jobs}
         self.finishes: list[tuple[float, int, str, int]] = []  # (when, seq, job id, run number)
@@ -375,6 +381,7 @@ class _Engine:
                     started_at=run.started_at,
                     priority=job.priority,
                     preemptible=preemptible,
+                    time_limit_s=job.time_limit_s,
                     last_checkpoint_at=EPOCH + timedelta(seconds=run.started + run.saved_s(now, checkpoint_s)),
                     user=job.user,
                     team=job.team,

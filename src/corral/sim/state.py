@@ -12,6 +12,10 @@ Everything is indexed so that each cycle's Snapshot holds only what can change i
 - Running jobs are indexed by preemption level. A running job enters the snapshot (with its
   nodes and everything live on them) only when some pending job has a higher level, so a
   cycle without possible victims is as small as one without preemption.
+- The one exception is the timeline of running jobs' time limits: when a running job has one
+  and the scheduler may read it (a backfill reservation, or a job waiting for a faster GPU type
+  it prefers under a speed table), the cycle gets the full picture, as the head builds it. A
+  held-back job takes nothing, so the free GPUs could serve jobs the pruning would leave out.
 """
 
 from __future__ import annotations
@@ -30,9 +34,14 @@ _QueueEntry = tuple[tuple[int, ...], str, Job]
 class ClusterState:
     """What the engine changes between cycles; ``snapshot`` builds the next cycle's input."""
 
-    def __init__(self, nodes: Sequence[Node], policy: Policy, prune: bool) -> None:
+    def __init__(
+        self, nodes: Sequence[Node], policy: Policy, prune: bool, gpu_speed: Mapping[str, float] | None = None
+    ) -> None:
         self.prune = prune
         self.policy = policy
+        self.gpu_speed = dict(gpu_speed or {})  # what the scheduler reads (``Snapshot.gpu_speed``)
+        # The head passes running jobs whenever the scheduler may read them; so does the full snapshot.
+        self.reads_running = policy.preemption or policy.backfill or bool(self.gpu_speed)
         self.nodes = {n.name: n for n in sorted(nodes, key=lambda n: n.name)}
         self.live: dict[str, dict[str, LiveAllocation]] = {name: {} for name in self.nodes}
         self.free = {name: len(n.gpus) for name, n in self.nodes.items()}
@@ -53,6 +62,7 @@ class ClusterState:
         self.running_nodes: dict[str, tuple[str, ...]] = {}  # job id -> nodes it runs on
         self.running_level: dict[str, int] = {}
         self.levels: dict[int, set[str]] = {}  # level -> running job ids
+        self.timed: set[str] = set()  # running jobs with a time limit: the timeline's releases
 
     @property
     def pending_count(self) -> int:
@@ -77,6 +87,8 @@ class ClusterState:
                 del self.pending_levels[level]
             self.relevel(job.id, running)
         self.running_nodes[job.id] = tuple(a.node for a in placement.allocations)
+        if job.time_limit_s is not None:
+            self.timed.add(job.id)
         for alloc in placement.allocations:
             self.live[alloc.node][job.id] = LiveAllocation(job.id, alloc)
             self._move(alloc.node, -len(alloc.gpus))
@@ -85,6 +97,7 @@ class ClusterState:
         """A running job ends (finished or preempted): its GPUs are free now."""
         job_id = placement.job_id
         self.running_nodes.pop(job_id, None)
+        self.timed.discard(job_id)
         if (level := self.running_level.pop(job_id, None)) is not None:
             self._unlevel(job_id, level)
         for alloc in placement.allocations:
@@ -132,18 +145,32 @@ class ClusterState:
         """
         if not self.pending_count:
             return None
-        if not self.prune:
+        if not self.prune or self.timeline_matters():
             pending = tuple(e[2] for q in self.queues.values() for e in q)
             live = tuple(a for by_job in self.live.values() for a in by_job.values())
-            everyone = running(sorted(self.running_nodes)) if self.policy.preemption else ()
-            return Snapshot(nodes=tuple(self.nodes.values()), live=live, pending=pending, running=everyone)
+            everyone = running(sorted(self.running_nodes)) if self.reads_running else ()
+            return Snapshot(
+                nodes=tuple(self.nodes.values()), live=live, pending=pending, running=everyone, gpu_speed=self.gpu_speed
+            )
         return self._pruned(self.victims(), running)
 
     def lean(self) -> Snapshot | None:
         """The cycle's input without running jobs (so without preemption), pruned; None when nothing fits."""
-        if not self.prune or not self.pending_count:
+        if not self.prune or not self.pending_count or self.timeline_matters():
             return None
         return self._pruned([], lambda ids: ())
+
+    def timeline_matters(self) -> bool:
+        """Whether running jobs' time limits may change this cycle's plan beyond what pruning keeps.
+
+        They do under a backfill policy (a reservation, and the guard it puts on later jobs), and
+        under a speed table for a job that lists several GPU types (it may wait for a faster one).
+        """
+        if not self.timed:
+            return False
+        if self.policy.backfill:
+            return True
+        return bool(self.gpu_speed) and any(len(r.gpu_types) > 1 for r, queue in self.queues.items() if queue)
 
     def count_above(self, lowest: int) -> int:
         """How many pending jobs have a level above ``lowest`` (a running job's): those that could preempt."""
@@ -170,7 +197,13 @@ class ClusterState:
         ordered = sorted(names)
         nodes = tuple(self.nodes[n] for n in ordered)
         live = tuple(a for n in ordered for a in self.live[n].values())
-        return Snapshot(nodes=nodes, live=live, pending=tuple(jobs), running=running(victims) if victims else ())
+        return Snapshot(
+            nodes=nodes,
+            live=live,
+            pending=tuple(jobs),
+            running=running(victims) if victims else (),
+            gpu_speed=self.gpu_speed,
+        )
 
     def _slots(self) -> dict[str, Counter[int]]:
         """Per GPU type: how many nodes have each count of free GPUs."""

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 COLUMNS = ("job_id", "submit_time_s", "duration_s", "num_gpus", "gpu_type", "user", "vc", "status")
-OPTIONAL_COLUMNS = ("checkpoint_interval_s",)  # read when present: a job's own checkpoint interval
+OPTIONAL_COLUMNS = ("checkpoint_interval_s", "time_limit_s")  # read when present: a job's own values
 REQUIRED_COLUMNS = ("job_id", "submit_time_s", "duration_s", "num_gpus")
 
 NEVER_RAN = "never ran (no duration)"
@@ -33,6 +33,7 @@ class TraceJob:
     user: str = ""
     vc: str = ""
     checkpoint_s: float | None = None  # seconds between its checkpoints; None = the simulation's default
+    time_limit_s: float | None = None  # the time limit it was submitted with, as the scheduler sees it; None = none
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,7 @@ def load_trace(
                 user=(row.get("user") or "").strip(),
                 vc=(row.get("vc") or "").strip(),
                 checkpoint_s=_checkpoint(row, line, source),
+                time_limit_s=_time_limit(row, line, source),
             )
         )
     jobs.sort(key=lambda j: j.submit_s)  # stable: ties keep file order
@@ -142,6 +144,15 @@ def _checkpoint(row: Mapping[str, str | None], line: int, source: str) -> float 
     if interval < 0:
         raise TraceError(f"{source}, line {line}: checkpoint_interval_s must be 0 or more (0 = no work lost)")
     return interval
+
+
+def _time_limit(row: Mapping[str, str | None], line: int, source: str) -> float | None:
+    if not (row.get("time_limit_s") or "").strip():
+        return None
+    limit = _number(row, "time_limit_s", line, source)
+    if not limit > 0:
+        raise TraceError(f"{source}, line {line}: time_limit_s must be above 0 (empty = no time limit)")
+    return limit
 
 
 def _number(row: Mapping[str, str | None], column: str, line: int, source: str) -> float:

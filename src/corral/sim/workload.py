@@ -62,7 +62,15 @@ def prepare(trace: Trace, nodes: Sequence[Node]) -> Workload:
             skipped[NEVER_FITS] += 1
             continue
         submitted = EPOCH + timedelta(seconds=item.submit_s)
-        job = Job(id=item.id, seq=seq, request=request, submitted_at=submitted, user=item.user, team=item.vc)
+        job = Job(
+            id=item.id,
+            seq=seq,
+            request=request,
+            submitted_at=submitted,
+            user=item.user,
+            team=item.vc,
+            time_limit_s=item.time_limit_s,
+        )
         jobs.append(SimJob(item, job))
     if len({j.job.id for j in jobs}) != len(jobs):
         raise ValueError("the trace repeats a job_id; every job_id must be unique")

@@ -48,9 +48,10 @@ def load_snapshot(rt: HeadRuntime, policy: Policy | None = None) -> tuple[Snapsh
 def load_cycle(rt: HeadRuntime, policy: Policy | None = None) -> CycleInput:
     """What one cycle needs: the snapshot, and the pending jobs that wait for other jobs.
 
-    Jobs holding resources are described (``Snapshot.running``) only when the policy
-    reserves (backfill) or preempts: both read them, plain placement does not. Without a
-    policy, the head's own."""
+    Jobs holding resources are described (``Snapshot.running``) only when something reads
+    them: the policy reserves (backfill) or preempts, teams have quotas, or a GPU speed table
+    may hold a job back for a faster type; plain placement does not. Without a policy, the
+    head's own."""
     policy = policy or get_policy(rt.settings.policy)
     now = rt.clock.now()
     rt.config.reload_if_changed()
@@ -87,7 +88,7 @@ def load_cycle(rt: HeadRuntime, policy: Policy | None = None) -> CycleInput:
         gated = gate(session, rt.job_cache.jobs(session, list(reasons)), rt.job_cache.gates(), busy)
         pending = gated.runnable
         running: tuple[RunningJob, ...] = ()
-        if pending and (policy.backfill or policy.preemption or quotas):
+        if pending and (policy.backfill or policy.preemption or quotas or config.gpu_speed):
             running = running_jobs(session, (LiveTask(t.job_id, t.generation, t.state, t.assigned_at) for t in tasks))
         fair = _fair_share(rt, session, now) if pending and policy.fair_share and config.teams else None
     live = tuple(
