@@ -134,7 +134,8 @@ class _Cycle:
         return replace(job, request=replace(request, gpu_types=allowed))
 
     def _make_room_in_team(self, job: Job, view: CapacityView, preemptor: Preemptor) -> bool:
-        """A job over its team's quota may still stop lower-priority jobs of its own team to fit within it."""
+        """A job over its team's quota may still stop lower-priority jobs of its own team to fit within it
+        (and a job within it, that a level above keeps out, may reclaim from borrowers under that level)."""
         quota = self.quota
         if quota is None or not preemptor.worth_trying(job):
             return False
@@ -142,7 +143,7 @@ class _Cycle:
         if found is None:
             return False
         held, victims = found
-        if held.gpu_type is not None and quota.admits(job, held.gpu_type, quota.held_by(victims, held.gpu_type)):
+        if held.gpu_type is not None and quota.admits(job, held.gpu_type, victims):
             return False
         self._hold(view, preemptor, job, held, victims)
         return True

@@ -29,6 +29,7 @@ from corral.sched.quota import QuotaLedger
 from corral.sched.snapshot import CapacityView, NodeCapacity, Snapshot
 
 EXHAUSTIVE = 8  # victims on one node up to which every subset is tried
+_NEAREST = 1 << 30  # the reach of a search open to any victim: after every narrower reach
 SEARCHES_PER_CYCLE = 64  # victim searches per cycle; jobs blocked after that wait for the next cycle
 
 Cost = tuple[float, int]  # (GPU-seconds lost, jobs newly preempted)
@@ -82,6 +83,8 @@ class Preemptor:
         )
         self._reclaimable = any(self._borrowing.values())
         self._own_team: str | None = None
+        self._scope: str | None = None  # with ``_own_team``: borrowers under this level may be reclaimed too
+        self._reach: int | None = None  # reclaim only from borrowers whose branch meets the job's this high up
 
     def worth_trying(self, job: Job) -> bool:
         """Cheap test: could any victim serve this job at all (and is the cycle's search budget left)?"""
@@ -93,23 +96,41 @@ class Preemptor:
         """Whether the victim may be stopped for the job (placed on ``gpu_type``).
 
         Without quotas: a lower level and preemptible. With quotas, a job within its team's
-        nominal quota may also reclaim GPUs from any job of a borrowing team, and a job that
-        would borrow never preempts a job of another team that is within its own quota."""
+        nominal quota may also reclaim GPUs from any job of a borrowing team (whose branch of
+        the team tree, below where it meets the job's, uses more than its nominal), and a job
+        that would borrow never preempts a job of another team that is within its own quota."""
         within = self.quota is None or self.quota.within_nominal(job, gpu_type)
         return self._eligible(victim_id, job.team, self.level(job), within)
 
     def _eligible(self, victim_id: str, team: str, level: int, within_nominal: bool) -> bool:
         victim = self.jobs[victim_id]
-        if victim_id in self.taken or (self._own_team is not None and victim.team != self._own_team):
+        if victim_id in self.taken:
             return False
+        if self._own_team is not None and victim.team != self._own_team:
+            return self._scope is not None and within_nominal and self._reclaims(victim_id, team)
+        if self._reach is not None:  # only borrowers this far away, for now
+            return victim.stopping or (victim.team != team and within_nominal and self._reclaims(victim_id, team))
         if victim.stopping:
             return True
         if victim.team != team and self.quota is not None:
-            if self._borrowing[victim_id] and within_nominal:
+            if within_nominal and self._reclaims(victim_id, team):
                 return True  # reclaim
             if not within_nominal and not self._borrowing[victim_id]:
                 return False  # a borrower never preempts a team within its quota
         return victim.preemptible and self._levels[victim_id] < level
+
+    def _reclaims(self, victim_id: str, team: str) -> bool:
+        """Whether a job of ``team`` within its nominal may reclaim the victim's GPUs (within the
+        scope and reach set for this search)."""
+        if not self._borrowing[victim_id]:
+            return False
+        quota = self.quota
+        if quota is None or quota.tree.flat:
+            return True
+        distance = quota.reclaim_distance(victim_id, team)
+        if distance is None or (self._reach is not None and distance > self._reach):
+            return False
+        return self._scope is None or quota.tree.under(self.jobs[victim_id].team, self._scope)
 
     def find(
         self, view: CapacityView, job: Job, own_team_only: bool = False
@@ -117,13 +138,14 @@ class Preemptor:
         """The placement and cheapest victim set that let the job start now, or None; ``view`` is unchanged.
 
         ``own_team_only`` limits victims to jobs of the job's own team (a team at its quota
-        makes room by stopping its own lower-priority work)."""
+        makes room by stopping its own lower-priority work) and, for a job within its nominal
+        that a level above keeps out (``QuotaLedger.blocking_level``), to borrowers under it."""
         self._own_team = job.team if own_team_only else None
         self.searches += 1
         try:
             return self._find(view, job)
         finally:
-            self._own_team = None
+            self._own_team = self._scope = None
 
     def _find(self, view: CapacityView, job: Job) -> tuple[Placement, tuple[str, ...]] | None:
         request = job.request
@@ -132,18 +154,39 @@ class Preemptor:
             if request.gpus_per_node > 0
             else [None]
         )
-        best: tuple[Cost, int, Placement, tuple[str, ...]] | None = None
+        best: tuple[int, Cost, int, Placement, tuple[str, ...]] | None = None
         for rank, gpu_type in enumerate(types):
-            victims = self._victims_for_type(view, job, gpu_type)
-            if victims is None:
-                continue
-            placement = self._what_if(view, job, victims)
-            if placement is None:
-                continue
-            option = (self._total(victims), rank, placement, victims)
-            if best is None or option[:2] < best[:2]:
-                best = option
-        return None if best is None else (best[2], best[3])
+            for reach in self._reaches(job, gpu_type):
+                self._reach = reach
+                try:
+                    victims = self._victims_for_type(view, job, gpu_type)
+                finally:
+                    self._reach = None
+                placement = None if victims is None else self._what_if(view, job, victims)
+                if victims is None or placement is None:
+                    continue
+                option = (_NEAREST if reach is None else reach, self._total(victims), rank, placement, victims)
+                if best is None or option[:3] < best[:3]:
+                    best = option
+                break
+        return None if best is None else (best[3], best[4])
+
+    def _reaches(self, job: Job, gpu_type: str | None) -> tuple[int | None, ...]:
+        """The reaches to search in turn: a job within its nominal reclaims first from borrowers
+        whose branch meets its team's highest up the tree (another branch of the organisation
+        before a sibling), then from any victim (None)."""
+        quota = self.quota
+        if quota is None or quota.tree.flat or self._own_team is not None or not quota.within_nominal(job, gpu_type):
+            return (None,)
+        depths = {
+            depth
+            for v, r in self.jobs.items()
+            if v not in self.taken
+            and r.team != job.team
+            and self._borrowing[v]
+            and (depth := quota.reclaim_distance(v, job.team)) is not None
+        }
+        return (*sorted(depths)[:-1], None)
 
     def commit(self, view: CapacityView, placement: Placement, victims: Sequence[str]) -> None:
         """Hold the placement on the view (on top of the victims, which still run) and use up the victims."""
@@ -152,7 +195,7 @@ class Preemptor:
         if self.quota is not None:
             for v in victims:
                 self.quota.give_back(self.jobs[v])
-            for team in {self.jobs[v].team for v in victims}:
+            for team in {t for v in victims for t in self.quota.tree.chain(self.jobs[v].team)}:
                 self._borrowing.update({r: self.quota.borrowing(r) for r in self._by_team.get(team, ())})
 
     def preemptions(self, job: Job, victims: Sequence[str]) -> tuple[Preemption, ...]:
@@ -223,6 +266,8 @@ class Preemptor:
         free = {name for _, name, _ in options}
         level, slots = self.level(job), request.gpu_slots_per_node
         within = self.quota is None or self.quota.within_nominal(job, gpu_type)
+        if self._own_team is not None and self.quota is not None:
+            self._scope = self.quota.blocking_level(job, gpu_type)
         for bound, name in self._order_for(view, gpu_type):
             if len(costs) >= request.nodes and bound >= costs[request.nodes - 1]:
                 break

@@ -1,10 +1,14 @@
 """Team quotas with borrowing, per GPU type, for one cycle: who may take how many more GPUs.
 
-A team always gets its ``nominal`` GPUs. Beyond that it borrows from the pool of idle quota:
-GPUs no team has a quota for, plus what each team does not use of its nominal, up to its
-``lending_limit``. A team borrows at most its ``borrowing_limit``. When an owner needs its
-nominal back, jobs of borrowing teams may be preempted (reclaim); a team within its quota is
-never preempted so that another team can borrow.
+Quotas follow the team tree (``Snapshot.team_parents``; see ``quota_tree``). A team always gets
+its ``nominal`` GPUs, which count its child teams' use too. Beyond that it borrows idle quota,
+first within its parent (its siblings' lendable unused nominal and the parent's own unassigned
+nominal), then further up, as far as each level's ``borrowing_limit`` allows; a subtree lends at
+most its ``lending_limit``. With every team directly under the organisation, a team borrows from
+GPUs no team has a quota for plus what each team does not use of its nominal, up to its
+``lending_limit``. When an owner needs its nominal back, jobs of borrowing teams may be preempted
+(reclaim), those borrowing from furthest away first; a team within its quota is never preempted so
+that another team can borrow.
 
 GPU types no team has a quota for are not governed: any team may use them freely.
 """
@@ -14,8 +18,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from corral.model import EPSILON, Allocation, Job, NodeState, RunningJob, TeamQuota
+from corral.model import Allocation, Job, NodeState, RunningJob, TeamQuota
 from corral.sched import describe
+from corral.sched.quota_tree import TeamTree, TypeQuotas
 from corral.sched.snapshot import Snapshot
 
 _NONE = TeamQuota(nominal=0.0, borrowing_limit=None, lending_limit=0.0)
@@ -26,6 +31,7 @@ class QuotaLedger:
 
     def __init__(self, snapshot: Snapshot) -> None:
         self.quotas = snapshot.quotas
+        self.tree = TeamTree(snapshot.team_parents)
         self.governed = {gpu_type for team in self.quotas.values() for gpu_type in team}
         self.capacity: dict[str, float] = defaultdict(float)
         type_at: dict[tuple[str, int], str] = {}
@@ -35,10 +41,9 @@ class QuotaLedger:
                 if node.state == NodeState.READY:
                     self.capacity[gpu.type] += 1.0
         teams = {r.id: r.team for r in snapshot.running}
-        self.used: dict[tuple[str, str], float] = defaultdict(float)
+        self.used: dict[tuple[str, str], float] = defaultdict(float)  # by the team's own jobs
         self.holding: dict[str, tuple[str, str, float]] = {}  # running job → (team, GPU type, GPUs)
-        self._lendable: dict[str, float] = {}  # per GPU type, computed on first use, then kept current
-        self._borrowed: dict[str, float] = {}
+        self._levels: dict[str, TypeQuotas] = {}  # per GPU type, built on first use, then kept current
         for job_id, allocations in snapshot.allocations_of().items():
             held = _holding(allocations, type_at)
             if held is not None and job_id in teams:
@@ -48,77 +53,87 @@ class QuotaLedger:
     def quota(self, team: str, gpu_type: str) -> TeamQuota:
         return self.quotas.get(team, {}).get(gpu_type, _NONE)
 
-    def admits(self, job: Job, gpu_type: str, freed: float = 0.0) -> str | None:
-        """None when the job's team may take the job's GPUs of this type now (after giving back
-        ``freed`` GPUs of its own); else why not."""
+    def levels(self, gpu_type: str) -> TypeQuotas:
+        """The tree's quotas and usage for one GPU type."""
+        found = self._levels.get(gpu_type)
+        if found is None:
+            own = {team: gpus for (team, t), gpus in self.used.items() if t == gpu_type}
+            found = TypeQuotas(self.tree, self.quotas, gpu_type, self.capacity[gpu_type], own)
+            self._levels[gpu_type] = found
+        return found
+
+    def admits(self, job: Job, gpu_type: str, victims: Sequence[str] = ()) -> str | None:
+        """None when the job's team may take the job's GPUs of this type now (once ``victims``, running
+        jobs, give theirs back); else why not, naming the level that blocks."""
         if gpu_type not in self.governed:
             return None
+        levels = self.levels(gpu_type)
+        saved = levels.save() if victims else None
+        for v in victims:
+            held = self.holding.get(v)
+            if held is not None and held[1] == gpu_type:
+                levels.add(held[0], -held[2])
+        try:
+            return self._admits(levels, job, gpu_type)
+        finally:
+            if saved is not None:
+                levels.restore(saved)
+
+    def _admits(self, levels: TypeQuotas, job: Job, gpu_type: str) -> str | None:
         team, gpus = job.team, _gpus(job)
-        quota, used = self.quota(team, gpu_type), max(0.0, self.used[(job.team, gpu_type)] - freed)
-        over = used + gpus - quota.nominal
-        if over <= EPSILON:
+        block = levels.block(team, gpus, to_organisation=not levels.within(team, gpus))
+        if block is None:
             return None
-        held = (
-            f"team {team or '(none)'} uses {describe.number(used)} of its {describe.number(quota.nominal)} {gpu_type}"
-        )
-        if quota.borrowing_limit is not None and over > quota.borrowing_limit + EPSILON:
-            limit = describe.number(quota.borrowing_limit)
-            return f"{held}; {describe.number(gpus)} more would borrow beyond its borrowing limit of {limit}"
-        new_borrowing = gpus - max(0.0, quota.nominal - used)
-        pool = self.pool(gpu_type, borrower=team)
-        if new_borrowing > pool + EPSILON:
-            return f"{held}; no idle {gpu_type} quota can be lent now ({describe.number(pool)} left)"
-        return None
+        used, nominal = describe.number(max(0.0, levels.usage[team])), describe.number(levels.nominal[team])
+        held = f"team {team or '(none)'} uses {used} of its {nominal} {gpu_type}"
+        more = describe.number(gpus)
+        if block.level == team:
+            return f"{held}; {more} more would borrow beyond its borrowing limit of {describe.number(block.amount)}"
+        if block.level is not None:
+            limit = describe.number(block.amount)
+            return f"{held}; {more} more would borrow beyond team {block.level}'s borrowing limit of {limit}"
+        return f"{held}; no idle {gpu_type} quota can be lent now ({describe.number(block.amount)} left)"
+
+    def blocking_level(self, job: Job, gpu_type: str | None) -> str | None:
+        """For a job within its team's nominal, the level whose borrowing limit still keeps it out:
+        borrowers under that level hold the team's quota. None otherwise."""
+        if gpu_type is None or gpu_type not in self.governed or self.tree.flat:
+            return None
+        levels, team, gpus = self.levels(gpu_type), job.team, _gpus(job)
+        if not levels.within(team, gpus):
+            return None
+        block = levels.block(team, gpus, to_organisation=False)
+        return None if block is None else block.level
 
     def pool(self, gpu_type: str, borrower: str | None = None) -> float:
-        """Idle quota ``borrower`` may still borrow: unowned GPUs plus other teams' lendable unused
-        nominal, less what is already lent."""
-        if gpu_type not in self._lendable:
-            self._total(gpu_type)
-        own = self._lends(borrower, gpu_type) if borrower is not None else 0.0
-        return self._lendable[gpu_type] - own - self._borrowed[gpu_type]
-
-    def _total(self, gpu_type: str) -> None:
-        teams = {team for team, t in self.used if t == gpu_type} | {
-            team for team, quotas in self.quotas.items() if gpu_type in quotas
-        }
-        owned = sum(self.quota(team, gpu_type).nominal for team in teams)
-        self._lendable[gpu_type] = max(0.0, self.capacity[gpu_type] - owned) + sum(
-            self._lends(team, gpu_type) for team in teams
-        )
-        self._borrowed[gpu_type] = sum(self._borrows(team, gpu_type) for team in teams)
-
-    def _lends(self, team: str, gpu_type: str) -> float:
-        quota = self.quota(team, gpu_type)
-        limit = quota.nominal if quota.lending_limit is None else quota.lending_limit
-        return min(limit, max(0.0, quota.nominal - self.used[(team, gpu_type)]))
-
-    def _borrows(self, team: str, gpu_type: str) -> float:
-        return max(0.0, self.used[(team, gpu_type)] - self.quota(team, gpu_type).nominal)
-
-    def _add(self, team: str, gpu_type: str, gpus: float) -> None:
-        """Change a team's use, keeping the pool's totals current."""
-        if gpu_type in self._lendable:
-            self._lendable[gpu_type] -= self._lends(team, gpu_type)
-            self._borrowed[gpu_type] -= self._borrows(team, gpu_type)
-        self.used[(team, gpu_type)] += gpus
-        if gpu_type in self._lendable:
-            self._lendable[gpu_type] += self._lends(team, gpu_type)
-            self._borrowed[gpu_type] += self._borrows(team, gpu_type)
+        """Idle quota ``borrower`` may still borrow (borrowing limits aside): unowned GPUs plus other
+        teams' lendable unused nominal, less what is already lent; without a borrower, all of it."""
+        levels = self.levels(gpu_type)
+        return levels.left() if borrower is None else levels.borrowable(borrower)
 
     def within_nominal(self, job: Job, gpu_type: str | None) -> bool:
         """Whether the job fits its team's nominal quota (always, for a type without quotas)."""
         if gpu_type is None or gpu_type not in self.governed:
             return True
-        return self.used[(job.team, gpu_type)] + _gpus(job) <= self.quota(job.team, gpu_type).nominal + EPSILON
+        return self.levels(gpu_type).within(job.team, _gpus(job))
 
     def borrowing(self, running_job_id: str) -> bool:
-        """Whether the running job's team uses more of its GPU type than its nominal quota."""
+        """Whether the running job's team (with its child teams) uses more of its GPU type than its nominal."""
         held = self.holding.get(running_job_id)
         if held is None or held[1] not in self.governed:
             return False
-        team, gpu_type, _ = held
-        return self.used[(team, gpu_type)] > self.quota(team, gpu_type).nominal + EPSILON
+        return self.levels(held[1]).over(held[0])
+
+    def reclaim_distance(self, running_job_id: str, team: str) -> int | None:
+        """How near the running job's team is to ``team`` (the depth where their branches meet: 0 at
+        the organisation) when the job may be reclaimed for ``team``: its branch below that level
+        uses more than its nominal. None when it may not."""
+        held = self.holding.get(running_job_id)
+        if held is None or held[1] not in self.governed:
+            return None
+        depth, branch = self.tree.meeting(team, held[0])
+        levels = self.levels(held[1])
+        return depth if levels.over(held[0]) and levels.over(branch) else None
 
     def any_borrowing(self) -> bool:
         return any(self.borrowing(job_id) for job_id in self.holding)
@@ -136,6 +151,11 @@ class QuotaLedger:
         held = self.holding.pop(running.id, None)
         if held is not None:
             self._add(held[0], held[1], -held[2])
+
+    def _add(self, team: str, gpu_type: str, gpus: float) -> None:
+        self.used[(team, gpu_type)] += gpus
+        if gpu_type in self._levels:
+            self._levels[gpu_type].add(team, gpus)
 
 
 def _gpus(job: Job) -> float:

@@ -48,6 +48,7 @@ class Snapshot:
     quotas: Quotas = field(default_factory=dict)  # team → GPU type → quota; empty: no quotas
     fair_share: FairShare | None = None  # decayed usage by team and user; None: no fair share
     gpu_speed: Mapping[str, float] = field(default_factory=dict)  # run-time speed per GPU type (default 1.0)
+    team_parents: Mapping[str, str] = field(default_factory=dict)  # team → parent team; unlisted: a top-level team
 
     def __post_init__(self) -> None:
         _check_unique("node", [n.name for n in self.nodes])

@@ -218,6 +218,7 @@ def snapshot(
     running: Iterable[RunningJob] = (),
     quotas: Quotas | None = None,
     fair_share: FairShare | None = None,
+    team_parents: Mapping[str, str] | None = None,
 ) -> Snapshot:
     """A ``Snapshot`` from built values or builders."""
     return Snapshot(
@@ -227,4 +228,5 @@ def snapshot(
         running=tuple(running),
         quotas=quotas or {},
         fair_share=fair_share,
+        team_parents=team_parents or {},
     )

@@ -1,0 +1,140 @@
+"""Quotas along the team tree: borrowing within a parent first, ancestors' limits, subtree lending, reclaim order."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from corral.model import TeamQuota
+from corral.sched import QUOTA, Plan, Snapshot, get_policy, schedule
+from corral.testing import JobBuilder, live_alloc, make_job, make_node, running_job, snapshot
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+DEFAULT = get_policy("default")
+
+# acme ─┬─ research ─┬─ nlp
+#       │            └─ vision
+#       └─ infra
+TREE = {"nlp": "research", "vision": "research"}
+
+
+def nodes(count: int = 4) -> list[object]:
+    return [make_node(f"n{i}").gpus(8, "H100") for i in range(count)]
+
+
+def quotas(**specs: float | tuple[float, float | None, float | None]) -> dict[str, dict[str, TeamQuota]]:
+    """``quotas(nlp=8, research=(16, 0, None))``: nominal, or (nominal, borrowing limit, lending limit)."""
+    return {
+        team: {"H100": TeamQuota(*(spec if isinstance(spec, tuple) else (spec, None, None)))}
+        for team, spec in specs.items()
+    }
+
+
+def run(
+    pending: list[JobBuilder],
+    table: dict[str, dict[str, TeamQuota]],
+    busy: dict[str, tuple[str, str]] | None = None,
+    parents: dict[str, str] | None = None,
+    count: int = 4,
+) -> Plan:
+    """``busy``: running job → (team, node), each on all 8 GPUs of its node."""
+    busy = busy or {}
+    running = [running_job(j, NOW, team=team, ran_s=600 * (i + 1)) for i, (j, (team, _)) in enumerate(busy.items())]
+    live = [live_alloc(j, node, range(8)) for j, (_, node) in busy.items()]
+    snap: Snapshot = snapshot(
+        nodes(count),
+        pending=pending,
+        live=live,
+        running=running,
+        quotas=table,
+        team_parents=TREE if parents is None else parents,
+    )
+    return schedule(snap, DEFAULT, NOW)
+
+
+def test_a_team_borrows_its_siblings_idle_quota_within_its_parent():
+    table = quotas(research=(16, 0, None), nlp=8, vision=8, infra=16)
+    plan = run([make_job("nlp1").gpus(8).nodes(2).team("nlp")], table)
+    assert [p.job_id for p in plan.placements] == ["nlp1"]  # vision's 8 are idle, research stays within 16
+
+
+def test_a_parents_borrowing_limit_keeps_a_team_from_borrowing_outside_it():
+    table = quotas(research=(16, 0, None), nlp=8, vision=8, infra=16)
+    plan = run([make_job("nlp1").gpus(8).nodes(3).team("nlp")], table)
+    assert plan.placements == ()
+    assert plan.reasons["nlp1"].code == QUOTA
+    assert plan.reasons["nlp1"].message == (
+        "over quota: team nlp uses 0 of its 8 H100; 24 more would borrow beyond team research's borrowing limit of 0"
+    )
+
+
+def test_an_ancestors_borrowing_limit_caps_a_grandchild():
+    # acme ─ research (8, may borrow 4) ─ lang (no quota of its own) ─ nlp (8)
+    parents = {"lang": "research", "nlp": "lang"}
+    table = quotas(research=(8, 4, None), nlp=8)
+    plan = run([make_job("nlp2").gpus(8).team("nlp")], table, busy={"nlp1": ("nlp", "n0")}, parents=parents)
+    assert plan.reasons["nlp2"].message == (
+        "over quota: team nlp uses 8 of its 8 H100; 8 more would borrow beyond team research's borrowing limit of 4"
+    )
+    plan = run([make_job("nlp2").gpus(4).team("nlp")], table, busy={"nlp1": ("nlp", "n0")}, parents=parents)
+    assert [p.job_id for p in plan.placements] == ["nlp2"]  # research at 12 = 8 + 4
+
+
+def test_a_subtree_lends_at_most_its_lending_limit():
+    # research keeps 12 of its idle 16 for its own teams: infra borrows 4 of them and no more.
+    table = quotas(research=(16, None, 4), nlp=8, vision=8, infra=8)
+    plan = run([make_job("infra1").gpus(8).nodes(2).team("infra")], table, count=3)
+    assert plan.placements == ()
+    assert plan.reasons["infra1"].message.endswith("no idle H100 quota can be lent now (4 left)")
+    plan = run([make_job("infra1").gpus(4).nodes(3).team("infra")], table, count=3)
+    assert [p.job_id for p in plan.placements] == ["infra1"]  # 8 own + 4 lent by research
+    # Within research, nlp may still borrow all of vision's idle quota.
+    plan = run([make_job("nlp1").gpus(8).nodes(2).team("nlp")], table, count=3)
+    assert [p.job_id for p in plan.placements] == ["nlp1"]
+
+
+def test_reclaim_takes_from_a_borrower_in_another_branch_before_a_sibling():
+    # The cluster is full. vision borrows nlp's idle quota within research; ops borrows infra's.
+    # ops's job lost more work (it ran longer), yet it goes first: it borrows from further away.
+    table = quotas(research=16, nlp=8, vision=8, infra=16)
+    busy = {"vis1": ("vision", "n0"), "vis2": ("vision", "n1"), "inf1": ("infra", "n2"), "ops1": ("ops", "n3")}
+    plan = run([make_job("nlp1").gpus(8).team("nlp")], table, busy=busy)
+    [preemption] = plan.preemptions
+    assert preemption.victim_job_id == "ops1" and preemption.reclaim
+    assert preemption.reason == "preempted by job nlp1 (reclaiming team nlp's quota from team ops)"
+
+
+def test_reclaim_takes_from_a_sibling_when_no_borrower_is_further_away():
+    table = quotas(research=16, nlp=8, vision=8, infra=16)
+    busy = {"vis1": ("vision", "n0"), "vis2": ("vision", "n1"), "inf1": ("infra", "n2"), "inf2": ("infra", "n3")}
+    plan = run([make_job("nlp1").gpus(8).team("nlp")], table, busy=busy)
+    [preemption] = plan.preemptions
+    assert preemption.victim_job_id in {"vis1", "vis2"} and preemption.reclaim  # never infra's: within its quota
+
+
+def test_a_parents_borrowing_limit_is_honoured_by_reclaim_from_a_sibling():
+    # research may not borrow, so nlp's quota is held by its sibling vision, not by another branch:
+    # the free node stays free, and vision gives nlp's quota back.
+    table = quotas(research=(16, 0, None), nlp=8, vision=8, infra=8)
+    busy = {"vis1": ("vision", "n0"), "vis2": ("vision", "n1")}
+    plan = run([make_job("nlp1").gpus(8).team("nlp")], table, busy=busy, count=3)
+    assert plan.placements == ()
+    [preemption] = plan.preemptions
+    assert preemption.victim_job_id in {"vis1", "vis2"} and preemption.reclaim
+    assert plan.reasons["nlp1"].message.startswith("preempting")
+
+
+def test_a_team_within_its_quota_is_not_reclaimed_when_only_its_group_is_over():
+    # research borrows 8 beyond its 16 through vision; nlp is within its own 8: only vision's jobs may go.
+    table = quotas(research=16, nlp=8, vision=8, infra=16)
+    busy = {"nlp1": ("nlp", "n0"), "vis1": ("vision", "n1"), "vis2": ("vision", "n2"), "inf1": ("infra", "n3")}
+    plan = run([make_job("inf2").gpus(8).team("infra")], table, busy=busy)
+    assert [p.victim_job_id for p in plan.preemptions] in (["vis1"], ["vis2"])
+
+
+def test_a_tree_whose_teams_sit_under_one_group_without_quota_plans_as_the_flat_one():
+    table = quotas(nlp=(8, 4, None), vision=(8, None, 0), infra=8)
+    busy = {"vis1": ("vision", "n0"), "inf1": ("infra", "n1"), "inf2": ("infra", "n2")}
+    pending = [make_job("nlp1").gpus(8).nodes(2).team("nlp"), make_job("vis2").gpus(8).team("vision")]
+    flat = run(pending, table, busy=busy, parents={})
+    grouped = run(pending, table, busy=busy, parents={"nlp": "all", "vision": "all", "infra": "all"})
+    assert grouped == flat
