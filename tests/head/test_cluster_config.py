@@ -146,3 +146,34 @@ def test_a_gpu_speed_table_makes_a_job_wait_for_the_faster_type(tmp_path, clock,
         job = head.submit({"command": "b", "resources": {"gpus": 8, "gpu_type": ["H100", "L4"]}, "time_limit": "1h"})
         assert head.cycle().placed == 0
         assert head.job(job["id"])["reason"].startswith("waiting for H100 GPUs, expected to free up at")
+
+
+TREE = """
+organisation: acme
+teams:
+  research: {quotas: {H100: {nominal: 8, borrowing_limit: 4}}}
+  nlp: {parent: research, members: [bob], quotas: {H100: {nominal: 8}}}
+  infra: {members: [alice], quotas: {H100: {nominal: 16}}}
+"""
+
+
+def test_a_parent_teams_borrowing_limit_caps_its_teams_and_bad_sums_are_refused(tmp_path, clock, start_head):
+    path = tmp_path / "corral.yaml"
+    path.write_text(textwrap.dedent(TREE))
+    with start_head(tmp_path / "home", clock, config_path=path) as head:
+        for name in ("n1", "n2", "n3"):
+            head.register(name, gpus=8)
+        job = submit_as(head, "bob", {"command": "x", "nodes": 2, "resources": {"gpus": 8}})
+        assert head.cycle().placed == 0  # infra's 16 are idle, but research may borrow only 4 of them
+        assert head.job(job["id"])["reason"].startswith(
+            "over quota: team nlp uses 0 of its 8 H100;"
+            " 16 more would borrow beyond team research's borrowing limit of 4"
+        )
+        path.write_text(textwrap.dedent(TREE).replace("nominal: 8}}}\n  infra", "nominal: 12}}}\n  infra"))
+        response = head.client.post("/v1/config/reload", headers=head.admin)
+        assert response.status_code == 422
+        [detail] = response.json()["detail"]
+        assert detail["field"] == "teams.research.quotas.H100.nominal"
+        assert detail["msg"] == "must hold its child teams' nominal quotas (nlp 12 = 12), got 8"
+        teams = head.client.get("/v1/config", headers=head.admin).json()["config"]["teams"]
+        assert teams["nlp"]["quotas"]["H100"]["nominal"] == 8

@@ -47,6 +47,18 @@ def test_a_full_config_loads():
         ("fair_share: {half_life: soon}", "fair_share.half_life", "expected a duration"),
         ("teams: {a: {paren: b}}", "teams.a.paren", "unknown field"),
         ("teams: {a: {parent: b}, b: {parent: a}}", "teams.a.parent", "loops back"),
+        (
+            "teams: {g: {quotas: {H100: {nominal: 8}}}, a: {parent: g, quotas: {H100: {nominal: 6}}},"
+            " b: {parent: g, quotas: {H100: {nominal: 4}}}}",
+            "teams.g.quotas.H100.nominal",
+            "must hold its child teams' nominal quotas (a 6 + b 4 = 10), got 8",
+        ),
+        (
+            "teams: {g: {quotas: {H100: {nominal: 8}}}, mid: {parent: g},"
+            " a: {parent: mid, quotas: {H100: {nominal: 9}}}}",
+            "teams.g.quotas.H100.nominal",
+            "(mid 9 = 9), got 8",
+        ),
     ],
 )
 def test_each_problem_names_its_field(text, field, message):
@@ -55,6 +67,14 @@ def test_each_problem_names_its_field(text, field, message):
     problems = {e.field: e.message for e in caught.value.errors}
     assert field in problems, problems
     assert message in problems[field]
+
+
+def test_child_quotas_may_fill_their_parents_and_other_types_are_free():
+    config = load_cluster_config_yaml(
+        "teams: {g: {quotas: {H100: {nominal: 8}}}, a: {parent: g, quotas: {H100: {nominal: 8}, A100: {nominal: 4}}},"
+        " b: {parent: g, quotas: {A100: {nominal: 4}}}}"
+    )
+    assert config.ancestors("a") == ["g", "org"]
 
 
 def test_the_head_refuses_to_start_on_a_bad_config(tmp_path):

@@ -69,3 +69,8 @@ def quotas_of(config: ClusterConfig) -> Quotas:
         for name, team in config.teams.items()
         if team.quotas
     }
+
+
+def team_parents_of(config: ClusterConfig) -> dict[str, str]:
+    """Each team's parent team, for the scheduler; teams directly under the organisation are left out."""
+    return {name: team.parent for name, team in config.teams.items() if team.parent is not None}

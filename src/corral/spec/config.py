@@ -1,8 +1,9 @@
 """ClusterConfig: the head's ``corral.yaml`` (teams and quotas, priority classes, queues, fair share).
 
-Field checks come from pydantic; cross-field checks (unknown parent team, a user in two
-teams, an unknown priority class, ...) run after them. Every problem is reported with the
-dotted path of the bad field, e.g. ``teams.vision.quotas.H100.nominal``.
+Field checks come from pydantic; cross-field checks (unknown parent team, a loop of parents,
+a user in two teams, child teams' nominal quotas above their parent's, an unknown priority
+class, ...) run after them. Every problem is reported with the dotted path of the bad field,
+e.g. ``teams.vision.quotas.H100.nominal``.
 """
 
 from __future__ import annotations
@@ -175,6 +176,7 @@ def cross_check(config: ClusterConfig) -> list[FieldError]:
                         f"must not exceed nominal ({quota.nominal:g}), got {quota.lending_limit:g}",
                     )
                 )
+    errors.extend(_nominal_sums(config))
     classes = config.priority_classes
     known_classes = ", ".join(sorted(classes)) or "none defined"
     if config.default_priority_class is not None and config.default_priority_class not in classes:
@@ -195,6 +197,35 @@ def cross_check(config: ClusterConfig) -> list[FieldError]:
     for weighted in config.fair_share.weights:
         if weighted not in teams and weighted != config.organisation:
             errors.append(FieldError(f"fair_share.weights.{weighted}", f"unknown team {weighted!r}"))
+    return errors
+
+
+def _nominal_sums(config: ClusterConfig) -> list[FieldError]:
+    """A parent team's nominal quota of a GPU type must hold its child teams' nominal quotas of it
+    (a child with no quota of that type counts its own children's)."""
+    teams = config.teams
+    children: dict[str, list[str]] = {}
+    for name, team in teams.items():
+        if team.parent in teams and not _in_cycle(config, name):
+            children.setdefault(team.parent, []).append(name)
+
+    def nominal(name: str, gpu_type: str) -> float:
+        quota = teams[name].quotas.get(gpu_type)
+        return quota.nominal if quota is not None else sum(nominal(c, gpu_type) for c in children.get(name, ()))
+
+    errors: list[FieldError] = []
+    for name, team in teams.items():
+        for gpu_type, quota in team.quotas.items():
+            held = [(child, nominal(child, gpu_type)) for child in children.get(name, ())]
+            total = sum(gpus for _, gpus in held)
+            if total > quota.nominal + 1e-9:
+                parts = " + ".join(f"{child} {gpus:g}" for child, gpus in held if gpus > 0)
+                errors.append(
+                    FieldError(
+                        f"teams.{name}.quotas.{gpu_type}.nominal",
+                        f"must hold its child teams' nominal quotas ({parts} = {total:g}), got {quota.nominal:g}",
+                    )
+                )
     return errors
 
 

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from corral.head.config import quotas_of
+from corral.head.config import quotas_of, team_parents_of
 from corral.head.plan_apply import apply_plan
 from corral.head.runtime import HeadRuntime
 from corral.head.services.agents import write_heard
@@ -106,6 +106,7 @@ def load_cycle(rt: HeadRuntime, policy: Policy | None = None) -> CycleInput:
         pending=pending,
         running=running,
         quotas=quotas,
+        team_parents=team_parents_of(config) if quotas else {},
         fair_share=fair,
         gpu_speed=config.gpu_speed,
     )
