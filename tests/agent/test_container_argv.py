@@ -5,6 +5,7 @@ import pytest
 from corral.agent.containers import NO_RUNTIME, ContainerTask, find_runtime
 from corral.agent.containers.hpc import Apptainer, Enroot
 from corral.agent.containers.oci import Docker, Podman
+from corral.agent.gpus import HostDevice
 from corral.spec.containers import Volume
 
 ENV = {"CUDA_VISIBLE_DEVICES": "2,3", "RANK": "0", "CORRAL_JOB_ID": "j-1"}
@@ -83,6 +84,70 @@ def test_docker_passes_gpus_with_its_own_quoting_and_names_them_for_the_toolkit(
     assert "--replace" not in argv
     assert pairs(argv, "--gpus") == ['"device=2,3"']
     assert pairs(argv, "--network") == ["host"]
+
+
+# Slot 5 of a node with MIG on: MIG device 2 of GPU 1 (NVML's numbers, not the slot's).
+MIG = HostDevice(gpu=1, mig=2, uuid="MIG-5f3c")
+MIG_ENV = {**ENV, "CUDA_VISIBLE_DEVICES": "MIG-5f3c"}  # as the agent names the slot for a bare rank
+
+
+def mig_task(**changes) -> ContainerTask:
+    return task(**({"gpus": (5,), "devices": (MIG,), "env": MIG_ENV} | changes))
+
+
+def test_podman_passes_a_mig_slot_by_its_cdi_uuid_name():
+    run = Podman().run(mig_task())
+    assert pairs(run.argv, "--device") == ["nvidia.com/gpu=MIG-5f3c"]
+    assert run.env["CUDA_VISIBLE_DEVICES"] == "MIG-5f3c"  # exactly its slot, whatever CUDA numbers it inside
+
+
+def test_docker_passes_a_mig_slot_by_uuid_to_the_toolkit():
+    run = Docker().run(mig_task())
+    assert pairs(run.argv, "--gpus") == ['"device=MIG-5f3c"']
+    assert run.env["NVIDIA_VISIBLE_DEVICES"] == "MIG-5f3c"
+    assert run.env["CUDA_VISIBLE_DEVICES"] == "MIG-5f3c"
+
+
+def test_apptainer_names_a_mig_slot_by_uuid_for_cuda():
+    run = Apptainer().run(mig_task(env=ENV))  # even where the job's variables name the slot's index
+    assert "--nv" in run.argv
+    assert run.env["APPTAINERENV_CUDA_VISIBLE_DEVICES"] == "MIG-5f3c"
+
+
+def test_enroot_names_a_mig_slot_by_uuid_for_its_hook_and_for_cuda():
+    run = Enroot().run(mig_task())
+    assert run.env["NVIDIA_VISIBLE_DEVICES"] == "MIG-5f3c"
+    assert run.env["CUDA_VISIBLE_DEVICES"] == "MIG-5f3c"
+    assert {"NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"} <= set(pairs(run.argv, "--env"))
+
+
+def test_several_mig_slots_go_by_uuid_in_order():
+    devices = (MIG, HostDevice(gpu=0, mig=0, uuid="MIG-0a0a"))
+    run = Podman().run(task(gpus=(5, 0), devices=devices))
+    assert pairs(run.argv, "--device") == ["nvidia.com/gpu=MIG-5f3c", "nvidia.com/gpu=MIG-0a0a"]
+    assert run.env["CUDA_VISIBLE_DEVICES"] == "MIG-5f3c,MIG-0a0a"
+
+
+def test_whole_gpus_go_by_their_nvml_index_where_it_differs_from_the_slot():
+    whole = task(gpus=(7,), devices=(HostDevice(gpu=2, uuid="GPU-77"),))  # slot 7: a known host device
+    assert pairs(Podman().run(whole).argv, "--device") == ["nvidia.com/gpu=2"]
+    assert pairs(Docker().run(whole).argv, "--gpus") == ['"device=2"']
+    assert Enroot().run(whole).env["NVIDIA_VISIBLE_DEVICES"] == "2"
+    assert Podman().run(whole).env["CUDA_VISIBLE_DEVICES"] == "0"
+
+
+def test_on_a_node_with_mig_on_whole_gpus_go_by_uuid():
+    whole = task(gpus=(7,), devices=(HostDevice(gpu=2, uuid="GPU-77"),), by_uuid=True)
+    assert pairs(Podman().run(whole).argv, "--device") == ["nvidia.com/gpu=GPU-77"]
+    assert pairs(Docker().run(whole).argv, "--gpus") == ['"device=GPU-77"']
+    assert Enroot().run(whole).env["NVIDIA_VISIBLE_DEVICES"] == "GPU-77"
+    assert Podman().run(whole).env["CUDA_VISIBLE_DEVICES"] == "0"
+
+
+def test_fake_mig_slots_pass_no_device():
+    run = Podman().run(mig_task(real_gpus=False))
+    assert "--device" not in run.argv
+    assert run.env["CUDA_VISIBLE_DEVICES"] == "MIG-5f3c"  # the job's own variables, unchanged
 
 
 def test_podman_and_docker_containers_are_removed_by_name():

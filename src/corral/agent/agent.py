@@ -69,6 +69,7 @@ class Agent:
             runtime=options.runtime,
             real_gpus=inventory.source == "nvml",
             visible=inventory.visible,
+            devices=inventory.devices,
         )
         self.version = -1
         self.interval_s = options.heartbeat_interval_s or 2.0

@@ -15,6 +15,7 @@ from corral.agent.adopt import INDEX, RankRecord, Survivor, forget, write_record
 from corral.agent.containers import ContainerRuntime, remove_containers
 from corral.agent.containers.rank import container_names, container_run
 from corral.agent.env import HOSTFILE, hostfile_text, inherited_env, process_env
+from corral.agent.gpus.base import HostDevice
 from corral.agent.logship import LogShipper
 from corral.api import DesiredTask, TaskReport
 
@@ -74,9 +75,11 @@ class TaskSet:
         runtime: ContainerRuntime | None = None,
         real_gpus: bool = False,
         visible: Mapping[int, str] | None = None,
+        devices: Mapping[int, HostDevice] | None = None,
     ) -> None:
         self.node = node
         self.visible = dict(visible or {})  # CUDA_VISIBLE_DEVICES names of slots, where not their index
+        self.devices = dict(devices or {})  # the host device behind each slot (passed into containers)
         self.work_dir = work_dir
         self.changed = changed
         self.tracker = tracker
@@ -203,7 +206,9 @@ class TaskSet:
             job_env["PORT"] = desired.env.get("PORT", str(local.master_port))  # a service replica listens here
         command, env = desired.command, {**inherited_env(), **job_env}
         if desired.image is not None:
-            run = container_run(self.runtime, desired, rank, job_env, cwd, local.task_dir, self.real_gpus, self.node)
+            run = container_run(
+                self.runtime, desired, rank, job_env, cwd, local.task_dir, self.real_gpus, self.node, self.devices
+            )
             command, env = run.argv, {**env, **run.env}
         return launch.ProcessSpec(
             command=launch.recording_exit(command, _exit_file(local, rank)),

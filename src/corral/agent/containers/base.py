@@ -10,6 +10,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from corral.agent.gpus.base import HostDevice
 from corral.spec.containers import Volume
 
 GPU_ENV = "CUDA_VISIBLE_DEVICES"
@@ -33,6 +34,11 @@ class ContainerTask:
     """The host's indices of the GPUs given to the task."""
     real_gpus: bool = False
     """Whether ``gpus`` are devices of this host (NVML) rather than a fake inventory's."""
+    devices: tuple[HostDevice, ...] = ()
+    """The host devices behind ``gpus``, in the same order (NVML's GPU index, MIG index and UUID);
+    empty when unknown, and then the slots are taken for the host's GPU indices."""
+    by_uuid: bool = False
+    """Name every GPU by UUID to the runtime: the node has MIG on (a MIG device is always named so)."""
     node: str = ""
     """The node's name; a container the runtime keeps carries it, so a later agent finds the ones left behind."""
 
@@ -50,11 +56,34 @@ def argv_of(command: str | list[str]) -> list[str]:
     return ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
 
 
+def has_mig(task: ContainerTask) -> bool:
+    """Whether a MIG device is among the task's GPUs."""
+    return any(d.mig is not None for d in task.devices)
+
+
+def device_names(task: ContainerTask) -> list[str]:
+    """How the host's NVIDIA tooling (CDI spec, ``--gpus``, ``NVIDIA_VISIBLE_DEVICES``) names the task's GPUs.
+
+    On a node with MIG on, every one goes by UUID (``MIG-…``, ``GPU-…``), so one kind of name in
+    the CDI spec serves every job there: a MIG device's index name (``0:1``) changes when the GPU
+    is partitioned again, its UUID names the very device. Elsewhere by NVML's GPU index, or by slot
+    where the host devices are unknown (the same numbers on a node without MIG).
+    """
+    if not task.devices:
+        return [str(i) for i in task.gpus]
+    if task.by_uuid or has_mig(task):
+        return [d.uuid or d.index_name for d in task.devices]
+    return [str(d.gpu) for d in task.devices]
+
+
 def renumbered_gpus(task: ContainerTask) -> dict[str, str]:
     """With only its own devices passed in, the container counts them from 0: the job's
-    ``CUDA_VISIBLE_DEVICES`` lists 0..n-1 there. Fake GPUs pass no device, so the indices stay the host's."""
+    ``CUDA_VISIBLE_DEVICES`` lists 0..n-1 there, or the MIG devices' UUIDs (exact whatever the
+    order CUDA enumerates them in). Fake GPUs pass no device, so the indices stay the host's."""
     if not task.real_gpus:
         return dict(task.env)
+    if has_mig(task):
+        return {**task.env, GPU_ENV: ",".join(device_names(task))}
     return {**task.env, GPU_ENV: ",".join(str(i) for i in range(len(task.gpus)))}
 
 

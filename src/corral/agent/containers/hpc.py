@@ -4,12 +4,22 @@ left to remove."""
 
 from __future__ import annotations
 
-from corral.agent.containers.base import ContainerRun, ContainerRuntime, ContainerTask, argv_of, renumbered_gpus
+from corral.agent.containers.base import (
+    GPU_ENV,
+    ContainerRun,
+    ContainerRuntime,
+    ContainerTask,
+    argv_of,
+    device_names,
+    has_mig,
+    renumbered_gpus,
+)
 
 
 class Apptainer(ContainerRuntime):
     """``apptainer exec --cleanenv [--nv] --bind …``: variables go in as ``APPTAINERENV_NAME``. ``--nv``
-    binds every GPU of the host, so ``CUDA_VISIBLE_DEVICES`` keeps the host's indices."""
+    binds every GPU of the host, so ``CUDA_VISIBLE_DEVICES`` keeps the host's names: indices, or the
+    UUIDs of MIG devices (the host's ``/dev``, MIG's capability devices included, is shared)."""
 
     name = "apptainer"
 
@@ -20,7 +30,10 @@ class Apptainer(ContainerRuntime):
         argv += ["--bind", f"{task.workdir}:{task.workdir}", "--pwd", task.workdir]
         for mount in task.mounts:
             argv += ["--bind", f"{mount.host}:{mount.container}:{'ro' if mount.read_only else 'rw'}"]
-        env = {f"APPTAINERENV_{key}": value for key, value in task.env.items()}
+        inside = dict(task.env)
+        if task.real_gpus and has_mig(task):
+            inside[GPU_ENV] = ",".join(device_names(task))
+        env = {f"APPTAINERENV_{key}": value for key, value in inside.items()}
         return ContainerRun([*argv, task.image, *argv_of(task.command)], env)
 
     def probe(self) -> list[str]:
@@ -30,14 +43,14 @@ class Apptainer(ContainerRuntime):
 class Enroot(ContainerRuntime):
     """``enroot start --rw --mount … --env …``; the image is a squashfs file (``enroot import``) or a
     container made with ``enroot create``. Enroot's NVIDIA hook mounts the GPUs named in
-    ``NVIDIA_VISIBLE_DEVICES`` only, so inside they count from 0."""
+    ``NVIDIA_VISIBLE_DEVICES`` only (MIG devices by UUID), so inside they count from 0."""
 
     name = "enroot"
 
     def run(self, task: ContainerTask) -> ContainerRun:
         env = renumbered_gpus(task)
         if task.real_gpus and task.gpus:
-            env["NVIDIA_VISIBLE_DEVICES"] = ",".join(str(i) for i in task.gpus)
+            env["NVIDIA_VISIBLE_DEVICES"] = ",".join(device_names(task))
         argv = [self.executable, "start", "--rw"]
         for host, container, mode in [(task.workdir, task.workdir, "rw")] + [
             (m.host, m.container, "ro" if m.read_only else "rw") for m in task.mounts

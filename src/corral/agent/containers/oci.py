@@ -15,7 +15,14 @@ from __future__ import annotations
 
 from abc import abstractmethod
 
-from corral.agent.containers.base import ContainerRun, ContainerRuntime, ContainerTask, argv_of, renumbered_gpus
+from corral.agent.containers.base import (
+    ContainerRun,
+    ContainerRuntime,
+    ContainerTask,
+    argv_of,
+    device_names,
+    renumbered_gpus,
+)
 
 TASK_LABEL = "corral.task"
 NODE_LABEL = "corral.node"
@@ -24,8 +31,9 @@ NODE_LABEL = "corral.node"
 class OciRuntime(ContainerRuntime):
     def run(self, task: ContainerTask) -> ContainerRun:
         env = renumbered_gpus(task)
-        if task.real_gpus and task.gpus:
-            env.update(self.gpu_env(task.gpus))
+        devices = device_names(task) if task.real_gpus else []
+        if devices:
+            env.update(self.gpu_env(devices))
         argv = [self.executable, "run", "--rm", *self.replace_flag(), "--name", task.name]
         argv += ["--label", f"{TASK_LABEL}={task.name}", "--label", f"{NODE_LABEL}={task.node}"]
         argv += ["--init", "--network", "host", "--ipc", "host"]
@@ -34,17 +42,18 @@ class OciRuntime(ContainerRuntime):
         argv += ["-v", f"{task.workdir}:{task.workdir}", "-w", task.workdir]
         for mount in task.mounts:
             argv += ["-v", f"{mount.host}:{mount.container}:{'ro' if mount.read_only else 'rw'}"]
-        if task.real_gpus and task.gpus:
-            argv += self.gpu_flags(task.gpus)
+        if devices:
+            argv += self.gpu_flags(devices)
         return ContainerRun([*argv, task.image, *argv_of(task.command)], env)
 
     def replace_flag(self) -> list[str]:
         return []
 
     @abstractmethod
-    def gpu_flags(self, gpus: tuple[int, ...]) -> list[str]: ...
+    def gpu_flags(self, devices: list[str]) -> list[str]:
+        """The options that pass these devices (named as ``device_names`` does)."""
 
-    def gpu_env(self, gpus: tuple[int, ...]) -> dict[str, str]:
+    def gpu_env(self, devices: list[str]) -> dict[str, str]:
         return {}
 
     def list_node(self, node: str) -> list[str]:
@@ -52,7 +61,8 @@ class OciRuntime(ContainerRuntime):
 
 
 class Podman(OciRuntime):
-    """GPUs through CDI (``nvidia-ctk cdi generate``): ``--device nvidia.com/gpu=INDEX``."""
+    """GPUs through CDI (``nvidia-ctk cdi generate``): ``--device nvidia.com/gpu=INDEX``, and a MIG
+    device by its UUID name, ``nvidia.com/gpu=MIG-…`` (the spec must hold UUID names)."""
 
     name = "podman"
 
@@ -62,28 +72,28 @@ class Podman(OciRuntime):
     def replace_flag(self) -> list[str]:
         return ["--replace"]  # a container of that name left by a crash would block the start
 
-    def gpu_flags(self, gpus: tuple[int, ...]) -> list[str]:
-        return [flag for index in gpus for flag in ("--device", f"nvidia.com/gpu={index}")]
+    def gpu_flags(self, devices: list[str]) -> list[str]:
+        return [flag for name in devices for flag in ("--device", f"nvidia.com/gpu={name}")]
 
     def remove(self, name: str) -> list[str]:
         return [self.executable, "rm", "-f", "--ignore", "--time", "0", name]  # the grace period is over
 
 
 class Docker(OciRuntime):
-    """GPUs through the NVIDIA Container Toolkit: ``--gpus '"device=0,1"'``."""
+    """GPUs through the NVIDIA Container Toolkit: ``--gpus '"device=0,1"'``; MIG devices by UUID."""
 
     name = "docker"
 
     def probe(self) -> list[str]:
         return [self.executable, "info", "--format", "{{.ServerVersion}}"]  # fails without a reachable daemon
 
-    def gpu_flags(self, gpus: tuple[int, ...]) -> list[str]:
+    def gpu_flags(self, devices: list[str]) -> list[str]:
         # The quotes are Docker's: without them the comma would split the option.
-        return ["--gpus", '"device=' + ",".join(str(i) for i in gpus) + '"']
+        return ["--gpus", '"device=' + ",".join(devices) + '"']
 
-    def gpu_env(self, gpus: tuple[int, ...]) -> dict[str, str]:
+    def gpu_env(self, devices: list[str]) -> dict[str, str]:
         # CUDA images set NVIDIA_VISIBLE_DEVICES=all; a toolkit hook that reads it would add every GPU.
-        return {"NVIDIA_VISIBLE_DEVICES": ",".join(str(i) for i in gpus)}
+        return {"NVIDIA_VISIBLE_DEVICES": ",".join(devices)}
 
     def remove(self, name: str) -> list[str]:
         return [self.executable, "rm", "-f", name]

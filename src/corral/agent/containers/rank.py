@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from corral.agent.containers.base import ContainerRun, ContainerRuntime, ContainerTask
+from corral.agent.gpus.base import HostDevice
 from corral.agent.launch import MARKER_ENV, LaunchError
 from corral.api import DesiredTask
 from corral.spec.containers import Volume, parse_volume
@@ -34,8 +35,10 @@ def container_run(
     task_dir: Path,
     real_gpus: bool,
     node: str,
+    devices: Mapping[int, HostDevice] | None = None,
 ) -> ContainerRun:
-    """How the rank starts in the task's image; ``job_env``: the variables the job sees."""
+    """How the rank starts in the task's image; ``job_env``: the variables the job sees;
+    ``devices``: the host device behind each slot, where discovery knows it."""
     if task.image is None:
         raise ValueError("the task has no image")
     if runtime is None:
@@ -59,6 +62,8 @@ def container_run(
             mounts=tuple(mounts),
             gpus=tuple(task.gpus),
             real_gpus=real_gpus,
+            devices=tuple(devices[g] for g in task.gpus) if devices and all(g in devices for g in task.gpus) else (),
+            by_uuid=any(d.mig is not None for d in (devices or {}).values()),
             node=node,
         )
     )

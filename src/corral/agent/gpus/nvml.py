@@ -6,7 +6,7 @@ import re
 
 import pynvml
 
-from corral.agent.gpus.base import Inventory
+from corral.agent.gpus.base import HostDevice, Inventory
 from corral.api import GpuInfo
 
 _KNOWN = (
@@ -56,8 +56,11 @@ def mig_profile(name: str, memory_mb: int) -> str:
     return found.group(1).lower() if found else f"mig.{round(memory_mb / 1024)}gb"
 
 
-def _mig_devices(handle: object) -> list[tuple[str, int, str]]:
-    """The MIG devices of a GPU in MIG mode: (name, memory in MiB, UUID) each; none otherwise."""
+def _mig_devices(handle: object) -> list[tuple[int, str, int, str]]:
+    """The MIG devices of a GPU in MIG mode: (MIG index, name, memory in MiB, UUID) each; none otherwise.
+
+    The MIG index is NVML's handle index on the GPU, the one the NVIDIA Container Toolkit's
+    index names use (``GPU:MIG``)."""
     try:
         current, _pending = pynvml.nvmlDeviceGetMigMode(handle)
     except pynvml.NVMLError:  # not a MIG-capable GPU
@@ -71,7 +74,7 @@ def _mig_devices(handle: object) -> list[tuple[str, int, str]]:
         except pynvml.NVMLError:  # no instance in this slot
             continue
         memory = int(pynvml.nvmlDeviceGetMemoryInfo(mig).total) // MIB
-        found.append((_text(pynvml.nvmlDeviceGetName(mig)), memory, _text(pynvml.nvmlDeviceGetUUID(mig))))
+        found.append((slot, _text(pynvml.nvmlDeviceGetName(mig)), memory, _text(pynvml.nvmlDeviceGetUUID(mig))))
     return found
 
 
@@ -86,18 +89,21 @@ class NvmlGpus:
             return Inventory(gpus=[], source="none", note=f"NVML could not start ({exc}); no NVIDIA driver here?")
         try:
             gpus: list[GpuInfo] = []
+            devices: dict[int, HostDevice] = {}
             mig_seen = False
             for index in range(pynvml.nvmlDeviceGetCount()):
                 handle = pynvml.nvmlDeviceGetHandleByIndex(index)
                 kind = short_type(_text(pynvml.nvmlDeviceGetName(handle)))
                 migs = _mig_devices(handle)
                 mig_seen = mig_seen or bool(migs)
-                for name, memory, uuid in migs:
+                for mig_index, name, memory, uuid in migs:
                     profile = mig_profile(name, memory)
+                    devices[len(gpus)] = HostDevice(gpu=index, mig=mig_index, uuid=uuid)
                     gpus.append(GpuInfo(index=len(gpus), type=f"{kind}-{profile}", memory_mb=memory, uuid=uuid))
                 if not migs:
                     memory = int(pynvml.nvmlDeviceGetMemoryInfo(handle).total) // MIB
                     uuid = _text(pynvml.nvmlDeviceGetUUID(handle))
+                    devices[len(gpus)] = HostDevice(gpu=index, uuid=uuid)
                     gpus.append(GpuInfo(index=len(gpus), type=kind, memory_mb=memory, uuid=uuid))
             driver = _text(pynvml.nvmlSystemGetDriverVersion())
         except pynvml.NVMLError as exc:
@@ -107,4 +113,4 @@ class NvmlGpus:
         if not gpus:
             return Inventory(gpus=[], source="none", note="NVML found no GPU", driver=driver)
         visible = {g.index: g.uuid for g in gpus if g.uuid} if mig_seen else {}
-        return Inventory(gpus=gpus, source="nvml", driver=driver, visible=visible)
+        return Inventory(gpus=gpus, source="nvml", driver=driver, visible=visible, devices=devices)
