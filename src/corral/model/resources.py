@@ -52,6 +52,25 @@ class Request:
     topology_required: bool = False
     container: bool = False  # runs in a container image: only on nodes with a container runtime
 
+    def __hash__(self) -> int:
+        # Computed once: the scheduler looks requests up in sets many times per job and cycle.
+        cached: int | None = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash(
+                (
+                    self.nodes,
+                    self.gpus_per_node,
+                    self.gpu_types,
+                    self.cpus_per_node,
+                    self.memory_mb_per_node,
+                    self.topology,
+                    self.topology_required,
+                    self.container,
+                )
+            )
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
     @property
     def fractional(self) -> bool:
         return 0 < self.gpus_per_node < 1

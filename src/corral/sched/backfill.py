@@ -55,7 +55,7 @@ def find_reservation(
     ``taken`` are the allocations this cycle already gave out (placements and holds).
     """
     held = snapshot.allocations_of()
-    future = CapacityView(snapshot, policy.gpu_ranker, policy.cpu_ranker)
+    future = snapshot.view(policy.gpu_ranker, policy.cpu_ranker)
     future.take(taken)
     events = release_times(snapshot, now, stopped)
     i = 0
@@ -74,7 +74,7 @@ def guard_view(
     snapshot: Snapshot, policy: Policy, taken: Iterable[Allocation], reservation: Reservation
 ) -> CapacityView:
     """What lower jobs that run past the reservation's start may use: free now, less the reservation."""
-    guard = CapacityView(snapshot, policy.gpu_ranker, policy.cpu_ranker)
+    guard = snapshot.view(policy.gpu_ranker, policy.cpu_ranker)
     guard.take(taken)
     guard.take(reservation.allocations)
     return guard

@@ -9,7 +9,6 @@ from datetime import datetime, timedelta
 from corral.model import Allocation, Job, Request
 from corral.sched.backfill import blocked_reason, ends_by, find_reservation, guard_view, reserved_reason, when
 from corral.sched.fairshare import share_key
-from corral.sched.feasibility import ClusterShapes
 from corral.sched.placement import find_placement
 from corral.sched.plan import FASTER_GPU, QUOTA, Placement, Plan, Preemption, Reason, Reservation
 from corral.sched.policy import Policy
@@ -46,7 +45,6 @@ class _Cycle:
     reservation: Reservation | None = None
     guard: CapacityView | None = None
     reserve_tried: bool = False
-    shapes: ClusterShapes | None = None
     quota: QuotaLedger | None = None
     over_quota: dict[str, str] = field(default_factory=dict)  # job → why its team may not take more now
     waits_for_faster: dict[str, str] = field(default_factory=dict)  # job → the faster GPU type it waits for
@@ -54,7 +52,7 @@ class _Cycle:
 
     def run(self) -> Plan:
         policy = self.policy
-        view = CapacityView(self.snapshot, policy.gpu_ranker, policy.cpu_ranker)
+        view = self.snapshot.view(policy.gpu_ranker, policy.cpu_ranker)
         self.quota = QuotaLedger(self.snapshot) if self.snapshot.quotas else None
         preemptor = (
             Preemptor(self.snapshot, self.now, policy.level, self.quota)
@@ -187,9 +185,7 @@ class _Cycle:
 
     def _reserve(self, job: Job) -> None:
         """Reserve for the first blocked job that could ever fit; one attempt per cycle bounds the cost."""
-        if self.shapes is None:
-            self.shapes = ClusterShapes(self.snapshot.nodes)
-        if self.shapes.never_fits(job.request) is not None:
+        if self.snapshot.shapes.never_fits(job.request) is not None:
             return
         self.reserve_tried = True
         stopped = [p.victim_job_id for p in self.preemptions]

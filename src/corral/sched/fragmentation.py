@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from corral.sched.plan import Plan
 from corral.sched.policy import Policy
-from corral.sched.snapshot import CapacityView, Snapshot
+from corral.sched.snapshot import Snapshot
 
 
 def fragmentation(snapshot: Snapshot, plan: Plan, policy: Policy) -> dict[str, float]:
     """Fragmented free GPUs by type, once the plan's placements are made (0 where nothing waits)."""
-    view = CapacityView(snapshot, policy.gpu_ranker, policy.cpu_ranker)
+    view = snapshot.view(policy.gpu_ranker, policy.cpu_ranker)
     for placement in plan.placements:
         view.apply(placement)
     placed = {p.job_id for p in plan.placements}

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 from itertools import islice
 
-from corral.model import Job, NodeState, Request
+from corral.model import Job, Request
 from corral.sched import describe
 from corral.sched.feasibility import ClusterShapes
 from corral.sched.placement import candidates
@@ -18,8 +18,7 @@ def explain(waiting: Sequence[Job], view: CapacityView, snapshot: Snapshot) -> d
     """A reason per waiting job (given in queue order), judged on what is left free in ``view``."""
     if not waiting:
         return {}
-    registered = ClusterShapes(snapshot.nodes)
-    unavailable = ClusterShapes(n for n in snapshot.nodes if n.state != NodeState.READY)
+    registered, unavailable = snapshot.shapes, snapshot.unavailable_shapes
     by_request: dict[Request, Reason] = {}
     reasons: dict[str, Reason] = {}
     for position, job in enumerate(waiting, start=1):

@@ -25,6 +25,7 @@ from corral.model import (
 )
 
 if TYPE_CHECKING:
+    from corral.sched.feasibility import ClusterShapes
     from corral.sched.plan import Placement
 
 Rank = tuple[float, ...]
@@ -54,6 +55,33 @@ class Snapshot:
         _check_unique("node", [n.name for n in self.nodes])
         _check_unique("pending job", [j.id for j in self.pending])
         _check_unique("running job", [j.id for j in self.running])
+
+    def view(self, gpu_ranker: NodeRanker, cpu_ranker: NodeRanker) -> CapacityView:
+        """A fresh ``CapacityView`` of this snapshot: the first one per pair of rankers is built,
+        later ones are copies of a pristine one kept here (much cheaper than building)."""
+        key = (gpu_ranker, cpu_ranker)
+        pristine = self._views.get(key)
+        if pristine is None:
+            pristine = self._views[key] = CapacityView(self, gpu_ranker, cpu_ranker)
+        return pristine.copy()
+
+    @cached_property
+    def shapes(self) -> ClusterShapes:
+        """The registered nodes by shape (any state), for "could it ever fit?" (computed once)."""
+        from corral.sched.feasibility import ClusterShapes
+
+        return ClusterShapes(self.nodes)
+
+    @cached_property
+    def unavailable_shapes(self) -> ClusterShapes:
+        """The registered nodes that are not READY, by shape (computed once)."""
+        from corral.sched.feasibility import ClusterShapes
+
+        return ClusterShapes(n for n in self.nodes if n.state != NodeState.READY)
+
+    @cached_property
+    def _views(self) -> dict[tuple[NodeRanker, NodeRanker], CapacityView]:
+        return {}
 
     def allocations_of(self) -> dict[str, tuple[Allocation, ...]]:
         """Live allocations grouped by job id, in a stable order (a fresh dict; the grouping is computed once)."""
@@ -107,6 +135,15 @@ class NodeCapacity:
         self.free_memory_mb = node.memory_mb
         self.gpu_rank: Rank = ()
         self.cpu_rank: Rank = ()
+
+    def copy(self) -> NodeCapacity:
+        """An independent copy (the node and its GPU layout are shared: they never change)."""
+        twin = NodeCapacity.__new__(NodeCapacity)
+        twin.node, twin.name, twin._by_type, twin.gpu_types = self.node, self.name, self._by_type, self.gpu_types
+        twin.used = dict(self.used)
+        twin.free_gpus, twin.free_cpus, twin.free_memory_mb = self.free_gpus, self.free_cpus, self.free_memory_mb
+        twin.gpu_rank, twin.cpu_rank = self.gpu_rank, self.cpu_rank
+        return twin
 
     def indices(self, gpu_type: str) -> tuple[int, ...]:
         return self._by_type.get(gpu_type, ())
@@ -178,6 +215,18 @@ class CapacityView:
         self._hosts: list[_NodeEntry] = []
         for node in self.nodes.values():
             self._index(node)
+        self.version = 0  # bumped by every change, so callers can keep results that depend on it
+
+    def copy(self) -> CapacityView:
+        """An independent copy: changes to one never show in the other."""
+        twin = CapacityView.__new__(CapacityView)
+        twin._gpu_ranker, twin._cpu_ranker, twin.gpu_types = self._gpu_ranker, self._cpu_ranker, self.gpu_types
+        twin.nodes = {name: node.copy() for name, node in self.nodes.items()}
+        twin._empty = {t: {count: list(entries) for count, entries in b.items()} for t, b in self._empty.items()}
+        twin._shared = {t: list(entries) for t, entries in self._shared.items()}
+        twin._hosts = list(self._hosts)
+        twin.version = 0
+        return twin
 
     def nodes_with_empty(self, gpu_type: str, count: int) -> Iterator[NodeCapacity]:
         """Nodes with at least ``count`` empty GPUs of the type, preferred first."""
@@ -217,6 +266,7 @@ class CapacityView:
         self._change_allocations(placement.allocations, sign, placement.job_id)
 
     def _change_allocations(self, allocations: Iterable[Allocation], sign: int, job_id: str) -> None:
+        self.version += 1
         for alloc in allocations:
             node = self.nodes.get(alloc.node)
             if node is None:

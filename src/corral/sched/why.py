@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from corral.model import EPSILON, FULL_GPU, Job, Node, NodeState, Request
 from corral.sched import describe
 from corral.sched.policy import Policy
-from corral.sched.snapshot import CapacityView, NodeCapacity, Snapshot
+from corral.sched.snapshot import NodeCapacity, Snapshot
 
 STATE, RUNTIME, GPU_TYPE, CAPACITY, FREE, FITS = "state", "runtime", "gpu_type", "capacity", "free", "fits"
 
@@ -33,7 +33,7 @@ class NodeGroup:
 
 def why(job: Job, snapshot: Snapshot, policy: Policy) -> tuple[NodeGroup, ...]:
     """Every registered node's verdict for ``job``, grouped by verdict; rejections first, fitting nodes last."""
-    view = CapacityView(snapshot, policy.gpu_ranker, policy.cpu_ranker)
+    view = snapshot.view(policy.gpu_ranker, policy.cpu_ranker)
     groups: dict[tuple[str, str], list[str]] = {}
     for node in sorted(snapshot.nodes, key=lambda n: n.name):
         verdict = _verdict(job.request, node, view.nodes.get(node.name))
