@@ -54,8 +54,9 @@ class Request:
 
     def __hash__(self) -> int:
         # Computed once: the scheduler looks requests up in sets many times per job and cycle.
-        cached: int | None = self.__dict__.get("_hash")
-        if cached is None:
+        try:
+            return self._hash  # type: ignore[has-type,no-any-return]
+        except AttributeError:
             cached = hash(
                 (
                     self.nodes,
@@ -69,7 +70,7 @@ class Request:
                 )
             )
             object.__setattr__(self, "_hash", cached)
-        return cached
+            return cached
 
     @property
     def fractional(self) -> bool:

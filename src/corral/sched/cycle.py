@@ -49,6 +49,8 @@ class _Cycle:
     over_quota: dict[str, str] = field(default_factory=dict)  # job → why its team may not take more now
     waits_for_faster: dict[str, str] = field(default_factory=dict)  # job → the faster GPU type it waits for
     speed_checks: int = 0
+    quota_unchecked: list[Job] = field(default_factory=list)  # waiting without a quota check: nothing fits them
+    fits: dict[tuple[int, Request], bool] = field(default_factory=dict)  # (view version, request) → fits the view
 
     def run(self) -> Plan:
         policy = self.policy
@@ -66,6 +68,7 @@ class _Cycle:
         for queued in queue:
             if (True, queued.request) in unfit and (preemptor is None or not preemptor.worth_trying(queued)):
                 self.waiting.append(queued)  # does not fit what is free, whatever its quota allows
+                self.quota_unchecked.append(queued)
                 continue
             job = self._within_quota(queued, view)
             if job is None:
@@ -96,7 +99,7 @@ class _Cycle:
                     continue
                 no_victims.add(tried)
             if target is not view:
-                if (True, job.request) not in unfit and find_placement(view, job) is not None:
+                if (True, job.request) not in unfit and self._fits_now(view, job, unfit):
                     self.special[job.id] = ()
             elif policy.backfill and not self.reserve_tried:
                 self._reserve(job)
@@ -107,6 +110,16 @@ class _Cycle:
             preemptions=tuple(self.preemptions),
             reservations=() if self.reservation is None else (self.reservation,),
         )
+
+    def _fits_now(self, view: CapacityView, job: Job, unfit: set[tuple[bool, Request]]) -> bool:
+        """Whether the job fits what is free now; kept per request until the view changes."""
+        key = (view.version, job.request)
+        fits = self.fits.get(key)
+        if fits is None:
+            fits = self.fits[key] = find_placement(view, job) is not None
+            if not fits:
+                unfit.add((True, job.request))
+        return fits
 
     def _order_key(self) -> Callable[[Job], tuple[object, ...]]:
         """The policy's order; with fair share, the team's and user's share come right after priority."""
@@ -130,6 +143,24 @@ class _Cycle:
         if len(allowed) == len(types):
             return job
         return replace(job, request=replace(request, gpu_types=allowed))
+
+    def _quota_reasons(self, view: CapacityView) -> None:
+        """Quota reasons for the jobs passed over because nothing free fits them: their team's quota as
+        the cycle leaves it (the same for every job of one team and request, so computed once each)."""
+        quota = self.quota
+        if quota is None:
+            return
+        known: dict[tuple[str, Request], str | None] = {}
+        for job in self.quota_unchecked:
+            key = (job.team, job.request)
+            if key not in known:
+                request = job.request
+                types = [t for t in (request.gpu_types or view.gpu_types) if t in view.gpu_types]
+                problems = [quota.admits(job, t) for t in types] if request.gpus_per_node > 0 else []
+                blocked = bool(problems) and all(problem is not None for problem in problems)
+                known[key] = f"over quota: {problems[0]}" if blocked else None
+            if (problem := known[key]) is not None:
+                self.over_quota[job.id] = problem
 
     def _make_room_in_team(self, job: Job, view: CapacityView, preemptor: Preemptor) -> bool:
         """A job over its team's quota may still stop lower-priority jobs of its own team to fit within it
@@ -194,21 +225,20 @@ class _Cycle:
             self.guard = guard_view(self.snapshot, self.policy, self.taken, self.reservation)
 
     def _reasons(self, view: CapacityView, preemptor: Preemptor | None) -> dict[str, Reason]:
-        reasons = explain(self.waiting, view, self.snapshot)
+        self._quota_reasons(view)
+        known = {job_id: (FASTER_GPU, message) for job_id, message in self.waits_for_faster.items()}
+        known.update((job_id, (QUOTA, message)) for job_id, message in self.over_quota.items())
+        reasons = explain(self.waiting, view, self.snapshot, known)
         reservation = self.reservation
-        for job in self.waiting:
-            base = reasons[job.id]
-            if job.id in self.over_quota:
-                reasons[job.id] = Reason(QUOTA, self.over_quota[job.id], base.position, base.queue_length)
-            elif job.id in self.waits_for_faster:
-                message = self.waits_for_faster[job.id]
-                reasons[job.id] = Reason(FASTER_GPU, message, base.position, base.queue_length)
-            elif reservation is not None and job.id == reservation.job_id:
-                reasons[job.id] = reserved_reason(base, reservation, self.now)
-            elif job.id in self.special:
-                victims = self.special[job.id]
-                if victims and preemptor is not None:
-                    reasons[job.id] = preemptor.reason(base, job, victims)
-                elif reservation is not None:
-                    reasons[job.id] = blocked_reason(base, reservation, self.now)
+        if reservation is not None and reservation.job_id in reasons and reservation.job_id not in known:
+            reasons[reservation.job_id] = reserved_reason(reasons[reservation.job_id], reservation, self.now)
+        waiting = {job.id: job for job in self.waiting} if self.special else {}
+        for job_id, victims in self.special.items():
+            if job_id in known or job_id not in reasons or (reservation is not None and job_id == reservation.job_id):
+                continue
+            base = reasons[job_id]
+            if victims and preemptor is not None:
+                reasons[job_id] = preemptor.reason(base, waiting[job_id], victims)
+            elif reservation is not None:
+                reasons[job_id] = blocked_reason(base, reservation, self.now)
         return reasons

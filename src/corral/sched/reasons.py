@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import islice
 
 from corral.model import Job, Request
@@ -14,19 +14,33 @@ from corral.sched.plan import NEVER_FITS, NO_NODES, RESOURCES, Reason
 from corral.sched.snapshot import CapacityView, Snapshot
 
 
-def explain(waiting: Sequence[Job], view: CapacityView, snapshot: Snapshot) -> dict[str, Reason]:
-    """A reason per waiting job (given in queue order), judged on what is left free in ``view``."""
+def explain(
+    waiting: Sequence[Job],
+    view: CapacityView,
+    snapshot: Snapshot,
+    known: Mapping[str, tuple[str, str]] | None = None,
+) -> dict[str, Reason]:
+    """A reason per waiting job (given in queue order), judged on what is left free in ``view``.
+
+    ``known`` gives the code and message of jobs whose reason the cycle already knows (their
+    queue position is added here, unless their request can never fit)."""
     if not waiting:
         return {}
     registered, unavailable = snapshot.shapes, snapshot.unavailable_shapes
+    known = known or {}
     by_request: dict[Request, Reason] = {}
     reasons: dict[str, Reason] = {}
+    length = len(waiting)
     for position, job in enumerate(waiting, start=1):
         reason = by_request.get(job.request)
         if reason is None:
             reason = by_request[job.request] = _reason(job.request, view, snapshot, registered, unavailable)
-        if reason.code != NEVER_FITS:
-            reason = Reason(reason.code, reason.message, position, len(waiting))
+        own = known.get(job.id)
+        if own is not None:
+            at, of = (0, 0) if reason.code == NEVER_FITS else (position, length)
+            reason = Reason(own[0], own[1], at, of)
+        elif reason.code != NEVER_FITS:
+            reason = Reason(reason.code, reason.message, position, length)
         reasons[job.id] = reason
     return reasons
 
