@@ -55,7 +55,7 @@ class Request:
     def __hash__(self) -> int:
         # Computed once: the scheduler looks requests up in sets many times per job and cycle.
         try:
-            return self._hash  # type: ignore[has-type,no-any-return]
+            return self._hash  # type: ignore[attr-defined,no-any-return]
         except AttributeError:
             cached = hash(
                 (
