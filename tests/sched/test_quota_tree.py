@@ -138,3 +138,23 @@ def test_a_tree_whose_teams_sit_under_one_group_without_quota_plans_as_the_flat_
     flat = run(pending, table, busy=busy, parents={})
     grouped = run(pending, table, busy=busy, parents={"nlp": "all", "vision": "all", "infra": "all"})
     assert grouped == flat
+
+
+def test_a_borrower_never_preempts_a_team_within_its_quota_even_at_a_higher_priority():
+    # Idle quota is there (research's unassigned 8), but split over two nodes: vision could only
+    # start by stopping nlp's low-priority, preemptible jobs, and nlp is within its quota.
+    table = quotas(research=24, nlp=8, vision=8)
+    running = [running_job(j, NOW, preemptible=True, team="nlp") for j in ("nlp1", "nlp2")]
+    live = [live_alloc("nlp1", "n0", range(4)), live_alloc("nlp2", "n1", range(4))]
+    busy = [running_job("vis1", NOW, team="vision")]
+    job = make_job("vis2").gpus(8).priority(5).team("vision")
+    snap = snapshot(
+        nodes(3),
+        pending=[job],
+        live=[*live, live_alloc("vis1", "n2", range(8))],
+        running=[*running, *busy],
+        quotas=table,
+        team_parents=TREE,
+    )
+    plan = schedule(snap, DEFAULT, NOW)
+    assert plan.preemptions == () and plan.placements == ()
