@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from corral.model import TeamQuota
@@ -158,3 +159,39 @@ def test_a_borrower_never_preempts_a_team_within_its_quota_even_at_a_higher_prio
     )
     plan = schedule(snap, DEFAULT, NOW)
     assert plan.preemptions == () and plan.placements == ()
+
+
+# The worked example of docs/scheduling.md ("Quotas and borrowing"): 56 H100 under acme.
+EXAMPLE_TREE = {"nlp": "research", "vision": "research", "infra": "platform"}
+EXAMPLE = quotas(research=(32, 8, None), nlp=16, vision=8, platform=(16, None, 4), infra=16)
+
+
+def example(pending: list[JobBuilder], nlp: int, infra: int = 0) -> Plan:
+    """nlp runs ``nlp`` 8-GPU jobs on n0, n1, ...; infra ``infra`` on the nodes after them."""
+    busy = {f"nlp{i}": ("nlp", f"n{i}") for i in range(nlp)}
+    busy.update({f"infra{i}": ("infra", f"n{nlp + i}") for i in range(infra)})
+    return run(pending, EXAMPLE, busy=busy, parents=EXAMPLE_TREE, count=7)
+
+
+def test_the_documented_example():
+    more = make_job("more").gpus(8).nodes(2).team("nlp")
+    assert [p.job_id for p in example([more], nlp=2).placements] == ["more"]  # within research's 32
+    more = make_job("more").gpus(8).team("nlp")
+    assert [p.job_id for p in example([more], nlp=4).placements] == ["more"]  # research borrows 8 of acme
+    plan = example([more], nlp=5)
+    assert plan.reasons["more"].message == (
+        "over quota: team nlp uses 40 of its 16 H100; 8 more would borrow beyond team research's borrowing limit of 8"
+    )
+    unlimited = {**EXAMPLE, "research": quotas(research=32)["research"]}
+    snap = snapshot(
+        nodes(7), pending=[make_job("more").gpus(4).team("nlp")], quotas=unlimited, team_parents=EXAMPLE_TREE
+    )
+    busy = [running_job(f"nlp{i}", NOW, team="nlp") for i in range(5)]
+    snap = replace(snap, running=tuple(busy), live=tuple(live_alloc(f"nlp{i}", f"n{i}", range(8)) for i in range(5)))
+    assert [p.job_id for p in schedule(snap, DEFAULT, NOW).placements] == ["more"]  # acme lends 4 more
+    snap = replace(snap, pending=(make_job("more").gpus(5).team("nlp").build(),))
+    assert schedule(snap, DEFAULT, NOW).reasons["more"].message.endswith("no idle H100 quota can be lent now (4 left)")
+    plan = example([make_job("vis1").gpus(8).team("vision")], nlp=5)
+    assert [p.victim_job_id for p in plan.preemptions] == ["nlp0"] and plan.preemptions[0].reclaim
+    plan = example([make_job("vis1").gpus(8).team("vision")], nlp=3, infra=4)
+    assert [p.victim_job_id for p in plan.preemptions] == ["infra0"]  # not nlp's, though they lost less work
