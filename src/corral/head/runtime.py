@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from corral.clock import Clock
 from corral.head.config import ConfigHolder
 from corral.head.jobcache import JobCache
+from corral.head.nodecache import NodeModels
 from corral.head.notify import Notifier
 from corral.head.quiet import QuietBeats
 from corral.head.samples import SampleStore
@@ -40,6 +41,7 @@ class HeadRuntime:
     # Free GPUs per type that cannot serve the largest pending request, as of the last cycle.
     fragmented_gpus: dict[str, float] = field(default_factory=dict)
     job_cache: JobCache = field(default_factory=JobCache)
+    node_models: NodeModels = field(default_factory=NodeModels)
     samples: SampleStore = field(default_factory=SampleStore)
     quiet: QuietBeats = field(default_factory=QuietBeats)
     # Observers of what happens (metrics); each gets a number of seconds.

@@ -21,10 +21,10 @@ from corral.head.services.accounting import job_usage
 from corral.head.services.arrays import as_submitted, check_dependencies, element_specs
 from corral.head.services.classes import resolve
 from corral.head.services.common import Conflict, Infeasible, NotFound, record_event, wake_scheduler
-from corral.head.services.convert import node_model, request_of
+from corral.head.services.convert import request_of
 from corral.head.services.lifecycle import end_job
 from corral.head.services.users import team_checked
-from corral.head.store.tables import EventRow, JobRow, NodeRow, TaskRow
+from corral.head.store.tables import EventRow, JobRow, TaskRow
 from corral.model import TERMINAL_JOB_STATES, JobState, NodeState
 from corral.sched import NO_CONTAINER_RUNTIME, ClusterShapes
 from corral.spec import JobSpec
@@ -66,7 +66,7 @@ def _submit_once(rt: HeadRuntime, who: Principal, spec: JobSpec, idempotency_key
                         "spec; use a new key for a new job"
                     )
                 return to_out(session, existing, rt), False
-        _check_feasible(session, [spec])
+        _check_feasible(rt, session, [spec])
         check_dependencies(session, who, [spec])
         rows = _new_rows(spec, who, now, idempotency_key)
         session.add_all(rows)
@@ -84,7 +84,7 @@ def submit_many(rt: HeadRuntime, who: Principal, specs: Sequence[JobSpec]) -> li
     prefixes = [f"jobs[{i}]." if len(specs) > 1 else "" for i in range(len(specs))]
     specs = [resolve(team_checked(s, who, config, p), who, config, p) for s, p in zip(specs, prefixes, strict=True)]
     with rt.write() as session:
-        _check_feasible(session, specs)
+        _check_feasible(rt, session, specs)
         check_dependencies(session, who, specs)
         rows = [row for spec in specs for row in _new_rows(spec, who, now, None)]
         session.execute(insert(JobRow), [_columns(row) for row in rows])
@@ -149,8 +149,8 @@ def _row(
     )
 
 
-def _check_feasible(session: Session, specs: Sequence[JobSpec]) -> None:
-    nodes = [node_model(row) for row in session.scalars(select(NodeRow))]
+def _check_feasible(rt: HeadRuntime, session: Session, specs: Sequence[JobSpec]) -> None:
+    nodes = rt.node_models.load(session)
     if not nodes:
         return  # a cluster still starting: accept, the job waits with a reason
     runtimes = any(n.container_runtime and n.state is not NodeState.NOT_READY for n in nodes)

@@ -12,12 +12,11 @@ from corral.head.config import quotas_of, team_parents_of
 from corral.head.plan_apply import apply_plan
 from corral.head.runtime import HeadRuntime
 from corral.head.services.agents import write_heard
-from corral.head.services.convert import node_model
 from corral.head.services.decay import fair_share_usage
 from corral.head.services.gating import gate
 from corral.head.services.lifecycle import LIVE_TASK_STATES, end_job
 from corral.head.services.running import LiveTask, running_jobs
-from corral.head.store.tables import JobRow, NodeRow, TaskRow
+from corral.head.store.tables import JobRow, TaskRow
 from corral.model import Allocation, FairShare, JobState, LiveAllocation, RunningJob, TaskState
 from corral.sched import DEPENDENCY, Plan, Policy, Reason, Snapshot, fragmentation, get_policy, schedule
 
@@ -60,9 +59,7 @@ def load_cycle(rt: HeadRuntime, policy: Policy | None = None) -> CycleInput:
     fresh_after = now - timedelta(seconds=rt.settings.node_timeout_s)
     live_states = [s.value for s in LIVE_TASK_STATES]
     with rt.read() as session:
-        nodes = tuple(
-            node_model(row, heard_since=fresh_after) for row in session.scalars(select(NodeRow).order_by(NodeRow.name))
-        )
+        nodes = rt.node_models.load(session, heard_since=fresh_after)
         tasks = session.execute(
             select(
                 TaskRow.job_id,

@@ -27,7 +27,7 @@ from corral.api.services import (
 from corral.head.runtime import HeadRuntime
 from corral.head.security import Principal
 from corral.head.services.common import Infeasible, NotFound, record_event
-from corral.head.services.convert import node_model, request_of
+from corral.head.services.convert import request_of
 from corral.head.services.lifecycle import end_job
 from corral.head.store.serving_tables import ReplicaRow, ServiceRow
 from corral.head.store.tables import JobRow, NodeRow, TaskRow
@@ -53,7 +53,7 @@ def apply(rt: HeadRuntime, who: Principal, spec: ServiceSpec) -> tuple[ServiceOu
     _check_replica_job(spec)
     now = rt.clock.now()
     with rt.write() as session:
-        _check_feasible(session, spec)
+        _check_feasible(rt, session, spec)
         row = session.get(ServiceRow, spec.name)
         created = row is None
         if row is None:
@@ -93,8 +93,8 @@ def _check_replica_job(spec: ServiceSpec) -> None:
         raise Infeasible(field, str(err["msg"]).removeprefix("Value error, ")) from None
 
 
-def _check_feasible(session: Session, spec: ServiceSpec) -> None:
-    nodes = [node_model(row) for row in session.scalars(select(NodeRow))]
+def _check_feasible(rt: HeadRuntime, session: Session, spec: ServiceSpec) -> None:
+    nodes = rt.node_models.load(session)
     if not nodes:
         return
     problem = never_fits(request_of(spec.replica_job(1)), nodes)
