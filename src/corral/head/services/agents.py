@@ -141,8 +141,10 @@ def heartbeat(rt: HeadRuntime, node: str, token: str, req: HeartbeatRequest) -> 
                 release(session, task, TaskState.EXITED, now, None, "stopped before it started")
             else:
                 _lose(session, task, now, f"the agent on {node} does not run it")
-        session.flush()
-        session.refresh(row, ["desired_version"])  # this transaction's own bumps went around the ORM
+    # The answer is read after the write commits, so other writers need not wait while it is built;
+    # one read transaction gives a consistent desired state and its version.
+    with rt.read() as session:
+        row = authenticate_node(session, node, token)
         version = row.desired_version
         desired = desired_state(session, rt, row)
         token_hash = row.token_hash
