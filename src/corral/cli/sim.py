@@ -14,7 +14,7 @@ from typing import IO, TYPE_CHECKING
 import click
 
 from corral.cli.render import emit_json, output_option, table
-from corral.cli.simargs import check_policies, input_options, load_config_speed, load_inputs
+from corral.cli.simargs import HeadConfig, check_policies, input_options, load_head_config, load_inputs
 from corral.cli.simplan import plan
 
 if TYPE_CHECKING:
@@ -62,8 +62,9 @@ _DEFAULT = click.core.ParameterSource.DEFAULT
     "config_path",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help=(
-        "the head's cluster config (YAML): the scheduler reads its gpu_speed table, as a head started with it"
-        " would (jobs still run at the cluster file's speeds); without it, the cluster file's table"
+        "the head's cluster config (YAML): the scheduler reads its gpu_speed table and its teams' quotas along"
+        " the team tree (a job's team is its trace vc), as a head started with it would (jobs still run at the"
+        " cluster file's speeds); without it, the cluster file's table and no quotas"
     ),
 )
 @output_option
@@ -157,7 +158,7 @@ def _run(
         checkpoint_interval,
         timeline=out_dir is not None,
         progress=progress,
-        scheduler_speed=load_config_speed(config_path) if config_path is not None else None,
+        config=load_head_config(config_path) if config_path is not None else None,
     )
     rates = group_rates(spec)
     summaries = {name: summarize(result, rates) for name, result in results.items()}
@@ -191,11 +192,12 @@ def simulate_policies(
     *,
     timeline: bool = False,
     progress: IO[str] | None = None,
-    scheduler_speed: Mapping[str, float] | None = None,
+    config: HeadConfig | None = None,
 ) -> dict[str, SimResult]:
     """Each policy's run, in order; ``timeline`` records what the plots need; with ``progress`` (a
-    terminal), a bar per policy advances there as jobs finish. The scheduler reads
-    ``scheduler_speed`` when given, else ``speed`` (the run times' table)."""
+    terminal), a bar per policy advances there as jobs finish. The scheduler reads the speed table
+    of ``config`` (a head's cluster config) when given, else ``speed`` (the run times' table), and
+    the config's quotas along its team tree."""
     from corral.sched import get_policy
     from corral.sim import simulate
 
@@ -209,7 +211,9 @@ def simulate_policies(
             checkpoint_s=checkpoint_s,
             timeline=timeline,
             on_finish=on_finish,
-            scheduler_speed=scheduler_speed,
+            scheduler_speed=config.gpu_speed if config is not None else None,
+            quotas=config.quotas if config is not None else None,
+            team_parents=config.team_parents if config is not None else None,
         )
 
     if progress is None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 import click
 
 if TYPE_CHECKING:
+    from corral.model import Quotas
     from corral.sim import Trace
     from corral.spec import ClusterSpec
 
@@ -96,12 +98,22 @@ def check_policies(names: list[str]) -> None:
             raise click.BadParameter(f"unknown policy {name!r}; valid policies: {valid}", param_hint="--policy")
 
 
-def load_config_speed(config_path: Path) -> dict[str, float]:
-    """The ``gpu_speed`` table of a head's cluster config (empty when it has none); bad input names ``--config``."""
+@dataclass(frozen=True)
+class HeadConfig:
+    """What the scheduler reads from a head's cluster config: its speed table, quotas and team tree."""
+
+    gpu_speed: dict[str, float]
+    quotas: Quotas
+    team_parents: dict[str, str]
+
+
+def load_head_config(config_path: Path) -> HeadConfig:
+    """The parts of a head's cluster config the scheduler reads; bad input names ``--config``."""
+    from corral.head.config import quotas_of, team_parents_of
     from corral.spec import SpecError, load_cluster_config_yaml
 
     try:
         config = load_cluster_config_yaml(config_path.read_text(), source=str(config_path))
     except SpecError as exc:
         raise click.BadParameter(str(exc), param_hint="--config") from None
-    return dict(config.gpu_speed)
+    return HeadConfig(dict(config.gpu_speed), quotas_of(config), team_parents_of(config))

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
-from corral.model import Job, Node, RunningJob
+from corral.model import Job, Node, Quotas, RunningJob
 from corral.sched import Placement, Plan, Policy, schedule
 from corral.sched.history import FinishedJobs
 from corral.sim.state import ClusterState
@@ -147,6 +147,8 @@ def simulate(
     timeline: bool = False,
     on_finish: Callable[[], None] | None = None,
     scheduler_speed: Mapping[str, float] | None = None,
+    quotas: Quotas | None = None,
+    team_parents: Mapping[str, str] | None = None,
 ) -> SimResult:
     """Replay the workload: a job runs for its traced duration divided by its GPU type's speed.
 
@@ -155,11 +157,12 @@ def simulate(
     says), or all of it when ``checkpoint_s`` is 0. ``timeline`` records busy GPUs and pending
     jobs after every moment (for plots); ``on_finish`` is called each time a job finishes.
     Every cycle's Snapshot carries ``scheduler_speed`` as its ``gpu_speed`` (default: ``speed``),
-    so a job may wait for a faster GPU type it prefers, as on the head.
+    so a job may wait for a faster GPU type it prefers, as on the head; and ``quotas`` and
+    ``team_parents`` (teams are the trace's ``vc``), so teams borrow and reclaim as on the head.
     """
     sched_speed = dict(speed or {}) if scheduler_speed is None else dict(scheduler_speed)
-    engine = _Engine(workload, nodes, policy, dict(speed or {}), prune, checkpoint_s, timeline, on_finish, sched_speed)
-    return engine.run()
+    state = ClusterState(nodes, policy, prune, sched_speed, quotas, team_parents)
+    return _Engine(workload, nodes, policy, dict(speed or {}), state, checkpoint_s, timeline, on_finish).run()
 
 
 class _Engine:
@@ -169,17 +172,16 @@ class _Engine:
         nodes: Sequence[Node],
         policy: Policy,
         speed: dict[str, float],
-        prune: bool,
+        state: ClusterState,
         checkpoint_s: float,
         timeline: bool = False,
         on_finish: Callable[[], None] | None = None,
-        scheduler_speed: Mapping[str, float] | None = None,
     ) -> None:
         self.workload = workload
         self.policy = policy
         self.speed = speed
         self.checkpoint_s = checkpoint_s
-        self.state = ClusterState(nodes, policy, prune, scheduler_speed)
+        self.state = state
         self.total_gpus = sum(len(node.gpus) for node in nodes)
         self.runs = {j.job.id: _Run(j) for j in workload.jobs}
         self.finishes: list[tuple[float, int, str, int]] = []  # (when, seq, job id, run number)

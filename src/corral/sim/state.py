@@ -16,6 +16,8 @@ Everything is indexed so that each cycle's Snapshot holds only what can change i
   and the scheduler may read it (a backfill reservation, or a job waiting for a faster GPU type
   it prefers under a speed table), the cycle gets the full picture, as the head builds it. A
   held-back job takes nothing, so the free GPUs could serve jobs the pruning would leave out.
+- With team quotas every cycle gets the full picture too: a team's usage counts all of its
+  running jobs, and a job held out by its quota takes nothing either.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from bisect import bisect_left, insort
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from corral.model import Job, LiveAllocation, Node, Request, RunningJob
+from corral.model import Job, LiveAllocation, Node, Quotas, Request, RunningJob
 from corral.sched import Placement, Policy, Snapshot
 
 _QueueEntry = tuple[tuple[int, ...], str, Job]
@@ -35,13 +37,21 @@ class ClusterState:
     """What the engine changes between cycles; ``snapshot`` builds the next cycle's input."""
 
     def __init__(
-        self, nodes: Sequence[Node], policy: Policy, prune: bool, gpu_speed: Mapping[str, float] | None = None
+        self,
+        nodes: Sequence[Node],
+        policy: Policy,
+        prune: bool,
+        gpu_speed: Mapping[str, float] | None = None,
+        quotas: Quotas | None = None,
+        team_parents: Mapping[str, str] | None = None,
     ) -> None:
         self.prune = prune
         self.policy = policy
         self.gpu_speed = dict(gpu_speed or {})  # what the scheduler reads (``Snapshot.gpu_speed``)
+        self.quotas = dict(quotas or {})  # ``Snapshot.quotas``: teams' usage counts every running job
+        self.team_parents = dict(team_parents or {})
         # The head passes running jobs whenever the scheduler may read them; so does the full snapshot.
-        self.reads_running = policy.preemption or policy.backfill or bool(self.gpu_speed)
+        self.reads_running = policy.preemption or policy.backfill or bool(self.gpu_speed) or bool(self.quotas)
         self.nodes = {n.name: n for n in sorted(nodes, key=lambda n: n.name)}
         self.live: dict[str, dict[str, LiveAllocation]] = {name: {} for name in self.nodes}
         self.free = {name: len(n.gpus) for name, n in self.nodes.items()}
@@ -145,18 +155,24 @@ class ClusterState:
         """
         if not self.pending_count:
             return None
-        if not self.prune or self.timeline_matters():
+        if not self.prune or self.quotas or self.timeline_matters():
             pending = tuple(e[2] for q in self.queues.values() for e in q)
             live = tuple(a for by_job in self.live.values() for a in by_job.values())
             everyone = running(sorted(self.running_nodes)) if self.reads_running else ()
             return Snapshot(
-                nodes=tuple(self.nodes.values()), live=live, pending=pending, running=everyone, gpu_speed=self.gpu_speed
+                nodes=tuple(self.nodes.values()),
+                live=live,
+                pending=pending,
+                running=everyone,
+                quotas=self.quotas,
+                gpu_speed=self.gpu_speed,
+                team_parents=self.team_parents,
             )
         return self._pruned(self.victims(), running)
 
     def lean(self) -> Snapshot | None:
         """The cycle's input without running jobs (so without preemption), pruned; None when nothing fits."""
-        if not self.prune or not self.pending_count or self.timeline_matters():
+        if not self.prune or not self.pending_count or self.quotas or self.timeline_matters():
             return None
         return self._pruned([], lambda ids: ())
 
