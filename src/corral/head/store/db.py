@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -46,8 +47,10 @@ class Database:
         self._write_sessions = sessionmaker(write_engine, expire_on_commit=False)
         # SQLite has one writer at a time, and a writer that finds the lock taken sleeps in steps
         # of up to 100 ms. Queueing this process's writers on a lock instead keeps them prompt;
-        # on PostgreSQL it also keeps waiting writers from holding pooled connections.
-        self._write_lock = threading.Lock()
+        # on PostgreSQL it also keeps waiting writers from holding pooled connections. The lock
+        # is first come, first served, so no writer (a heartbeat, a lease renewal) waits behind
+        # ones that came later.
+        self._write_lock = FifoLock()
         # (holder, fencing token) while a leader election runs (see corral.head.leader); plan applies check it.
         self.fencing: tuple[str, int] | None = None
         self._checked_out = 0
@@ -105,6 +108,43 @@ class Database:
             self._returned.wait_for(lambda: self._checked_out <= 0, timeout=wait_s)
             self._closed = True
         self.engine.dispose()
+
+
+class FifoLock:
+    """A lock handed to waiting threads in the order they asked for it.
+
+    ``threading.Lock`` lets any waiter, or the releasing thread itself, take it next; under
+    steady contention some waiters then wait many turns. Here the releasing thread hands the
+    lock directly to the longest waiter."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._waiters: deque[threading.Lock] = deque()
+        self._held = False
+
+    def acquire(self) -> None:
+        with self._guard:
+            if not self._held:
+                self._held = True
+                return
+            turn = threading.Lock()
+            turn.acquire()
+            self._waiters.append(turn)
+        turn.acquire()  # released by the holder when it hands over; the lock is ours then
+
+    def release(self) -> None:
+        with self._guard:
+            if self._waiters:
+                self._waiters.popleft().release()
+            else:
+                self._held = False
+
+    def __enter__(self) -> FifoLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.release()
 
 
 def _configure_sqlite(engine: Engine) -> None:
