@@ -4,11 +4,15 @@ The head is real (its API, database and scheduling cycle on a fake clock) with a
 through the agent API; the simulator replays the same jobs on the same cluster. Every job must
 start at the same moment on the same nodes in both. The second scenario mixes GPU types under a
 speed table (the head's config, the simulator's cluster file): jobs wait for a faster type they
-prefer when the running jobs' time limits say it frees up soon enough."""
+prefer when the running jobs' time limits say it frees up soon enough. The third has users whose
+finished jobs were short or long, and a job that passes 2 GPU-hours of service and is preempted by
+a newer one under ``default``. Jobs are preemptible (as every traced job is to the simulator); a
+stopped task exits at once, and a cycle runs whenever a running job crosses one of the policy's
+service thresholds, as the simulator re-plans then."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -20,6 +24,7 @@ from corral.sim import Trace, TraceJob, build_nodes, load_cluster, prepare, simu
 from .conftest import exited, running
 
 GPUS_PER_NODE = 4
+USER, TEAM = "ann", "default"  # a job's owner, unless the scenario names another; the head's default team
 
 
 @dataclass(frozen=True)
@@ -29,6 +34,10 @@ class Scenario:
     # distinct moments, so no two events tie
     jobs: tuple[tuple[str, int, int, int, str, int], ...]
     speed: tuple[tuple[str, float], ...] = ()
+    owners: tuple[tuple[str, str], ...] = ()  # job id → its user, where not USER (all in one team)
+
+    def user(self, job: str) -> str:
+        return dict(self.owners).get(job, USER)
 
     @property
     def nodes(self) -> dict[str, str]:
@@ -68,6 +77,20 @@ MIXED = Scenario(
     speed=(("H100", 1.0), ("A100", 0.5)),
 )
 
+HISTORY = Scenario(  # under default: finished jobs make estimates, and a long job is demoted
+    groups=(("g", 3, "H100"),),
+    jobs=(
+        ("s1", 0, 100, 4, "", 0),  # sam's finished job: 400 GPU-s
+        ("l1", 2, 600, 8, "", 0),  # lou's: 4,800 GPU-s
+        ("d", 110, 4000, 4, "", 0),  # lou's, estimated from the team (only sam's job ended yet)
+        ("p1", 700, 1500, 4, "", 0),  # sam's
+        ("p2", 705, 1500, 4, "", 0),  # sam's
+        ("q", 1000, 500, 4, "", 0),  # lou's: estimated long, waits
+        ("r", 1100, 300, 4, "", 0),  # sam's: estimated short, ahead of q; preempts d once d is demoted (1910)
+    ),
+    owners=(("s1", "sam"), ("l1", "lou"), ("d", "lou"), ("p1", "sam"), ("p2", "sam"), ("q", "lou"), ("r", "sam")),
+)
+
 
 def simulated(tmp_path: Any, scenario: Scenario, policy: str) -> dict[str, tuple[float, tuple[str, ...]]]:
     cluster = tmp_path / "cluster.yaml"
@@ -89,6 +112,8 @@ def simulated(tmp_path: Any, scenario: Scenario, policy: str) -> dict[str, tuple
                 gpus=g,
                 gpu_types=tuple(filter(None, t.split("|"))),
                 time_limit_s=lim or None,
+                user=scenario.user(i),
+                vc=TEAM,
             )
             for i, s, d, g, t, lim in scenario.jobs
         )
@@ -97,51 +122,108 @@ def simulated(tmp_path: Any, scenario: Scenario, policy: str) -> dict[str, tuple
     return {r.id: (r.start_s, tuple(sorted(r.nodes))) for r in result.records}
 
 
+@dataclass
+class Runs:
+    """What the driver knows of the jobs it started on the head, by trace id."""
+
+    started: dict[str, tuple[float, tuple[str, ...]]] = field(default_factory=dict)  # first start, last run's nodes
+    run_start: dict[str, float] = field(default_factory=dict)  # running job → when its current run began
+    ends: dict[str, float] = field(default_factory=dict)  # running job → when its run ends
+    work: dict[str, float] = field(default_factory=dict)  # seconds of work left at speed 1.0
+    attained: dict[str, float] = field(default_factory=dict)  # GPU-seconds of its ended runs
+
+    def start(self, job: str, node: str, now: float, run_s: float) -> None:
+        if job not in self.ends:  # a new run
+            self.run_start[job], self.ends[job] = now, now + run_s
+            self.started[job] = (self.started.get(job, (now, ()))[0], ())
+        first, nodes = self.started[job]
+        self.started[job] = (first, tuple(sorted({*nodes, node})))
+
+    def stop(self, job: str, now: float, gpus: int, speed: float) -> None:
+        """Preempted: the work done so far is kept (continuous checkpoints, as the simulator's default)."""
+        if job in self.ends:
+            elapsed = now - self.run_start.pop(job)
+            del self.ends[job]
+            self.work[job] -= elapsed * speed
+            self.attained[job] = self.attained.get(job, 0.0) + elapsed * gpus
+
+    def crossings(self, gpus: dict[str, int], thresholds: tuple[float, ...]) -> list[float]:
+        """When running jobs cross the policy's service thresholds (the simulator re-plans then)."""
+        out = []
+        for job, began in self.run_start.items():
+            out += [began + (t - self.attained.get(job, 0.0)) / gpus[job] for t in thresholds]
+        return out
+
+
 def on_the_head(head: Any, scenario: Scenario, policy: str) -> dict[str, tuple[float, tuple[str, ...]]]:
     agents = {
         name: head.register(name, gpus=GPUS_PER_NODE, gpu_type=t, labels={"group": name[:-5], "gpu_type": t})
         for name, t in scenario.nodes.items()
     }
-    duration = {trace_id: float(d) for trace_id, _, d, _, _, _ in scenario.jobs}
-    started: dict[str, tuple[float, tuple[str, ...]]] = {}
-    ends: dict[str, float] = {}  # started job → when its run ends
+    gpus = {trace_id: g for trace_id, _, _, g, _, _ in scenario.jobs}
+    tokens = {user: head.user_token(user) for user in sorted({scenario.user(j[0]) for j in scenario.jobs})}
+    thresholds = get_policy(policy).thresholds
+    runs = Runs(work={trace_id: float(d) for trace_id, _, d, _, _, _ in scenario.jobs})
     live: dict[str, list[dict[str, Any]]] = {name: [] for name in agents}  # node → the tasks it runs
     ids: dict[str, str] = {}  # head job id → trace id
     waiting = list(scenario.jobs)
     now = 0.0
-    while waiting or ends:
+    while waiting or runs.ends:
+        ahead = [m for m in runs.crossings(gpus, thresholds) if m > now]
         moment = min([float(waiting[0][1])] if waiting else [], default=float("inf"))
-        moment = min(moment, *ends.values()) if ends else moment
+        moment = min(moment, *runs.ends.values(), *ahead) if runs.ends else moment
         head.clock.advance(moment - now)
         now = moment
-        ending = {job for job, end in ends.items() if end == now}
+        ending = {job for job, end in runs.ends.items() if end == now}
         for name, agent in agents.items():  # every node reports (and is heard from) at every moment
             agent.beat([exited(t, 0) if ids[t["job_id"]] in ending else running(t) for t in live[name]])
             live[name] = [t for t in live[name] if ids[t["job_id"]] not in ending]
         for job in ending:
-            del ends[job]
+            del runs.ends[job], runs.run_start[job]
         while waiting and waiting[0][1] == now:
-            trace_id, _, _, gpus, types, limit = waiting.pop(0)
-            nodes = -(-gpus // GPUS_PER_NODE)
-            resources: dict[str, Any] = {"gpus": gpus // nodes}
+            trace_id, _, _, count, types, limit = waiting.pop(0)
+            nodes = -(-count // GPUS_PER_NODE)
+            resources: dict[str, Any] = {"gpus": count // nodes}
             if types:
                 resources["gpu_type"] = types.split("|")
-            spec = {"name": trace_id, "command": "x", "nodes": nodes, "resources": resources}
+            spec = {"name": trace_id, "command": "x", "nodes": nodes, "resources": resources, "preemptible": True}
             if limit:
                 spec["time_limit"] = limit
-            ids[head.submit(spec)["id"]] = trace_id
-        run_cycle(head.rt, get_policy(policy))
-        for _ in range(2):  # a gang's other ranks are handed out once rank 0 has reported its port
-            for name, agent in agents.items():
-                for task in agent.tasks():
-                    if all(task["task_id"] != t["task_id"] for t in live[name]):
-                        live[name].append(task)
-                        trace_id = ids[task["job_id"]]
-                        placed = started.get(trace_id, (now, ()))[1]
-                        started[trace_id] = (now, tuple(sorted({*placed, name})))
-                        ends[trace_id] = now + scenario.run_s(duration[trace_id], scenario.nodes[name])
-                agent.beat([{**running(t), "master_port": 29500} for t in live[name]])
-    return started
+            ids[head.submit(spec, tokens[scenario.user(trace_id)])["id"]] = trace_id
+        stopped = True
+        while stopped:  # a plan with preemptions is followed by another cycle at the same moment
+            run_cycle(head.rt, get_policy(policy))
+            stopped = sync(agents, live, ids, runs, scenario, gpus, now)
+    return runs.started
+
+
+def sync(
+    agents: dict[str, Any],
+    live: dict[str, list[dict[str, Any]]],
+    ids: dict[str, str],
+    runs: Runs,
+    scenario: Scenario,
+    gpus: dict[str, int],
+    now: float,
+) -> bool:
+    """Agents start the tasks they are given and stop those taken away (at once); True if any stopped."""
+    stopped = False
+    for _ in range(2):  # a gang's other ranks are handed out once rank 0 has reported its port
+        for name, agent in agents.items():
+            wanted = {t["task_id"]: t for t in agent.tasks()}
+            gone = [t for t in live[name] if t["task_id"] not in wanted]
+            for task in gone:
+                job = ids[task["job_id"]]
+                runs.stop(job, now, gpus[job], dict(scenario.speed).get(scenario.nodes[name], 1.0))
+            live[name] = [t for t in live[name] if t["task_id"] in wanted]
+            for task in wanted.values():
+                if all(task["task_id"] != t["task_id"] for t in live[name]):
+                    live[name].append(task)
+                    job = ids[task["job_id"]]
+                    runs.start(job, name, now, scenario.run_s(runs.work[job], scenario.nodes[name]))
+            agent.beat([exited(t, 143) for t in gone] + [{**running(t), "master_port": 29500} for t in live[name]])
+            stopped = stopped or bool(gone)
+    return stopped
 
 
 @pytest.mark.parametrize("policy", ["fifo", "priority", "default"])
@@ -161,3 +243,14 @@ def test_the_same_with_mixed_gpu_types_and_a_speed_table(tmp_path, clock, start_
         assert on_the_head(head, MIXED, policy) == expected
     # Some job waited for the faster type: a first start later than its submit with a GPU free then.
     assert expected["b"][0] == 100 and expected["b"][1] == ("h-0000",)
+
+
+@pytest.mark.parametrize("policy", ["fifo", "priority", "default"])
+def test_the_same_with_finished_jobs_and_a_demotion(head, tmp_path, policy):
+    expected = simulated(tmp_path, HISTORY, policy)
+    assert len(expected) == len(HISTORY.jobs)
+    assert on_the_head(head, HISTORY, policy) == expected
+    if policy == "default":
+        # r (sam: short jobs) went ahead of q (lou: long ones), preempting d once d passed 2 GPU-hours.
+        assert expected["r"] == (1910, ("g-0000",)) and expected["q"][0] == 2200
+        assert expected["d"] == (110, ("g-0002",))

@@ -25,11 +25,15 @@ MIN_PACED_CYCLE_S = 0.005  # cycles shorter than this run back to back
 async def schedule_loop(rt: HeadRuntime, policy: Policy) -> None:
     """Run a cycle whenever something changed (submit, exit, node) and at least every interval.
 
+    Every cycle counts running jobs' service up to its own time, so a job that crosses one of the
+    policy's ``thresholds`` is seen past it within an interval, with no other event.
+
     Under a stream of changes, cycles are paced so that they take at most about half of the
     head's time: a cycle over a long queue must not starve the API that feeds it.
     """
     assert rt.notifier is not None
     wanted = rt.notifier.schedule_wanted
+    rt.service.reset()  # a head that starts leading loads the finished jobs again: it may have missed some
     while True:
         wanted.clear()
         started = time.perf_counter()

@@ -16,6 +16,7 @@ from corral.head.nodecache import NodeModels
 from corral.head.notify import Notifier
 from corral.head.quiet import QuietBeats
 from corral.head.samples import SampleStore
+from corral.head.servicebook import ServiceBook
 from corral.head.settings import HeadSettings
 from corral.head.store.db import Database
 from corral.model import FairShare
@@ -41,6 +42,8 @@ class HeadRuntime:
     # Free GPUs per type that cannot serve the largest pending request, as of the last cycle.
     fragmented_gpus: dict[str, float] = field(default_factory=dict)
     job_cache: JobCache = field(default_factory=JobCache)
+    # Service received and finished jobs' sizes, for policies that read them (``default``).
+    service: ServiceBook = field(default_factory=ServiceBook)
     node_models: NodeModels = field(default_factory=NodeModels)
     samples: SampleStore = field(default_factory=SampleStore)
     quiet: QuietBeats = field(default_factory=QuietBeats)

@@ -14,6 +14,7 @@ from corral.head.runtime import HeadRuntime
 from corral.head.services.agents import write_heard
 from corral.head.services.decay import fair_share_usage
 from corral.head.services.gating import gate
+from corral.head.services.history import HeldTask, fill_service
 from corral.head.services.lifecycle import LIVE_TASK_STATES, end_job
 from corral.head.services.running import LiveTask, running_jobs
 from corral.head.store.tables import JobRow, TaskRow
@@ -71,10 +72,11 @@ def load_cycle(rt: HeadRuntime, policy: Policy | None = None) -> CycleInput:
                 TaskRow.generation,
                 TaskRow.state,
                 TaskRow.assigned_at,
+                TaskRow.started_at,
             ).where(TaskRow.state.in_(live_states))
         ).all()
         waiting_rows = session.execute(
-            select(JobRow.id, JobRow.reason).where(JobRow.state == JobState.PENDING.value)
+            select(JobRow.id, JobRow.reason, JobRow.generation).where(JobRow.state == JobState.PENDING.value)
         ).all()
         fencing = session.scalars(
             select(TaskRow.job_id).where(TaskRow.state == TaskState.LOST.value, TaskRow.fenced_after > now)
@@ -87,6 +89,9 @@ def load_cycle(rt: HeadRuntime, policy: Policy | None = None) -> CycleInput:
         running: tuple[RunningJob, ...] = ()
         if pending and (policy.backfill or policy.preemption or quotas or config.gpu_speed):
             running = running_jobs(session, (LiveTask(t.job_id, t.generation, t.state, t.assigned_at) for t in tasks))
+        held = [HeldTask(t.job_id, t.generation, len(t.gpus), t.gpu_fraction, t.started_at) for t in tasks]
+        generations = {r.id: r.generation for r in waiting_rows}
+        pending, running = fill_service(rt.service, session, now, held, generations, pending, running)
         fair = _fair_share(rt, session, now) if pending and policy.fair_share and config.teams else None
     live = tuple(
         LiveAllocation(

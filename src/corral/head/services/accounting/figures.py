@@ -44,6 +44,11 @@ def overlap_s(start: datetime, end: datetime, since: datetime | None, until: dat
     return max(0.0, (hi - lo).total_seconds())
 
 
+def held_gpu_s(gpus: int, fraction: float, start: datetime, end: datetime) -> float:
+    """GPU-seconds a task used from ``start`` to ``end``: its GPUs × the share it held of each × the seconds."""
+    return gpus * fraction * max(0.0, (end - start).total_seconds())
+
+
 def prorated(amount: float, start: datetime, end: datetime, since: datetime | None, until: datetime) -> float:
     """The share of ``amount``, spread evenly over [start, end], that falls in [since, until]."""
     span = (end - start).total_seconds()

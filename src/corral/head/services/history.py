@@ -1,0 +1,206 @@
+"""Service received and expected: the two job fields the ``default`` policy reads, as the simulator fills them.
+
+- ``attained_gpu_s``: the GPU-seconds a job has received over all its runs, as accounting counts
+  them (each task: its GPUs × the share it holds of each × the seconds from its start until its
+  processes were gone, or until now while they run; a preempted or requeued job keeps what it
+  received). The ended runs are summed once and kept; the current run is added at every cycle.
+- ``expected_gpu_s``: the median GPU-seconds of the user's, else the team's, most recently ended
+  jobs (``FinishedJobs.expected``), taken when the job joins the queue (submitted or requeued) and
+  kept while it waits and runs.
+
+The finished jobs are loaded once, when the head starts leading (the most recent ``RECENT`` of
+every user and every team), then fed as jobs end: each cycle reads the end events of the last
+``LAG_S`` seconds, so an end written by another head counts too. A job is fed once its tasks are
+gone, with the GPU-seconds of all its runs; a job that never ran, or asked for no GPUs, is not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import NamedTuple
+
+from sqlalchemy import func, or_, select
+from sqlalchemy.orm import Session
+from sqlalchemy.sql import ColumnElement
+
+from corral.head.servicebook import ServiceBook
+from corral.head.services.accounting.figures import held_gpu_s
+from corral.head.store.tables import EventRow, JobRow, TaskRow
+from corral.model import TERMINAL_JOB_STATES, Job, RunningJob
+from corral.sched.history import RECENT, FinishedJobs
+
+LAG_S = 60.0
+"""How long after its time an end event is still looked for (a transaction may commit late)."""
+
+ENDED_STATES = sorted(s.value for s in TERMINAL_JOB_STATES)
+ENDED_EVENTS = [f"job.{state.lower()}" for state in ENDED_STATES]
+_CHUNK = 500
+
+
+class HeldTask(NamedTuple):
+    """A live task as the service count needs it."""
+
+    job_id: str
+    generation: int
+    gpus: int
+    fraction: float
+    started_at: datetime | None  # None: not started yet
+
+
+def fill_service(
+    book: ServiceBook,
+    session: Session,
+    now: datetime,
+    live: Sequence[HeldTask],
+    generations: Mapping[str, int],
+    pending: tuple[Job, ...],
+    running: tuple[RunningJob, ...],
+) -> tuple[tuple[Job, ...], tuple[RunningJob, ...]]:
+    """The pending and running jobs with ``attained_gpu_s`` and ``expected_gpu_s`` filled in.
+
+    ``live``: every task that may still hold resources; ``generations``: every pending job's
+    current generation (a new one means it joined the queue again)."""
+    tasks: dict[str, list[HeldTask]] = {}
+    for task in live:
+        tasks.setdefault(task.job_id, []).append(task)
+    with book.lock:
+        finished = _catch_up(book, session, now, tasks)
+        _forget_gone(book, generations, tasks)
+        keys = {job.id: (generations[job.id], 0) for job in pending}
+        keys.update({r.id: (max(t.generation for t in tasks[r.id]), len(tasks[r.id])) for r in running})
+        _sum_earlier(book, session, keys)
+        views = tuple(_pending_view(book, finished, job, generations[job.id]) for job in pending)
+        return views, tuple(_running_view(book, finished, r, tasks[r.id], now) for r in running)
+
+
+def _pending_view(book: ServiceBook, finished: FinishedJobs, job: Job, generation: int) -> Job:
+    known = book.estimates.get(job.id)
+    if known is None or known[0] != generation:
+        known = book.estimates[job.id] = (generation, finished.expected(job.user, job.team))
+    attained = book.earlier[job.id][1]
+    cached = book.views.get(job.id)
+    if cached is not None and cached[0] is job:
+        view = cached[1]
+        if view.attained_gpu_s == attained and view.expected_gpu_s == known[1]:
+            return view
+    view = replace(job, attained_gpu_s=attained, expected_gpu_s=known[1])
+    book.views[job.id] = (job, view)
+    return view
+
+
+def _running_view(
+    book: ServiceBook, finished: FinishedJobs, job: RunningJob, tasks: list[HeldTask], now: datetime
+) -> RunningJob:
+    known = book.estimates.get(job.id)
+    if known is None:  # it joined the queue before this head led
+        generation = max(t.generation for t in tasks)
+        known = book.estimates[job.id] = (generation, finished.expected(job.user, job.team))
+    current = sum(held_gpu_s(t.gpus, t.fraction, t.started_at, now) for t in tasks if t.started_at is not None)
+    return replace(job, attained_gpu_s=book.earlier[job.id][1] + current, expected_gpu_s=known[1])
+
+
+def _forget_gone(book: ServiceBook, pending: Mapping[str, int], live: Mapping[str, object]) -> None:
+    """Drop what is kept of jobs that neither wait nor hold anything any more."""
+    for kept in (book.estimates, book.earlier):
+        for job_id in [j for j in kept if j not in pending and j not in live]:
+            del kept[job_id]
+    for job_id in [j for j in book.views if j not in pending]:
+        del book.views[job_id]
+
+
+def _sum_earlier(book: ServiceBook, session: Session, keys: Mapping[str, tuple[int, int]]) -> None:
+    """GPU-seconds of the ended tasks of every job whose runs changed since they were last summed."""
+    stale = [job_id for job_id, key in keys.items() if book.earlier.get(job_id, (None,))[0] != key]
+    sums = ended_gpu_s(session, stale)
+    for job_id in stale:
+        book.earlier[job_id] = (keys[job_id], sums.get(job_id, 0.0))
+
+
+def ended_gpu_s(session: Session, job_ids: Sequence[str]) -> dict[str, float]:
+    """Each job's GPU-seconds over its tasks whose processes are gone (as accounting counts them)."""
+    out: dict[str, float] = {}
+    for start in range(0, len(job_ids), _CHUNK):
+        rows = session.execute(
+            select(TaskRow.job_id, TaskRow.gpus, TaskRow.gpu_fraction, TaskRow.started_at, TaskRow.finished_at).where(
+                TaskRow.job_id.in_(job_ids[start : start + _CHUNK]),
+                TaskRow.started_at.is_not(None),
+                TaskRow.finished_at.is_not(None),
+            )
+        ).all()
+        for job_id, gpus, fraction, started, ended in rows:
+            out[job_id] = out.get(job_id, 0.0) + held_gpu_s(len(gpus), fraction, started, ended)
+    return out
+
+
+def _catch_up(book: ServiceBook, session: Session, now: datetime, live: Mapping[str, object]) -> FinishedJobs:
+    """Load the history (first cycle) or read the jobs that ended since; feed those whose tasks are gone."""
+    horizon = now - timedelta(seconds=LAG_S)
+    if book.finished is None:
+        book.finished = FinishedJobs()
+        _note_ended(book, _recent_ended(session))
+    else:
+        _note_ended(book, _ended_since(session, horizon, book.ended))
+    settled = [job_id for job_id in book.unsettled if job_id not in live]
+    if settled:
+        sums = ended_gpu_s(session, settled)
+        for job_id in settled:
+            user, team = book.unsettled.pop(job_id)
+            book.finished.add(user, team, sums.get(job_id, 0.0))
+    for job_id in [j for j, at in book.ended.items() if at < horizon]:
+        del book.ended[job_id]
+    return book.finished
+
+
+def _note_ended(book: ServiceBook, rows: Iterable[tuple[str, str, str, datetime]]) -> None:
+    for job_id, user, team, ended_at in rows:
+        if job_id not in book.ended:
+            book.ended[job_id] = ended_at
+            book.unsettled[job_id] = (user, team)
+
+
+def _counted() -> list[ColumnElement[bool]]:
+    """Which ended jobs the history takes: those that ran, asking for GPUs."""
+    return [JobRow.state.in_(ENDED_STATES), JobRow.started_at.is_not(None), JobRow.gpus_per_node > 0]
+
+
+def _recent_ended(session: Session) -> list[tuple[str, str, str, datetime]]:
+    """The most recent ``RECENT`` ended jobs of every user and of every team, oldest first."""
+    newest = (JobRow.finished_at.desc(), JobRow.seq.desc())
+    ranked = (
+        select(
+            JobRow.id,
+            JobRow.user,
+            JobRow.team,
+            JobRow.finished_at,
+            JobRow.seq,
+            func.row_number().over(partition_by=JobRow.user, order_by=newest).label("by_user"),
+            func.row_number().over(partition_by=JobRow.team, order_by=newest).label("by_team"),
+        )
+        .where(*_counted())
+        .subquery()
+    )
+    rows = session.execute(
+        select(ranked.c.id, ranked.c.user, ranked.c.team, ranked.c.finished_at)
+        .where(or_(ranked.c.by_user <= RECENT, ranked.c.by_team <= RECENT))
+        .order_by(ranked.c.finished_at, ranked.c.seq)
+    ).all()
+    return [(r.id, r.user, r.team, r.finished_at) for r in rows]
+
+
+def _ended_since(
+    session: Session, since: datetime, known: Mapping[str, datetime]
+) -> list[tuple[str, str, str, datetime]]:
+    """Jobs not ``known`` whose end event is at ``since`` or later, in the order they ended."""
+    events = session.execute(
+        select(EventRow.job_id, EventRow.ts)
+        .where(EventRow.ts >= since, EventRow.kind.in_(ENDED_EVENTS))
+        .order_by(EventRow.ts, EventRow.id)
+    ).all()
+    ids = [job_id for job_id, _ in events if job_id is not None and job_id not in known]
+    owners: dict[str, tuple[str, str]] = {}
+    for start in range(0, len(ids), _CHUNK):
+        query = select(JobRow.id, JobRow.user, JobRow.team).where(JobRow.id.in_(ids[start : start + _CHUNK]))
+        owners.update({r.id: (r.user, r.team) for r in session.execute(query.where(*_counted()))})
+    return [(job_id, *owners[job_id], ts) for job_id, ts in events if job_id in owners]
