@@ -28,8 +28,8 @@ class ServiceBook:
     estimates: dict[str, tuple[int, float | None]] = field(default_factory=dict)
     # Live job → ((generation, live tasks) when summed, GPU-seconds of its tasks that ended).
     earlier: dict[str, tuple[tuple[int, int], float]] = field(default_factory=dict)
-    # Pending job → (the job cache's value, that value with its service filled in).
-    views: dict[str, tuple[Job, Job]] = field(default_factory=dict)
+    # Pending job → (the job cache's value, its generation, that value with its service filled in).
+    views: dict[str, tuple[Job, int, Job]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def reset(self) -> None:

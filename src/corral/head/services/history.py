@@ -16,10 +16,10 @@ gone, with the GPU-seconds of all its runs; a job that never ran, or asked for n
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
@@ -28,7 +28,7 @@ from sqlalchemy.sql import ColumnElement
 from corral.head.servicebook import ServiceBook
 from corral.head.services.accounting.figures import held_gpu_s
 from corral.head.store.tables import EventRow, JobRow, TaskRow
-from corral.model import TERMINAL_JOB_STATES, Job, RunningJob
+from corral.model import TERMINAL_JOB_STATES, Job
 from corral.sched.history import RECENT, FinishedJobs
 
 LAG_S = 60.0
@@ -37,6 +37,7 @@ LAG_S = 60.0
 ENDED_STATES = sorted(s.value for s in TERMINAL_JOB_STATES)
 ENDED_EVENTS = [f"job.{state.lower()}" for state in ENDED_STATES]
 _CHUNK = 500
+_SPARE = 1024  # entries of gone jobs kept before they are swept
 
 
 class HeldTask(NamedTuple):
@@ -49,17 +50,21 @@ class HeldTask(NamedTuple):
     started_at: datetime | None  # None: not started yet
 
 
-def fill_service(
+Service = Callable[[str, str, str], tuple[float, float | None]]
+"""(job id, user, team) of a job with live tasks → its attained and expected GPU-seconds."""
+
+
+def fill_pending(
     book: ServiceBook,
     session: Session,
     now: datetime,
     live: Sequence[HeldTask],
     generations: Mapping[str, int],
     pending: tuple[Job, ...],
-    running: tuple[RunningJob, ...],
-) -> tuple[tuple[Job, ...], tuple[RunningJob, ...]]:
-    """The pending and running jobs with ``attained_gpu_s`` and ``expected_gpu_s`` filled in.
+) -> tuple[tuple[Job, ...], Service]:
+    """The pending jobs with their service filled in, and the service of jobs with live tasks.
 
+    Feeds the finished jobs first (load them on the first call), so call it every cycle.
     ``live``: every task that may still hold resources; ``generations``: every pending job's
     current generation (a new one means it joined the queue again)."""
     tasks: dict[str, list[HeldTask]] = {}
@@ -68,46 +73,55 @@ def fill_service(
     with book.lock:
         finished = _catch_up(book, session, now, tasks)
         _forget_gone(book, generations, tasks)
-        keys = {job.id: (generations[job.id], 0) for job in pending}
-        keys.update({r.id: (max(t.generation for t in tasks[r.id]), len(tasks[r.id])) for r in running})
+        keys = {job_id: (max(t.generation for t in held), len(held)) for job_id, held in tasks.items()}
+        kept = book.views  # the common case, kept lean: a view made at an earlier cycle
+        views = [
+            c[2] if (c := kept.get(job.id)) is not None and c[0] is job and c[1] == generations[job.id] else None
+            for job in pending
+        ]
+        missed = [job for job, view in zip(pending, views, strict=True) if view is None]
+        keys.update({job.id: (generations[job.id], 0) for job in missed if generations[job.id] > 0})
         _sum_earlier(book, session, keys)
-        views = tuple(_pending_view(book, finished, job, generations[job.id]) for job in pending)
-        return views, tuple(_running_view(book, finished, r, tasks[r.id], now) for r in running)
+        if missed:
+            made = iter([_pending_view(book, finished, job, generations[job.id]) for job in missed])
+            views = [view if view is not None else next(made) for view in views]
+    return tuple(cast("list[Job]", views)), _running_service(book, finished, tasks, now)  # every view is made
 
 
 def _pending_view(book: ServiceBook, finished: FinishedJobs, job: Job, generation: int) -> Job:
     known = book.estimates.get(job.id)
     if known is None or known[0] != generation:
         known = book.estimates[job.id] = (generation, finished.expected(job.user, job.team))
-    attained = book.earlier[job.id][1]
-    cached = book.views.get(job.id)
-    if cached is not None and cached[0] is job:
-        view = cached[1]
-        if view.attained_gpu_s == attained and view.expected_gpu_s == known[1]:
-            return view
+    attained = book.earlier[job.id][1] if generation > 0 else 0.0  # a first attempt has not run yet
     view = replace(job, attained_gpu_s=attained, expected_gpu_s=known[1])
-    book.views[job.id] = (job, view)
+    book.views[job.id] = (job, generation, view)
     return view
 
 
-def _running_view(
-    book: ServiceBook, finished: FinishedJobs, job: RunningJob, tasks: list[HeldTask], now: datetime
-) -> RunningJob:
-    known = book.estimates.get(job.id)
-    if known is None:  # it joined the queue before this head led
-        generation = max(t.generation for t in tasks)
-        known = book.estimates[job.id] = (generation, finished.expected(job.user, job.team))
-    current = sum(held_gpu_s(t.gpus, t.fraction, t.started_at, now) for t in tasks if t.started_at is not None)
-    return replace(job, attained_gpu_s=book.earlier[job.id][1] + current, expected_gpu_s=known[1])
+def _running_service(
+    book: ServiceBook, finished: FinishedJobs, tasks: Mapping[str, list[HeldTask]], now: datetime
+) -> Service:
+    def service(job_id: str, user: str, team: str) -> tuple[float, float | None]:
+        held = tasks[job_id]
+        with book.lock:
+            known = book.estimates.get(job_id)
+            if known is None:  # it joined the queue before this head led
+                known = book.estimates[job_id] = (max(t.generation for t in held), finished.expected(user, team))
+            earlier = book.earlier[job_id][1]
+        current = sum(held_gpu_s(t.gpus, t.fraction, t.started_at, now) for t in held if t.started_at is not None)
+        return earlier + current, known[1]
+
+    return service
 
 
 def _forget_gone(book: ServiceBook, pending: Mapping[str, int], live: Mapping[str, object]) -> None:
-    """Drop what is kept of jobs that neither wait nor hold anything any more."""
-    for kept in (book.estimates, book.earlier):
+    """Drop what is kept of jobs that neither wait nor hold anything any more (now and then: it is a pass
+    over every job)."""
+    if len(book.estimates) + len(book.views) <= 2 * (len(pending) + len(live)) + _SPARE:
+        return
+    for kept in (book.estimates, book.earlier, book.views):
         for job_id in [j for j in kept if j not in pending and j not in live]:
             del kept[job_id]
-    for job_id in [j for j in book.views if j not in pending]:
-        del book.views[job_id]
 
 
 def _sum_earlier(book: ServiceBook, session: Session, keys: Mapping[str, tuple[int, int]]) -> None:

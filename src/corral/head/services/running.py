@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -22,12 +22,17 @@ class LiveTask(NamedTuple):
     assigned_at: datetime
 
 
-def running_jobs(session: Session, tasks: Iterable[LiveTask]) -> tuple[RunningJob, ...]:
+def running_jobs(
+    session: Session,
+    tasks: Iterable[LiveTask],
+    service: Callable[[str, str, str], tuple[float, float | None]] | None = None,
+) -> tuple[RunningJob, ...]:
     """A ``RunningJob`` for every job with live tasks.
 
     A job counts as stopping (its resources come back soon, at no cost) when it was told to
     stop: a task of it is STOPPING, the job ended, or the tasks belong to an attempt it has
-    left behind (requeued or preempted).
+    left behind (requeued or preempted). ``service`` gives a job's attained and expected
+    GPU-seconds from its id, user and team (``corral.head.services.history``).
     """
     by_job: dict[str, list[LiveTask]] = {}
     for task in tasks:
@@ -40,6 +45,7 @@ def running_jobs(session: Session, tasks: Iterable[LiveTask]) -> tuple[RunningJo
         )
         started = row.started_at if row.state == JobState.RUNNING.value and row.started_at else None
         started = started or min(t.assigned_at for t in live)
+        attained, expected = service(row.id, row.user, row.team) if service is not None else (0.0, None)
         out.append(
             RunningJob(
                 id=row.id,
@@ -51,6 +57,8 @@ def running_jobs(session: Session, tasks: Iterable[LiveTask]) -> tuple[RunningJo
                 stopping=stopping,
                 user=row.user,
                 team=row.team,
+                attained_gpu_s=attained,
+                expected_gpu_s=expected,
             )
         )
     return tuple(out)

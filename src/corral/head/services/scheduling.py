@@ -14,7 +14,7 @@ from corral.head.runtime import HeadRuntime
 from corral.head.services.agents import write_heard
 from corral.head.services.decay import fair_share_usage
 from corral.head.services.gating import gate
-from corral.head.services.history import HeldTask, fill_service
+from corral.head.services.history import HeldTask, fill_pending
 from corral.head.services.lifecycle import LIVE_TASK_STATES, end_job
 from corral.head.services.running import LiveTask, running_jobs
 from corral.head.store.tables import JobRow, TaskRow
@@ -85,13 +85,13 @@ def load_cycle(rt: HeadRuntime, policy: Policy | None = None) -> CycleInput:
         busy = {t.job_id for t in tasks} | set(fencing)
         reasons = {r.id: r.reason for r in waiting_rows if r.id not in busy}
         gated = gate(session, rt.job_cache.jobs(session, list(reasons)), rt.job_cache.gates(), busy)
-        pending = gated.runnable
-        running: tuple[RunningJob, ...] = ()
-        if pending and (policy.backfill or policy.preemption or quotas or config.gpu_speed):
-            running = running_jobs(session, (LiveTask(t.job_id, t.generation, t.state, t.assigned_at) for t in tasks))
         held = [HeldTask(t.job_id, t.generation, len(t.gpus), t.gpu_fraction, t.started_at) for t in tasks]
         generations = {r.id: r.generation for r in waiting_rows}
-        pending, running = fill_service(rt.service, session, now, held, generations, pending, running)
+        pending, service = fill_pending(rt.service, session, now, held, generations, gated.runnable)
+        running: tuple[RunningJob, ...] = ()
+        if pending and (policy.backfill or policy.preemption or quotas or config.gpu_speed):
+            live_tasks = (LiveTask(t.job_id, t.generation, t.state, t.assigned_at) for t in tasks)
+            running = running_jobs(session, live_tasks, service)
         fair = _fair_share(rt, session, now) if pending and policy.fair_share and config.teams else None
     live = tuple(
         LiveAllocation(
