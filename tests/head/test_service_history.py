@@ -127,3 +127,28 @@ def test_service_counts_every_gpu_of_a_gang_and_the_share_of_a_fractional_gpu(he
     snapshot, _ = load_snapshot(head.rt)
     pending = {j.id: j.attained_gpu_s for j in snapshot.pending}
     assert pending[gang] == 8 * 910.0
+
+
+def test_a_cancelled_job_counts_once_its_tasks_are_gone_even_after_a_long_pause(head):
+    n1 = head.register("n1", gpus=4)
+    sam, lou = head.user_token("sam"), head.user_token("lou")
+    finish(head, n1, sam, 100)
+    long_run = head.submit(job_spec(), lou)["id"]
+    assert head.cycle().placed == 1
+    task = run_all(head, n1)[long_run]
+    head.clock.advance(1500)
+    head.cancel(long_run)  # 6,000 GPU-seconds so far; its processes stop after the grace period
+    head.clock.advance(20)
+    n1.beat([head.exited(task, 143)])
+    head.clock.advance(600)  # no cycle for longer than end events are looked back for
+    n1.beat()
+    blocker = head.submit(job_spec(), head.user_token("ann"))["id"]
+    assert head.cycle().placed == 1
+    blocker_task = run_all(head, n1)[blocker]
+    long_one = head.submit(job_spec(), lou)["id"]
+    short_one = head.submit(job_spec(), sam)["id"]
+    head.cycle()
+    n1.beat([head.exited(blocker_task, 0)])
+    assert head.cycle().placed == 1
+    assert set(run_all(head, n1)) == {short_one}
+    assert head.job(long_one)["state"] == "PENDING"

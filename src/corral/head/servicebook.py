@@ -20,6 +20,8 @@ from corral.sched.history import FinishedJobs
 class ServiceBook:
     # None until loaded from the database (at the first cycle of a head that leads).
     finished: FinishedJobs | None = None
+    # The newest event when the history was last brought up to date.
+    event_id: int = 0
     # Ended jobs already fed (or waiting to be), by when they ended: an end event seen twice counts once.
     ended: dict[str, datetime] = field(default_factory=dict)
     # Ended jobs whose tasks still hold GPUs: (user, team); fed once their tasks are gone.
@@ -36,6 +38,7 @@ class ServiceBook:
         """Forget everything: the next cycle loads the history again."""
         with self.lock:
             self.finished = None
+            self.event_id = 0
             self.ended.clear()
             self.unsettled.clear()
             self.estimates.clear()

@@ -9,8 +9,9 @@
   kept while it waits and runs.
 
 The finished jobs are loaded once, when the head starts leading (the most recent ``RECENT`` of
-every user and every team), then fed as jobs end: each cycle reads the end events of the last
-``LAG_S`` seconds, so an end written by another head counts too. A job is fed once its tasks are
+every user and every team), then fed as jobs end: each cycle reads the end events written since the
+last one, and those of the last ``LAG_S`` seconds (a transaction may commit after a later one), so
+an end written by another head counts too, once. A job is fed once its tasks are
 gone, with the GPU-seconds of all its runs; a job that never ran, or asked for no GPUs, is not.
 """
 
@@ -151,11 +152,13 @@ def ended_gpu_s(session: Session, job_ids: Sequence[str]) -> dict[str, float]:
 def _catch_up(book: ServiceBook, session: Session, now: datetime, live: Mapping[str, object]) -> FinishedJobs:
     """Load the history (first cycle) or read the jobs that ended since; feed those whose tasks are gone."""
     horizon = now - timedelta(seconds=LAG_S)
+    top = session.scalar(select(func.max(EventRow.id))) or 0
     if book.finished is None:
         book.finished = FinishedJobs()
         _note_ended(book, _recent_ended(session))
     else:
-        _note_ended(book, _ended_since(session, horizon, book.ended))
+        _note_ended(book, _ended_since(session, book.event_id, top, horizon, book.ended))
+    book.event_id = top
     settled = [job_id for job_id in book.unsettled if job_id not in live]
     if settled:
         sums = ended_gpu_s(session, settled)
@@ -204,12 +207,16 @@ def _recent_ended(session: Session) -> list[tuple[str, str, str, datetime]]:
 
 
 def _ended_since(
-    session: Session, since: datetime, known: Mapping[str, datetime]
+    session: Session, after_id: int, top: int, since: datetime, known: Mapping[str, datetime]
 ) -> list[tuple[str, str, str, datetime]]:
-    """Jobs not ``known`` whose end event is at ``since`` or later, in the order they ended."""
+    """Jobs not ``known`` whose end event came after event ``after_id`` (up to ``top``) or is at
+    ``since`` or later (one committed after a later one), in the order they ended."""
     events = session.execute(
         select(EventRow.job_id, EventRow.ts)
-        .where(EventRow.ts >= since, EventRow.kind.in_(ENDED_EVENTS))
+        .where(
+            EventRow.kind.in_(ENDED_EVENTS),
+            or_(EventRow.id.between(after_id + 1, top), EventRow.ts >= since),
+        )
         .order_by(EventRow.ts, EventRow.id)
     ).all()
     ids = [job_id for job_id, _ in events if job_id is not None and job_id not in known]
