@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import socket
+import sys
 from urllib.parse import urlsplit
 
 from corral.agent.agent import Agent, AgentOptions
@@ -62,7 +64,20 @@ def address_towards(head_url: str) -> str:
 
 def run(options: AgentOptions, head_url: str, token: str, inventory: Inventory) -> None:
     options.work_dir.mkdir(parents=True, exist_ok=True)
+    _watch_children_by_pidfd()
     asyncio.run(_main(options, head_url, token, inventory))
+
+
+def _watch_children_by_pidfd() -> None:
+    """Learn of task exits through pidfds in the event loop, not a thread per task (Python 3.11 starts a
+    waiting thread per child by default; 3.12 and later use pidfds on their own where Linux has them)."""
+    if sys.version_info >= (3, 12) or not hasattr(os, "pidfd_open"):
+        return
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except OSError:
+        return  # a kernel without pidfd_open: keep the default
+    asyncio.set_child_watcher(asyncio.PidfdChildWatcher())
 
 
 async def _main(options: AgentOptions, head_url: str, token: str, inventory: Inventory) -> None:
