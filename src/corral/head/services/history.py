@@ -6,13 +6,14 @@
   received). The ended runs are summed once and kept; the current run is added at every cycle.
 - ``expected_gpu_s``: the median GPU-seconds of the user's, else the team's, most recently ended
   jobs (``FinishedJobs.expected``), taken when the job joins the queue (submitted or requeued) and
-  kept while it waits and runs.
+  kept while it waits and runs. Jobs already queued or running when a head starts leading get
+  theirs then.
 
 The finished jobs are loaded once, when the head starts leading (the most recent ``RECENT`` of
 every user and every team), then fed as jobs end: each cycle reads the end events written since the
 last one, and those of the last ``LAG_S`` seconds (a transaction may commit after a later one), so
-an end written by another head counts too, once. A job is fed once its tasks are
-gone, with the GPU-seconds of all its runs; a job that never ran, or asked for no GPUs, is not.
+an end written by another head counts too, once. A job is fed once its tasks are gone, with the
+GPU-seconds of all its runs; a job that never ran, or asked for no GPUs, is not.
 """
 
 from __future__ import annotations
