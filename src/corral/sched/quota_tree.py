@@ -14,8 +14,9 @@ A team takes more GPUs first from what it keeps and is not using, then from its 
 level up to the organisation; a level with a borrowing limit lets at most ``pooled - kept +
 borrowing_limit`` of its pool use rest on its parent. With every team directly under the
 organisation this is the flat rule: a team borrows from unowned GPUs and others' lendable unused
-nominal. A level's subtree usage never exceeds its nominal by more than its pool use exceeds its
-pool, so these checks also bound ``usage <= nominal + borrowing_limit`` at every level.
+nominal. When every level's nominal holds its children's (the config requires it), a level's
+subtree usage never exceeds its nominal by more than its pool use exceeds its pool, so these
+checks also bound ``usage <= nominal + borrowing_limit`` at every level.
 """
 
 from __future__ import annotations
