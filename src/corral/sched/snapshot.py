@@ -23,6 +23,7 @@ from corral.model import (
     Request,
     RunningJob,
 )
+from corral.sched import carry
 
 if TYPE_CHECKING:
     from corral.sched.feasibility import ClusterShapes
@@ -57,27 +58,23 @@ class Snapshot:
         _check_unique("running job", [j.id for j in self.running])
 
     def view(self, gpu_ranker: NodeRanker, cpu_ranker: NodeRanker) -> CapacityView:
-        """A fresh ``CapacityView`` of this snapshot: the first one per pair of rankers is built,
-        later ones are copies of a pristine one kept here (much cheaper than building)."""
+        """A fresh ``CapacityView`` of this snapshot: the first one per pair of rankers comes from
+        ``carry`` (the last snapshot's, brought up to date), later ones are copies of it kept here."""
         key = (gpu_ranker, cpu_ranker)
         pristine = self._views.get(key)
         if pristine is None:
-            pristine = self._views[key] = CapacityView(self, gpu_ranker, cpu_ranker)
+            pristine = self._views[key] = carry.pristine_view(self, gpu_ranker, cpu_ranker)
         return pristine.copy()
 
     @cached_property
     def shapes(self) -> ClusterShapes:
         """The registered nodes by shape (any state), for "could it ever fit?" (computed once)."""
-        from corral.sched.feasibility import ClusterShapes
-
-        return ClusterShapes(self.nodes)
+        return carry.shapes_of(self.nodes)
 
     @cached_property
     def unavailable_shapes(self) -> ClusterShapes:
         """The registered nodes that are not READY, by shape (computed once)."""
-        from corral.sched.feasibility import ClusterShapes
-
-        return ClusterShapes(n for n in self.nodes if n.state != NodeState.READY)
+        return carry.shapes_of(tuple(n for n in self.nodes if n.state != NodeState.READY))
 
     @cached_property
     def _views(self) -> dict[tuple[NodeRanker, NodeRanker], CapacityView]:

@@ -1,0 +1,91 @@
+"""Views carried from one snapshot to the next equal views built from scratch."""
+
+from __future__ import annotations
+
+import random
+
+from corral.model import Allocation, Gpu, LiveAllocation, Node, NodeState
+from corral.sched import carry, get_policy
+from corral.sched.snapshot import CapacityView, Snapshot
+
+
+def state(view: CapacityView) -> tuple[object, ...]:
+    nodes = sorted(
+        (name, dict(n.used), n.free_gpus, n.free_cpus, n.free_memory_mb, n.gpu_rank, n.cpu_rank)
+        for name, n in view.nodes.items()
+    )
+    empty = {t: {count: entries for count, entries in sorted(b.items()) if entries} for t, b in view._empty.items()}
+    return nodes, empty, view._shared, view._hosts, view.gpu_types
+
+
+def cluster(rng: random.Random) -> tuple[Node, ...]:
+    nodes = []
+    for i in range(12):
+        gpu_type = rng.choice(("H100", "A100"))
+        gpus = tuple(Gpu(index=g, type=gpu_type, memory_mb=81920) for g in range(rng.choice((0, 4, 8))))
+        nodes.append(Node(f"n{i:02d}", NodeState.READY, gpus, 32.0, 1 << 18, {"rack": f"r{i // 4}"}))
+    return tuple(nodes)
+
+
+def allocation(rng: random.Random, nodes: tuple[Node, ...], used: dict[tuple[str, int], float]) -> Allocation | None:
+    node = rng.choice(nodes)
+    if not node.gpus or rng.random() < 0.15:
+        return Allocation(node.name, (), 1.0, cpus=rng.choice((0.5, 1.0, 2.0)), memory_mb=1024)
+    if rng.random() < 0.3:  # a share of one GPU
+        fraction = rng.choice((0.25, 0.5, 0.3))
+        free = [g.index for g in node.gpus if used.get((node.name, g.index), 0.0) + fraction <= 1.0 + 1e-9]
+        if not free:
+            return None
+        index = rng.choice(free)
+        used[(node.name, index)] = used.get((node.name, index), 0.0) + fraction
+        return Allocation(node.name, (index,), fraction, cpus=1.0, memory_mb=2048)
+    empty = [g.index for g in node.gpus if used.get((node.name, g.index), 0.0) == 0.0]
+    if not empty:
+        return None
+    chosen = tuple(sorted(rng.sample(empty, rng.randint(1, len(empty)))))
+    for index in chosen:
+        used[(node.name, index)] = 1.0
+    return Allocation(node.name, chosen, 1.0, cpus=4.0, memory_mb=8192)
+
+
+def test_a_carried_view_equals_one_built_from_scratch_through_many_snapshots():
+    rng = random.Random(11)
+    for policy_name in ("default", "fifo"):
+        policy = get_policy(policy_name)
+        nodes = cluster(rng)
+        live: dict[str, LiveAllocation] = {}
+        used: dict[tuple[str, int], float] = {}
+        for step in range(150):
+            if rng.random() < 0.1:  # a node goes down or comes back: a new tuple of nodes
+                i = rng.randrange(len(nodes))
+                node = nodes[i]
+                flipped = NodeState.NOT_READY if node.state is NodeState.READY else NodeState.READY
+                nodes = (
+                    *nodes[:i],
+                    Node(node.name, flipped, node.gpus, node.cpus, node.memory_mb, node.labels),
+                    *nodes[i + 1 :],
+                )
+            for job_id in rng.sample(sorted(live), min(len(live), rng.randint(0, 4))):
+                gone = live.pop(job_id).allocation
+                for index in gone.gpus:
+                    used[(gone.node, index)] = round(used[(gone.node, index)] - gone.gpu_fraction, 12)
+            for _ in range(rng.randint(0, 5)):
+                made = allocation(rng, nodes, used)
+                if made is not None:
+                    live[f"j{step}-{len(live)}"] = LiveAllocation(f"j{step}-{len(live)}", made)
+            snapshot = Snapshot(nodes=nodes, live=tuple(live.values()))
+            carried = carry.pristine_view(snapshot, policy.gpu_ranker, policy.cpu_ranker)
+            built = CapacityView(snapshot, policy.gpu_ranker, policy.cpu_ranker)
+            assert state(carried) == state(built), f"{policy_name}, step {step}"
+
+
+def test_a_carried_view_is_a_copy_that_later_snapshots_do_not_change():
+    rng = random.Random(5)
+    nodes = cluster(rng)
+    policy = get_policy("default")
+    first = carry.pristine_view(Snapshot(nodes=nodes), policy.gpu_ranker, policy.cpu_ranker)
+    before = state(first)
+    gpu_node = next(n for n in nodes if n.gpus)
+    taken = LiveAllocation("j", Allocation(gpu_node.name, (0,), 1.0))
+    carry.pristine_view(Snapshot(nodes=nodes, live=(taken,)), policy.gpu_ranker, policy.cpu_ranker)
+    assert state(first) == before
