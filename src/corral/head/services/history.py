@@ -212,14 +212,13 @@ def _ended_since(
 ) -> list[tuple[str, str, str, datetime]]:
     """Jobs not ``known`` whose end event came after event ``after_id`` (up to ``top``) or is at
     ``since`` or later (one committed after a later one), in the order they ended."""
-    events = session.execute(
-        select(EventRow.job_id, EventRow.ts)
-        .where(
-            EventRow.kind.in_(ENDED_EVENTS),
-            or_(EventRow.id.between(after_id + 1, top), EventRow.ts >= since),
-        )
-        .order_by(EventRow.ts, EventRow.id)
-    ).all()
+    ended = select(EventRow.id, EventRow.job_id, EventRow.ts).where(EventRow.kind.in_(ENDED_EVENTS))
+    found = {  # two range scans (one with OR would scan the whole table)
+        row.id: (row.ts, row.job_id)
+        for query in (ended.where(EventRow.id.between(after_id + 1, top)), ended.where(EventRow.ts >= since))
+        for row in session.execute(query)
+    }
+    events = [(job_id, ts) for _, (ts, job_id) in sorted(found.items(), key=lambda item: (item[1][0], item[0]))]
     ids = [job_id for job_id, _ in events if job_id is not None and job_id not in known]
     owners: dict[str, tuple[str, str]] = {}
     for start in range(0, len(ids), _CHUNK):
