@@ -95,7 +95,8 @@ def _pending_view(book: ServiceBook, finished: FinishedJobs, job: Job, generatio
     if known is None or known[0] != generation:
         known = book.estimates[job.id] = (generation, finished.expected(job.user, job.team))
     attained = book.earlier[job.id][1] if generation > 0 else 0.0  # a first attempt has not run yet
-    view = replace(job, attained_gpu_s=attained, expected_gpu_s=known[1])
+    same = job.attained_gpu_s == attained and job.expected_gpu_s == known[1]
+    view = job if same else replace(job, attained_gpu_s=attained, expected_gpu_s=known[1])
     book.views[job.id] = (job, generation, view)
     return view
 
