@@ -54,10 +54,18 @@ def ended_jobs(db: Database, count: int) -> None:
             )
             session.add(
                 TaskRow(
-                    id=f"{job_id}/0/0", job_id=job_id, generation=0, node_rank=0, node="n", state="EXITED",
-                    gpus=[0], assigned_at=start, started_at=start, finished_at=end,
+                    id=f"{job_id}/0/0",
+                    job_id=job_id,
+                    generation=0,
+                    node_rank=0,
+                    node="n",
+                    state="EXITED",
+                    gpus=[0],
+                    assigned_at=start,
+                    started_at=start,
+                    finished_at=end,
                 )
-            )  # fmt: skip
+            )
 
 
 def main() -> None:
