@@ -120,3 +120,23 @@ def test_fair_share_ranks_users_within_a_team():
     usage = FairShare(users={"ann": {"H100": 1000.0}})
     plan = schedule(snapshot(nodes(1), pending=[first, second], fair_share=usage), DEFAULT, NOW)
     assert [p.job_id for p in plan.placements] == ["second"]
+
+
+def test_gpus_reclaimed_for_an_owner_go_to_the_owner_not_back_to_the_borrower():
+    # b's job borrowed a's idle quota, was preempted when a needed it, and waits again. Both wait on an
+    # empty node: b's job is older and of a higher priority, yet a's job (within its nominal) goes first,
+    # and b's job would now borrow what a uses, so it waits.
+    borrower = make_job("b1").gpus(8).team("b").priority(5).seq(0)
+    owner = make_job("a1").gpus(4).team("a").priority(0).seq(1)
+    snap = snapshot(nodes(count=1), pending=[borrower, owner], quotas=quotas(a=4, b=4))
+    plan = schedule(snap, DEFAULT, NOW)
+    assert [p.job_id for p in plan.placements] == ["a1"]
+    assert plan.reasons["b1"].code == QUOTA
+
+
+def test_jobs_within_their_nominal_quota_are_considered_before_jobs_that_would_borrow():
+    within = make_job("a1").gpus(4).team("a").seq(2)
+    borrowing = make_job("b1").gpus(8).team("b").priority(3).seq(0)
+    snap = snapshot(nodes(count=2), pending=[borrowing, within], quotas=quotas(a=4, b=4))
+    plan = schedule(snap, get_policy("priority"), NOW)
+    assert [p.job_id for p in plan.placements] == ["a1", "b1"]  # both fit; the order says who went first

@@ -61,7 +61,7 @@ class _Cycle:
             if policy.preemption and self.snapshot.running
             else None
         )
-        queue = sorted(self.snapshot.pending, key=self._order_key())
+        queue = sorted(self.snapshot.pending, key=self._order_key(view.gpu_types))
         # The views only shrink during a cycle, so a request that did not fit one never fits it later.
         unfit: set[tuple[bool, Request]] = set()
         no_victims: set[tuple[bool, Request, int]] = set()
@@ -121,13 +121,43 @@ class _Cycle:
                 unfit.add((True, job.request))
         return fits
 
-    def _order_key(self) -> Callable[[Job], tuple[object, ...]]:
-        """The policy's order; with fair share, the team's and user's share come right after priority."""
+    def _order_key(self, gpu_types: tuple[str, ...]) -> Callable[[Job], tuple[object, ...]]:
+        """The policy's order; with fair share, the team's and user's share come right after priority.
+        With quotas, jobs that would borrow come after all others (``_borrows``)."""
         policy, fair = self.policy, self.snapshot.fair_share
-        if not (policy.fair_share and fair is not None):
-            return lambda job: (policy.job_order(job), job.id)
-        share = share_key(self.snapshot, fair)
-        return lambda job: (-job.priority, share(job), policy.job_order(job), job.id)
+        share = share_key(self.snapshot, fair) if policy.fair_share and fair is not None else None
+        borrows = self._borrows(gpu_types) if self.quota is not None else None
+
+        def key(job: Job) -> tuple[object, ...]:
+            order = (
+                (policy.job_order(job), job.id)
+                if share is None
+                else (-job.priority, share(job), policy.job_order(job), job.id)
+            )
+            return order if borrows is None else (borrows(job), *order)
+
+        return key
+
+    def _borrows(self, gpu_types: tuple[str, ...]) -> Callable[[Job], bool]:
+        """Whether a job would borrow (past its team's nominal quota on every type it accepts), as usage
+        stands at the start of the cycle. Such jobs go last: GPUs an owner reclaims from borrowers then go
+        to the owner, not back to the borrower whose preempted job waits again (as Kueue orders them)."""
+        quota = self.quota
+        assert quota is not None
+        known: dict[tuple[str, tuple[str, ...], float], bool] = {}
+
+        def borrows(job: Job) -> bool:
+            request = job.request
+            if request.gpus_per_node <= 0:
+                return False
+            key = (job.team, request.gpu_types, request.total_gpus)
+            found = known.get(key)
+            if found is None:
+                types = request.gpu_types or gpu_types
+                found = known[key] = bool(types) and not any(quota.within_nominal(job, t) for t in types)
+            return found
+
+        return borrows
 
     def _within_quota(self, job: Job, view: CapacityView) -> Job | None:
         """The job limited to the GPU types its team's quota allows now; None (with a reason) if none."""
