@@ -152,3 +152,29 @@ def test_a_cancelled_job_counts_once_its_tasks_are_gone_even_after_a_long_pause(
     assert head.cycle().placed == 1
     assert set(run_all(head, n1)) == {short_one}
     assert head.job(long_one)["state"] == "PENDING"
+
+
+def test_a_job_ended_through_another_head_counts_on_the_leader(tmp_path, clock, start_head):
+    home = tmp_path / "home"
+    with start_head(home, clock) as leader, start_head(home, clock) as other:
+        n1 = leader.register("n1", gpus=4)
+        sam, lou = leader.user_token("sam"), leader.user_token("lou")
+        finish(leader, n1, sam, 100)
+        long_run = leader.submit(job_spec(), lou)["id"]
+        assert leader.cycle().placed == 1
+        task = run_all(leader, n1)[long_run]
+        leader.clock.advance(1500)
+        n1.head = other  # the agent now reports to the other head, which ends the job
+        n1.beat([other.exited(task, 0)])
+        assert other.job(long_run)["state"] == "SUCCEEDED"
+        n1.head = leader
+        blocker = leader.submit(job_spec(), leader.user_token("ann"))["id"]
+        assert leader.cycle().placed == 1
+        blocker_task = run_all(leader, n1)[blocker]
+        long_one = leader.submit(job_spec(), lou)["id"]
+        short_one = leader.submit(job_spec(), sam)["id"]
+        leader.cycle()
+        n1.beat([leader.exited(blocker_task, 0)])
+        assert leader.cycle().placed == 1
+        assert set(run_all(leader, n1)) == {short_one}
+        assert leader.job(long_one)["state"] == "PENDING"
