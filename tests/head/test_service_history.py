@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from corral.head.services import serving_loop
 from corral.head.services.scheduling import load_snapshot
 
 
@@ -178,3 +179,31 @@ def test_a_job_ended_through_another_head_counts_on_the_leader(tmp_path, clock, 
         assert leader.cycle().placed == 1
         assert set(run_all(leader, n1)) == {short_one}
         assert leader.job(long_one)["state"] == "PENDING"
+
+
+def test_a_service_replica_is_not_a_finished_job_like_a_batch_one(head):
+    n1 = head.register("n1", gpus=4)
+    sam, lou = head.user_token("sam"), head.user_token("lou")
+    finish(head, n1, sam, 100)  # sam: 400 GPU-seconds
+    finish(head, n1, lou, 1500)  # lou: 6,000
+    service = {"name": "chat", "command": "serve", "resources": {"gpus": 4}, "replicas": {"min": 1, "max": 1}}
+    response = head.client.post("/v1/services", json=service, headers=head.auth(sam))
+    assert response.status_code == 201, response.text
+    serving_loop.reconcile(head.rt, serving_loop.load(head.rt), {}, {})
+    assert head.cycle().placed == 1
+    (replica,) = n1.tasks()
+    n1.beat([{**head.running(replica), "master_port": 9000}])
+    head.clock.advance(100_000)  # 400,000 GPU-seconds of serving
+    response = head.client.delete("/v1/services/chat", headers=head.auth(sam))
+    assert response.status_code in (200, 204), response.text
+    n1.beat([head.exited(replica, 143)])
+    blocker = head.submit(job_spec(), head.user_token("ann"))["id"]
+    assert head.cycle().placed == 1
+    blocker_task = run_all(head, n1)[blocker]
+    long_one = head.submit(job_spec(), lou)["id"]
+    short_one = head.submit(job_spec(), sam)["id"]
+    head.cycle()
+    n1.beat([head.exited(blocker_task, 0)])
+    assert head.cycle().placed == 1
+    assert set(run_all(head, n1)) == {short_one}
+    assert head.job(long_one)["state"] == "PENDING"

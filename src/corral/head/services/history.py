@@ -13,7 +13,7 @@ The finished jobs are loaded once, when the head starts leading (the most recent
 every user and every team), then fed as jobs end: each cycle reads the end events written since the
 last one, and those of the last ``LAG_S`` seconds (a transaction may commit after a later one), so
 an end written by another head counts too, once. A job is fed once its tasks are gone, with the
-GPU-seconds of all its runs; a job that never ran, or asked for no GPUs, is not.
+GPU-seconds of all its runs; a job that never ran, asked for no GPUs or was a service's replica is not.
 """
 
 from __future__ import annotations
@@ -180,8 +180,14 @@ def _note_ended(book: ServiceBook, rows: Iterable[tuple[str, str, str, datetime]
 
 
 def _counted() -> list[ColumnElement[bool]]:
-    """Which ended jobs the history takes: those that ran, asking for GPUs."""
-    return [JobRow.state.in_(ENDED_STATES), JobRow.started_at.is_not(None), JobRow.gpus_per_node > 0]
+    """Which ended jobs the history takes: those that ran, asking for GPUs, and not as a service's
+    replica (it runs as long as the service is wanted: nothing like a batch job's size)."""
+    return [
+        JobRow.state.in_(ENDED_STATES),
+        JobRow.started_at.is_not(None),
+        JobRow.gpus_per_node > 0,
+        JobRow.spec["env"]["CORRAL_SERVICE"].as_string().is_(None),  # a replica's job carries its service
+    ]
 
 
 def _recent_ended(session: Session) -> list[tuple[str, str, str, datetime]]:
