@@ -52,23 +52,33 @@ class Request:
     topology_required: bool = False
     container: bool = False  # runs in a container image: only on nodes with a container runtime
 
+    def __eq__(self, other: object) -> bool:
+        # Equal hashes first: the scheduler compares requests in dict and set lookups many times per cycle.
+        if self is other:
+            return True
+        if other.__class__ is not Request:
+            return NotImplemented
+        assert isinstance(other, Request)
+        return hash(self) == hash(other) and self._fields() == other._fields()
+
+    def _fields(self) -> tuple[object, ...]:
+        return (
+            self.nodes,
+            self.gpus_per_node,
+            self.gpu_types,
+            self.cpus_per_node,
+            self.memory_mb_per_node,
+            self.topology,
+            self.topology_required,
+            self.container,
+        )
+
     def __hash__(self) -> int:
         # Computed once: the scheduler looks requests up in sets many times per job and cycle.
         try:
             return self._hash  # type: ignore[attr-defined,no-any-return]
         except AttributeError:
-            cached = hash(
-                (
-                    self.nodes,
-                    self.gpus_per_node,
-                    self.gpu_types,
-                    self.cpus_per_node,
-                    self.memory_mb_per_node,
-                    self.topology,
-                    self.topology_required,
-                    self.container,
-                )
-            )
+            cached = hash(self._fields())
             object.__setattr__(self, "_hash", cached)
             return cached
 
