@@ -43,6 +43,7 @@ class SimulatedAgent:
     version: int = -1
     ends: dict[str, float] = field(default_factory=dict)  # task id → when it exits
     generations: dict[str, int] = field(default_factory=dict)
+    last_reports: list[dict[str, Any]] = field(default_factory=list)  # what the previous heartbeat said
 
     def reports(self, now: float) -> list[dict[str, Any]]:
         out = []
@@ -72,6 +73,7 @@ def samples() -> list[dict[str, Any]]:
 
 async def heartbeats(args: argparse.Namespace, cluster: Cluster) -> dict[str, Any]:
     latencies: list[float] = []
+    changed: list[float] = []  # the heartbeats whose task reports differ from the node's previous one
     failures: list[str] = []
     stop_at = 0.0
     connector = aiohttp.TCPConnector(limit=256)
@@ -104,6 +106,8 @@ async def heartbeats(args: argparse.Namespace, cluster: Cluster) -> dict[str, An
                 due = time.monotonic() + args.interval
                 now = time.monotonic()
                 body = {"tasks": agent.reports(now), "applied_version": agent.version, "samples": samples()}
+                news = body["tasks"] != agent.last_reports
+                agent.last_reports = body["tasks"]
                 sent = time.perf_counter()
                 try:
                     async with http.post(f"/v1/agents/{agent.name}/heartbeat", json=body, headers=headers) as r:
@@ -118,6 +122,8 @@ async def heartbeats(args: argparse.Namespace, cluster: Cluster) -> dict[str, An
                             failures.append(f"{agent.name}: {r.status} {reply}")
                         else:
                             latencies.append(time.perf_counter() - sent)
+                            if news:
+                                changed.append(latencies[-1])
                             agent.learn(reply, time.monotonic(), args.job_seconds)
                 except aiohttp.ClientError as exc:
                     failures.append(f"{agent.name}: {exc!r}")
@@ -148,6 +154,7 @@ async def heartbeats(args: argparse.Namespace, cluster: Cluster) -> dict[str, An
         submitter = asyncio.create_task(submit_forever())
         await asyncio.sleep(max(0.0, warmup_until - time.monotonic()))
         latencies.clear()
+        changed.clear()
         me = psutil.Process()
         cpu_before, own_before, wall_before = head.cpu_times(), me.cpu_times(), time.monotonic()
         await asyncio.gather(*beats)
@@ -157,6 +164,7 @@ async def heartbeats(args: argparse.Namespace, cluster: Cluster) -> dict[str, An
     head_cpu = (cpu_after.user + cpu_after.system - cpu_before.user - cpu_before.system) / (wall_after - wall_before)
     finished = sum(1 for j in cluster.client.jobs(include_all=True) if j["state"] == "SUCCEEDED")
     ms = [x * 1000 for x in latencies]
+    news_ms = [x * 1000 for x in changed] or [0.0]
     return {
         "agents": args.agents,
         "interval_s": args.interval,
@@ -166,6 +174,9 @@ async def heartbeats(args: argparse.Namespace, cluster: Cluster) -> dict[str, An
         "p50_ms": round(percentile(ms, 50), 1),
         "p99_ms": round(percentile(ms, 99), 1),
         "max_ms": round(max(ms), 1),
+        "with_task_changes": len(changed),
+        "with_task_changes_p50_ms": round(percentile(news_ms, 50), 1),
+        "with_task_changes_p99_ms": round(percentile(news_ms, 99), 1),
         "failures": len(failures),
         "first_failures": failures[:3],
         "head_cpu_cores": round(head_cpu, 2),
