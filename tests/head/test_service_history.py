@@ -54,6 +54,7 @@ def test_a_job_past_two_gpu_hours_is_demoted_and_preempted_by_a_newer_one(head):
 
     # Requeued, it keeps the service it received: a newer job of its size class still goes first.
     newest = head.submit(job_spec(), head.user_token("cat"))["id"]
+    assert head.cycle().placed == 0  # its estimate is taken now: no job has ended, as for the old one
     head.clock.advance(10)
     (task,) = n1.tasks()
     n1.beat([head.exited(task, 0)])
