@@ -149,3 +149,28 @@ def test_a_victim_is_given_to_one_job_only() -> None:
 
 def test_fifo_never_preempts() -> None:
     assert run(with_pending(full_node("low"), make_job("high").gpus(8).priority(5)), "fifo").preemptions == ()
+
+
+def test_a_plan_names_the_searches_that_went_through_every_node() -> None:
+    # n1's victim loses the least, so the search stops before n2: it did not need the later nodes.
+    two_nodes = snapshot(
+        nodes=[make_node("n1").gpus(8), make_node("n2").gpus(8)],
+        live=[live_alloc("saved", "n1", range(8)), live_alloc("unsaved", "n2", range(8))],
+        running=[
+            running_job("saved", NOW, ran_s=10 * HOUR, preemptible=True, checkpoint_s_ago=300),
+            running_job("unsaved", NOW, ran_s=HOUR, preemptible=True),
+        ],
+        pending=[make_job("high").gpus(8).priority(1)],
+    )
+    assert run(two_nodes).exhausted_searches == ()
+    # With n1 alone the search ends because the nodes do, not because none later could do better.
+    one_node = with_pending(full_node("low"), make_job("high").gpus(8).priority(5))
+    assert run(one_node).exhausted_searches == ("high",)
+    # So does a search that finds nothing.
+    pinned = snapshot(
+        nodes=[make_node("n1").gpus(8)],
+        live=[live_alloc("low", "n1", range(4)), live_alloc("pinned", "n1", range(4, 8))],
+        running=[running_job("low", NOW, ran_s=HOUR, preemptible=True), running_job("pinned", NOW, ran_s=HOUR)],
+        pending=[make_job("high").gpus(8).priority(5)],
+    )
+    assert run(pinned).exhausted_searches == ("high",)

@@ -59,7 +59,7 @@ def test_with_quotas_every_cycle_sees_every_running_job_and_the_tree() -> None:
         seen.append(snapshot)
         return schedule(snapshot, policy, at)
 
-    with patch("corral.sim.engine.schedule", spy):
+    with patch("corral.sim.engine.schedule", spy), patch("corral.sim.victims.schedule", spy):
         run(jobs, "fifo")
     full = next(s for s in seen if [j.id for j in s.pending] == ["j2"])  # at t=2: both nodes busy
     assert {r.id for r in full.running} == {"j0", "j1"}

@@ -109,6 +109,7 @@ class _Cycle:
             reasons=self._reasons(view, preemptor),
             preemptions=tuple(self.preemptions),
             reservations=() if self.reservation is None else (self.reservation,),
+            exhausted_searches=() if preemptor is None else tuple(preemptor.exhausted),
         )
 
     def _fits_now(self, view: CapacityView, job: Job, unfit: set[tuple[bool, Request]]) -> bool:

@@ -97,3 +97,8 @@ class Plan:
     reasons: Mapping[str, Reason] = field(default_factory=dict)
     preemptions: tuple[Preemption, ...] = ()
     reservations: tuple[Reservation, ...] = ()
+    exhausted_searches: tuple[str, ...] = ()
+    """Jobs whose victim search went through every node hosting a running job of the snapshot without
+    reaching a node where it could stop early (no later node could do better): with more running jobs in
+    the snapshot, their search could end differently. A caller passing every running job (the head) can
+    ignore it; one passing only some possible victims (the simulator) must run the cycle again with more."""

@@ -11,7 +11,10 @@ its victims is tried when it has at most ``EXHAUSTIVE`` of them (so a one-node j
 cheapest set exactly); otherwise victims are added cheapest first and then pruned. A gang
 takes the ``nodes`` cheapest nodes of one GPU type (a heuristic: victims shared between
 nodes are counted once but not exploited). The whole search is skipped for a job whose
-priority has no eligible victim below it.
+priority has no eligible victim below it. Nodes are scanned by their cheapest victim's cost, then
+name, and the scan stops once no later node can beat the options found; a search that reaches the
+end of the nodes instead is named in the plan (``Plan.exhausted_searches``), so a caller that
+passed only the victims on the first nodes of that order knows its answer may need the others.
 """
 
 from __future__ import annotations
@@ -74,6 +77,7 @@ class Preemptor:
         for r in self.jobs.values():
             self._by_team.setdefault(r.team, []).append(r.id)
         self.searches = 0
+        self.exhausted: dict[str, None] = {}  # jobs whose search scanned every node it was given (in order)
         self._orders: dict[str | None, list[tuple[Cost, str]]] = {}
         self._subsets: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
         self.taken: set[str] = set()
@@ -280,6 +284,8 @@ class Preemptor:
                 total = self._total(found)
                 options.append((total, name, found))
                 insort(costs, total)
+        else:
+            self.exhausted[job.id] = None
         if len(options) < request.nodes:
             return None
         chosen = sorted(options)[: request.nodes]

@@ -22,6 +22,7 @@ from corral.model import Job, Node, Quotas, RunningJob
 from corral.sched import Placement, Plan, Policy, schedule
 from corral.sched.history import FinishedJobs
 from corral.sim.state import ClusterState
+from corral.sim.victims import plan_cycle
 from corral.sim.workload import EPOCH, SimJob, Workload
 
 ROUNDS_PER_MOMENT = 10_000
@@ -240,11 +241,10 @@ class _Engine:
         for _ in range(ROUNDS_PER_MOMENT):
             plan = self._lean_plan(at)
             if plan is None:
-                snapshot = self.state.snapshot(lambda ids: self._running(ids, now))
-                if snapshot is None:
+                plan = plan_cycle(self.state, self.policy, lambda ids: self._running(ids, now), at)
+                if plan is None:
                     return
                 self.cycles += 1
-                plan = schedule(snapshot, self.policy, at)
             self._apply(plan, now)
             if not plan.preemptions:
                 return

@@ -73,6 +73,7 @@ class ClusterState:
         self.running_level: dict[str, int] = {}
         self.levels: dict[int, set[str]] = {}  # level -> running job ids
         self.timed: set[str] = set()  # running jobs with a time limit: the timeline's releases
+        self._hosts: dict[tuple[str, int], dict[str, int]] = {}
 
     @property
     def pending_count(self) -> int:
@@ -170,6 +171,33 @@ class ClusterState:
             )
         return self._pruned(self.victims(), running)
 
+    def prunes(self) -> bool:
+        """Whether ``snapshot`` passes the pruned picture (else every node, pending and running job)."""
+        return self.prune and not self.quotas and not self.timeline_matters()
+
+    def hosts(self, gpu_type: str, slots: int) -> dict[str, int]:
+        """The nodes with at least ``slots`` GPUs of the type, and how many they have (computed once)."""
+        key = (gpu_type, slots)
+        found = self._hosts.get(key)
+        if found is None:
+            found = self._hosts[key] = {
+                name: len(node.gpus)
+                for name, node in self.nodes.items()
+                if self.node_type.get(name) == gpu_type and len(node.gpus) >= slots
+            }
+        return found
+
+    def top_pending(self) -> int | None:
+        """The highest level of a pending job, under a preemptive policy."""
+        return max(self.pending_levels, default=None) if self.policy.preemption else None
+
+    def with_victims(
+        self, victims: Sequence[str], lowest: int, running: Callable[[Iterable[str]], tuple[RunningJob, ...]]
+    ) -> Snapshot | None:
+        """The pruned input passing only ``victims`` (with their nodes and everything live there) as running
+        jobs, and the pending jobs that ``snapshot`` passes when the lowest possible victim is at ``lowest``."""
+        return self._pruned(victims, running, lowest)
+
     def lean(self) -> Snapshot | None:
         """The cycle's input without running jobs (so without preemption), pruned; None when nothing fits."""
         if not self.prune or not self.pending_count or self.quotas or self.timeline_matters():
@@ -193,9 +221,13 @@ class ClusterState:
         return sum(count for level, count in self.pending_levels.items() if level > lowest)
 
     def _pruned(
-        self, victims: Sequence[str], running: Callable[[Iterable[str]], tuple[RunningJob, ...]]
+        self,
+        victims: Sequence[str],
+        running: Callable[[Iterable[str]], tuple[RunningJob, ...]],
+        lowest: int | None = None,
     ) -> Snapshot | None:
-        lowest = min((self.running_level[v] for v in victims), default=None)
+        if lowest is None:
+            lowest = min((self.running_level[v] for v in victims), default=None)
         slots = self._slots()
         jobs: list[Job] = []
         for request, queue in self.queues.items():
