@@ -198,12 +198,18 @@ def test_a_container_whose_rank_died_with_its_agent_is_removed_by_the_next_agent
     cluster.wait_for(lambda: len(podman.containers()) == 1, 30, "the container to start")
 
     # The agent, the rank and the container's processes die; podman usually still lists the container
-    # (its own clean-up may also get there first, which is as good).
+    # (its own clean-up may also get there first, which is as good). So that the next agent always has
+    # one to sweep, another container of the node's is left behind as the dead agent could have left it.
     control.kill_node("boxed")
+    left = podman.podman(
+        "create", "--name", "corral-left-behind", "--label", "corral.task=corral-left-behind",
+        "--label", "corral.node=boxed", podman.image, "sleep", "300",
+    )  # fmt: skip
+    assert left.returncode == 0, left.stderr
     control.restart_agent("boxed")
-    cluster.wait_for(lambda: podman.containers() == [], 30, "the container to be removed", interval_s=0.2)
+    cluster.wait_for(lambda: podman.containers() == [], 30, "the containers to be removed", interval_s=0.2)
     log = (cluster.home / "logs" / "agent-boxed.log").read_text()
-    assert "left by an earlier agent" in log
+    assert "removed container corral-left-behind, left by an earlier agent" in log
     cluster.wait_for(lambda: cluster.show(job_id)["state"] != "RUNNING", 30, "the lost job to end")
 
 
