@@ -194,6 +194,8 @@ def drain(args: argparse.Namespace, cluster: Cluster) -> dict[str, Any]:
     print(f"{args.agents} agents ready", file=sys.stderr)
     spec = {"command": f"sleep {args.sleep}", "resources": {"gpus": 1}}
     client = cluster.client
+    processes = [psutil.Process(cluster.head.pid)] + [psutil.Process(p.pid) for p, _ in cluster.agents.values()]
+    cpu_before = [_cpu_s(p) for p in processes]
     started = time.monotonic()
     ids: list[str] = []
     for first in range(0, args.jobs, 1000):
@@ -211,6 +213,7 @@ def drain(args: argparse.Namespace, cluster: Cluster) -> dict[str, Any]:
         return sum(counts.get(s, 0) for s in ("SUCCEEDED", "FAILED", "CANCELLED", "TIMEOUT")) >= args.jobs
 
     wait_for(done, 900, "the backlog to drain", 1.0)
+    cpu_used = [_cpu_s(p) - before for p, before in zip(processes, cpu_before, strict=True)]
     jobs = client.jobs(include_all=True)
     makespan = max(j["finished_at"] for j in jobs)
     first_submit = min(j["submitted_at"] for j in jobs)
@@ -228,8 +231,16 @@ def drain(args: argparse.Namespace, cluster: Cluster) -> dict[str, Any]:
         "ideal_s": round(args.jobs * args.sleep / (args.agents * args.gpus), 1),
         "starts_per_s": round(args.jobs / span, 1),
         "not_succeeded": len(failed),
+        "head_cpu_ms_per_job": round(cpu_used[0] * 1000 / args.jobs, 1),
+        "agents_cpu_ms_per_job": round(sum(cpu_used[1:]) * 1000 / args.jobs, 1),
         "loadavg": Path("/proc/loadavg").read_text().split()[:3],
     }
+
+
+def _cpu_s(process: psutil.Process) -> float:
+    """CPU seconds of a process and its children that have ended (a task's shell and command)."""
+    times = process.cpu_times()
+    return float(times.user + times.system + times.children_user + times.children_system)
 
 
 def main() -> None:
