@@ -129,15 +129,14 @@ class _Cycle:
         share = share_key(self.snapshot, fair) if policy.fair_share and fair is not None else None
         borrows = self._borrows(gpu_types) if self.quota is not None else None
 
-        def key(job: Job) -> tuple[object, ...]:
-            order = (
-                (policy.job_order(job), job.id)
-                if share is None
-                else (-job.priority, share(job), policy.job_order(job), job.id)
-            )
-            return order if borrows is None else (borrows(job), *order)
-
-        return key
+        order = policy.job_order
+        if share is None:
+            if borrows is None:
+                return lambda job: (order(job), job.id)
+            return lambda job: (borrows(job), order(job), job.id)
+        if borrows is None:
+            return lambda job: (-job.priority, share(job), order(job), job.id)
+        return lambda job: (borrows(job), -job.priority, share(job), order(job), job.id)
 
     def _borrows(self, gpu_types: tuple[str, ...]) -> Callable[[Job], bool]:
         """Whether a job would borrow (past its team's nominal quota on every type it accepts), as usage

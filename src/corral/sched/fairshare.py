@@ -27,10 +27,13 @@ def share_key(snapshot: Snapshot, fair: FairShare) -> Callable[[Job], tuple[floa
         if node.state == NodeState.READY:
             for gpu in node.gpus:
                 capacity[gpu.type] += 1.0
-    teams = {team: dominant_share(usage, capacity) / fair.weights.get(team, 1.0) for team, usage in fair.teams.items()}
-    users = {user: dominant_share(usage, capacity) for user, usage in fair.users.items()}
+    teams = {
+        team: round(dominant_share(usage, capacity) / fair.weights.get(team, 1.0), 9)
+        for team, usage in fair.teams.items()
+    }
+    users = {user: round(dominant_share(usage, capacity), 9) for user, usage in fair.users.items()}
 
     def key(job: Job) -> tuple[float, float]:
-        return (round(teams.get(job.team, 0.0), 9), round(users.get(job.user, 0.0), 9))
+        return (teams.get(job.team, 0.0), users.get(job.user, 0.0))
 
     return key
