@@ -6,11 +6,12 @@ view of their nodes) even though a search examines only a few. The scheduler's v
 (``corral.sched.preempt``) scans the nodes hosting possible victims by their cheapest victim's
 cost (``lost_gpu_seconds``: 0 when no work is lost, as with continuous checkpoints), then by
 name, and stops once no later node could do better. So a cycle first gets only the victims on
-the first ``FIRST_NODES`` nodes of that order, found by walking the nodes in name order while
+the first nodes of that order (``FIRST_NODES``), found by walking the nodes in name order while
 their cheapest victim costs nothing. The plan is kept unless a search went through every node
-it was given (``Plan.exhausted_searches``): the searches then saw exactly what they would have
-seen with every victim passed, and the cycle made the same plan. Otherwise the cycle runs again
-with every possible victim, as ``ClusterState.snapshot`` builds it.
+it was given (``Plan.exhausted_searches``) and could have ended differently with more (see
+``_settled``): the searches then saw exactly what they would have seen with every victim passed,
+and the cycle made the same plan. Otherwise the cycle runs again with the next count of nodes,
+and at last with every possible victim, as ``ClusterState.snapshot`` builds it.
 
 The first nodes are taken only when they settle that order exactly: each is a node whose
 cheapest victim costs nothing, and every node those victims run on is among them (a gang's
@@ -24,13 +25,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
-from corral.model import Allocation, RunningJob
+from corral.model import Allocation, Job, RunningJob
 from corral.sched import Plan, Policy, schedule
 from corral.sched.preempt import lost_gpu_seconds
 from corral.sim.state import ClusterState
 
-FIRST_NODES = 16
-"""Nodes whose victims a cycle gets first; a cycle's searches start from the front of the order."""
+FIRST_NODES = (16, 128)
+"""Nodes whose victims a cycle gets first, then next, before all: a search needing several victims on a
+node may find a node needing fewer further on."""
 
 Views = Callable[[Iterable[str]], tuple[RunningJob, ...]]
 
@@ -39,14 +41,16 @@ def plan_cycle(state: ClusterState, policy: Policy, running: Views, at: datetime
     """The plan of one cycle with every possible victim passed (as ``state.snapshot`` does), or None
     when there is nothing to schedule; computed with the first nodes' victims alone when that is the same."""
     views = _Memo(running)
-    few = _first_victims(state, views, at) if state.prunes() else None
-    if few is not None:
-        victims, lowest = few
+    for count in FIRST_NODES if state.prunes() else ():
+        few = _first_victims(state, views, at, count)
+        if few is None:
+            break
+        victims, lowest, first = few
         snapshot = state.with_victims(victims, lowest, views)
         if snapshot is None:
             return None
         plan = schedule(snapshot, policy, at)
-        if all(_finds_none(state, job_id) for job_id in plan.exhausted_searches):
+        if all(_settled(state, views, plan, job_id, first, at) for job_id in plan.exhausted_searches):
             return plan
     snapshot = state.snapshot(views)
     return None if snapshot is None else schedule(snapshot, policy, at)
@@ -67,9 +71,11 @@ class _Memo:
         return tuple(self.known[i] for i in wanted)
 
 
-def _first_victims(state: ClusterState, views: _Memo, at: datetime) -> tuple[list[str], int] | None:
-    """The possible victims on the first ``FIRST_NODES`` nodes of the victim search's order (sorted
-    ids) and the lowest level of all possible victims; None when that takes more than a short walk."""
+def _first_victims(
+    state: ClusterState, views: _Memo, at: datetime, count: int
+) -> tuple[list[str], int, set[str]] | None:
+    """The possible victims on the first ``count`` nodes of the victim search's order (sorted ids),
+    the lowest level of all possible victims, and those nodes; None when that takes more than a short walk."""
     top, lowest = state.top_pending(), min(state.levels, default=None)
     if top is None or lowest is None or lowest >= top:
         return None
@@ -86,7 +92,7 @@ def _first_victims(state: ClusterState, views: _Memo, at: datetime) -> tuple[lis
             if name in touched:
                 return None
             passed.add(name)
-            if len(passed) > FIRST_NODES:  # victims that lose work (checkpoints taken now and then)
+            if len(passed) > count:  # victims that lose work (checkpoints taken now and then)
                 return None
             continue
         first.add(name)
@@ -95,7 +101,7 @@ def _first_victims(state: ClusterState, views: _Memo, at: datetime) -> tuple[lis
             touched.update(placed[j])
         if not touched.isdisjoint(passed):
             return None
-        if len(first) >= FIRST_NODES and touched <= first:
+        if len(first) >= count and touched <= first:
             break
     else:
         return None
@@ -104,7 +110,7 @@ def _first_victims(state: ClusterState, views: _Memo, at: datetime) -> tuple[lis
     reached = min(state.policy.level(view) for view in views(chosen))
     if reached > lowest and any(lowest < pending <= reached for pending in state.pending_levels):
         return None
-    return sorted(set(chosen)), lowest
+    return sorted(set(chosen)), lowest, first
 
 
 def _cost(state: ClusterState, views: _Memo, job_id: str, at: datetime) -> float:
@@ -119,28 +125,49 @@ def _order(allocation: Allocation) -> tuple[str, tuple[int, ...]]:
     return (allocation.node, allocation.gpus)
 
 
-def _finds_none(state: ClusterState, job_id: str) -> bool:
-    """Whether the pending job's victim search finds nothing even with every possible victim passed: fewer
-    nodes than it needs could hold one share of it once every running job it might outrank is gone.
+def _settled(state: ClusterState, views: _Memo, plan: Plan, job_id: str, first: set[str], at: datetime) -> bool:
+    """Whether a search that went through every node passed (those in ``first``) found what it finds with
+    every possible victim passed.
 
-    Running jobs at or above its level in the index never make room for it (their level now is at least the
-    indexed one); the GPUs they hold are the only ones counted as staying busy, so this undercounts what
-    stays busy and never claims a search fails when it could succeed."""
+    It did when it found nothing and no search can find anything: fewer nodes than the job needs could
+    hold a share of it once every running job it might outrank is gone. It did too when it found victims
+    that lose nothing for a one-node job, and no other node could hold its share by stopping fewer jobs:
+    each later node sorts after the one chosen, so only fewer victims could beat it. Both tests count
+    every running job below the job's level in the index as a victim (its level now is at least that) and
+    ignore what the cycle took before the search, so they may fail to prove a search settled, never the
+    other way round."""
     job = state.keys[job_id][2]
     request = job.request
     if request.fractional or request.gpus_per_node <= 0:
         return False
-    slots, level = request.gpu_slots_per_node, state.policy.level(job)
-    kept: dict[str, int] = {}  # node -> GPUs held there by running jobs the job cannot outrank
-    for indexed, ids in state.levels.items():
-        if indexed >= level:
-            for j in ids:
-                for node in state.running_nodes[j]:
-                    kept[node] = kept.get(node, 0) + len(state.live[node][j].allocation.gpus)
+    victims = [p.victim_job_id for p in plan.preemptions if p.for_job_id == job_id]
+    if not victims:
+        return _hosts_for(state, job, request.nodes, set(), None) < request.nodes
+    if request.nodes > 1 or len(request.gpu_types or state.types) > 1:
+        return False
+    if any(_cost(state, views, v, at) != 0.0 for v in victims):
+        return False
+    return _hosts_for(state, job, 1, first, len(victims) - 1) == 0
+
+
+def _hosts_for(state: ClusterState, job: Job, enough: int, skip: set[str], stopping: int | None) -> int:
+    """How many nodes (up to ``enough``) outside ``skip`` could hold a share of the job once at most
+    ``stopping`` (None: any number of) running jobs below its level in the index are gone."""
+    request = job.request
+    slots, level, below = request.gpu_slots_per_node, state.policy.level(job), state.running_level
+    found = 0
     for gpu_type in request.gpu_types or state.types:
-        hosts = state.hosts(gpu_type, slots)
-        if len(hosts) - sum(1 for node, busy in kept.items() if node in hosts and hosts[node] - busy < slots) >= (
-            request.nodes
-        ):
-            return False
-    return True
+        for name in state.hosts(gpu_type, slots):
+            if name in skip:
+                continue
+            room = state.free[name]
+            if room < slots:
+                sizes = [len(a.allocation.gpus) for j, a in state.live[name].items() if below[j] < level]
+                if stopping is not None and len(sizes) > stopping:
+                    sizes = sorted(sizes, reverse=True)[:stopping]
+                room += sum(sizes)
+            if room >= slots:
+                found += 1
+                if found >= enough:
+                    return found
+    return found
