@@ -52,15 +52,6 @@ class Request:
     topology_required: bool = False
     container: bool = False  # runs in a container image: only on nodes with a container runtime
 
-    def __eq__(self, other: object) -> bool:
-        # Equal hashes first: the scheduler compares requests in dict and set lookups many times per cycle.
-        if self is other:
-            return True
-        if other.__class__ is not Request:
-            return NotImplemented
-        assert isinstance(other, Request)
-        return hash(self) == hash(other) and self._fields() == other._fields()
-
     def _fields(self) -> tuple[object, ...]:
         return (
             self.nodes,
