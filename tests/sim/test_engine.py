@@ -168,3 +168,29 @@ def test_nodes_with_two_gpu_types_are_refused() -> None:
     mixed = Node(name="mixed", state=nodes[0].state, gpus=(nodes[0].gpus[0], type(nodes[0].gpus[0])(1, "T4", 0)))
     with pytest.raises(ValueError, match="one GPU type per node"):
         simulate(prepare(Trace(()), [mixed]), [mixed], get_policy("default"))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+@pytest.mark.parametrize("policy", ["default", "fifo"])
+def test_small_snapshots_give_the_same_run_as_full_ones_with_racks(seed: int, policy: str) -> None:
+    # A gang goes to the rack that holds it whole: which one depends on every node with room, not
+    # only on the first ones of each kind.
+    spec = ClusterSpec(
+        node_groups=[NodeGroupSpec(name="v100", count=10, gpus_per_node=8, gpu_type="V100", nodes_per_rack=3)]
+    )
+    rng = random.Random(seed)
+    jobs = sorted(
+        (
+            job(
+                f"g{i:03d}",
+                float(rng.randrange(0, 3000)),
+                float(rng.randrange(50, 900)),
+                rng.choice([1, 2, 8, 16, 24, 32]),
+            )
+            for i in range(120)
+        ),
+        key=lambda j: j.submit_s,
+    )
+    pruned = run(jobs, spec, policy, prune=True)
+    full = run(jobs, spec, policy, prune=False)
+    assert pruned.records == full.records

@@ -5,7 +5,9 @@ Everything is indexed so that each cycle's Snapshot holds only what can change i
 - Nodes are bucketed by shape (their GPUs) and free-GPU count, names sorted. Rankers see
   only a node's own free capacity, so nodes in one bucket rank equally and the scheduler
   takes them in name order: when the cycle's jobs need at most N nodes in all, the first N
-  of each bucket are all it can pick.
+  of each bucket are all it can pick. Not so for a gang packed by topology (a rack): which
+  domain holds it whole depends on every node with room, so with one pending, every node with
+  free GPUs is passed.
 - Pending jobs are grouped by request, in policy order; a group passes only as many jobs as
   the free GPUs could take, plus (under a preemptive policy) every job whose level is above
   a running job's: only those can preempt.
@@ -239,7 +241,10 @@ class ClusterState:
                 jobs.extend(e[2] for k, e in enumerate(queue) if k < room or level(e[2]) > lowest)
         if not jobs:
             return None
-        wanted = sum(j.request.nodes for j in jobs)
+        # A gang goes to the fewest topology domains that hold it, judged on every node with room for a
+        # share of it: then every node with free GPUs is passed, not only the first of each kind.
+        domains = any(j.request.nodes > 1 and j.request.topology is not None for j in jobs)
+        wanted = None if domains else sum(j.request.nodes for j in jobs)
         names = {n for (_, free), names in self.buckets.items() if free > 0 for n in names[:wanted]}
         names.update(n for v in victims for n in self.running_nodes[v])
         ordered = sorted(names)
