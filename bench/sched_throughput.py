@@ -17,11 +17,13 @@ p50/p99 cycle time.
 from __future__ import annotations
 
 import argparse
+import gc
 import random
 import statistics
 import time
 from datetime import UTC, datetime, timedelta
 
+from corral.head.main import GC_YOUNG_THRESHOLD
 from corral.model import FairShare, Gpu, Job, LiveAllocation, Node, NodeState, Request, RunningJob, TeamQuota
 from corral.sched import Snapshot, get_policy, schedule
 
@@ -86,6 +88,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=3)
     args = parser.parse_args()
 
+    # The garbage collector runs as in a head (whose scheduling loop this stands for): young
+    # collections every GC_YOUNG_THRESHOLD allocations.
+    gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
     rng = random.Random(args.seed)
     policy = get_policy(args.policy)
     nodes = cluster(args.nodes)
