@@ -1,6 +1,6 @@
 """GPU readings from the agents' heartbeats, kept as bounded time series in memory.
 
-A head of 2,000 nodes × 8 GPUs keeping an hour of readings holds over ten million of them. As
+A head of 2,000 nodes × 8 GPUs keeping 720 readings of each GPU holds over ten million of them. As
 Python objects they would take gigabytes and make every full garbage collection pause the head
 for seconds, so each (node, GPU) series is two flat arrays in a ring (times as integer
 microseconds, the readings as floats: 56 bytes a reading); ``Reading`` values are made only when read.
@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 from corral.api import GpuSample
 
-DEFAULT_KEEP = 720  # an hour of readings at one every 5 s
+DEFAULT_KEEP = 720  # 24 minutes of readings at one every 2 s (the default heartbeat interval)
 
 _FIELDS = 6  # utilization, memory_used_mb, temperature_c, power_w, ecc_uncorrectable, xid_errors
 _AWARE_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
