@@ -30,7 +30,7 @@ from corral.sched import Plan, Policy, schedule
 from corral.sched.preempt import lost_gpu_seconds
 from corral.sim.state import ClusterState
 
-FIRST_NODES = (16, 128)
+FIRST_NODES = (8, 64, 512)
 """Nodes whose victims a cycle gets first, then next, before all: a search needing several victims on a
 node may find a node needing fewer further on."""
 
