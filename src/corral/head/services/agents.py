@@ -128,9 +128,10 @@ def heartbeat(rt: HeadRuntime, node: str, token: str, req: HeartbeatRequest) -> 
         health.assess(session, row, req, now)
         reported = {r.task_id: r for r in req.tasks}
         applied_before = rt.quiet.handled_reports(node, token)
-        for report in req.tasks:
-            if report_key(report) not in applied_before:
-                _apply_report(session, node, report, now)
+        fresh = [r for r in req.tasks if report_key(r) not in applied_before]
+        tasks, jobs = _rows_reported(session, fresh)
+        for report in fresh:
+            _apply_report(session, node, report, now, tasks.get(report.task_id), jobs)
         news_pending = False  # a task handed out in a version the agent has not acted on yet
         for task in _live_tasks(session, node):
             if not _handed_out(task) or task.id in reported:
@@ -203,8 +204,28 @@ def _rendezvous_chosen(session: Session, task: TaskRow, port: int) -> None:
             other.assigned_version = bump_node(session, other.node)
 
 
-def _apply_report(session: Session, node: str, report: TaskReport, now: datetime) -> None:
-    task = session.get(TaskRow, report.task_id)
+def _rows_reported(session: Session, reports: list[TaskReport]) -> tuple[dict[str, TaskRow], dict[str, JobRow]]:
+    """The task rows the reports name and their jobs' rows, two queries for any number of reports."""
+    if not reports:
+        return {}, {}
+    ids = [r.task_id for r in reports]
+    tasks = {t.id: t for t in session.scalars(select(TaskRow).where(TaskRow.id.in_(ids)))}
+    job_ids = {t.job_id for t in tasks.values()}
+    jobs = {j.id: j for j in session.scalars(select(JobRow).where(JobRow.id.in_(job_ids)))} if job_ids else {}
+    return tasks, jobs
+
+
+def _apply_report(
+    session: Session,
+    node: str,
+    report: TaskReport,
+    now: datetime,
+    task: TaskRow | None = None,
+    jobs: dict[str, JobRow] | None = None,
+) -> None:
+    """Apply one task report; ``task`` and ``jobs`` when the caller read them already (``_rows_reported``)."""
+    if task is None and jobs is None:
+        task = session.get(TaskRow, report.task_id)
     if task is None or task.generation != report.generation:
         return  # a stale attempt; the desired state no longer lists it, so the agent stops it
     if task.node != node:
@@ -213,7 +234,10 @@ def _apply_report(session: Session, node: str, report: TaskReport, now: datetime
         if task.fenced_after is not None and task.fenced_after > now:
             task.fenced_after = now  # its processes are gone: the next attempt need not wait out the lease
         return
-    job = session.scalar(select(JobRow).where(JobRow.id == task.job_id))
+    if jobs is not None and task.job_id in jobs:
+        job: JobRow | None = jobs[task.job_id]
+    else:
+        job = session.scalar(select(JobRow).where(JobRow.id == task.job_id))
     if job is None or task.state not in [s.value for s in LIVE_TASK_STATES]:
         return
     if report.master_port and task.node_rank == 0 and task.master_port == 0:
