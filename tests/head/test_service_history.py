@@ -28,6 +28,20 @@ def finish(head: Any, agent: Any, user_token: str, seconds: float) -> None:
     assert head.job(job)["state"] == "SUCCEEDED"
 
 
+def assert_the_short_user_goes_first(head: Any, agent: Any, sam: str, lou: str) -> None:
+    """With the node busy, lou's then sam's job wait; when it frees, sam's (whose jobs were short) starts."""
+    blocker = head.submit(job_spec(), head.user_token("ann"))["id"]
+    assert head.cycle().placed == 1
+    blocker_task = run_all(head, agent)[blocker]
+    long_one = head.submit(job_spec(), lou)["id"]
+    short_one = head.submit(job_spec(), sam)["id"]
+    head.cycle()
+    agent.beat([head.exited(blocker_task, 0)])
+    assert head.cycle().placed == 1
+    assert set(run_all(head, agent)) == {short_one}
+    assert head.job(long_one)["state"] == "PENDING"
+
+
 def test_a_job_past_two_gpu_hours_is_demoted_and_preempted_by_a_newer_one(head):
     n1 = head.register("n1", gpus=4)
     old = head.submit(job_spec(), head.user_token("ann"))["id"]
@@ -144,16 +158,7 @@ def test_a_cancelled_job_counts_once_its_tasks_are_gone_even_after_a_long_pause(
     n1.beat([head.exited(task, 143)])
     head.clock.advance(600)  # no cycle for longer than end events are looked back for
     n1.beat()
-    blocker = head.submit(job_spec(), head.user_token("ann"))["id"]
-    assert head.cycle().placed == 1
-    blocker_task = run_all(head, n1)[blocker]
-    long_one = head.submit(job_spec(), lou)["id"]
-    short_one = head.submit(job_spec(), sam)["id"]
-    head.cycle()
-    n1.beat([head.exited(blocker_task, 0)])
-    assert head.cycle().placed == 1
-    assert set(run_all(head, n1)) == {short_one}
-    assert head.job(long_one)["state"] == "PENDING"
+    assert_the_short_user_goes_first(head, n1, sam, lou)
 
 
 def test_a_job_ended_through_another_head_counts_on_the_leader(tmp_path, clock, start_head):
@@ -170,16 +175,7 @@ def test_a_job_ended_through_another_head_counts_on_the_leader(tmp_path, clock, 
         n1.beat([other.exited(task, 0)])
         assert other.job(long_run)["state"] == "SUCCEEDED"
         n1.head = leader
-        blocker = leader.submit(job_spec(), leader.user_token("ann"))["id"]
-        assert leader.cycle().placed == 1
-        blocker_task = run_all(leader, n1)[blocker]
-        long_one = leader.submit(job_spec(), lou)["id"]
-        short_one = leader.submit(job_spec(), sam)["id"]
-        leader.cycle()
-        n1.beat([leader.exited(blocker_task, 0)])
-        assert leader.cycle().placed == 1
-        assert set(run_all(leader, n1)) == {short_one}
-        assert leader.job(long_one)["state"] == "PENDING"
+        assert_the_short_user_goes_first(leader, n1, sam, lou)
 
 
 def test_a_service_replica_is_not_a_finished_job_like_a_batch_one(head):
@@ -198,13 +194,4 @@ def test_a_service_replica_is_not_a_finished_job_like_a_batch_one(head):
     response = head.client.delete("/v1/services/chat", headers=head.auth(sam))
     assert response.status_code in (200, 204), response.text
     n1.beat([head.exited(replica, 143)])
-    blocker = head.submit(job_spec(), head.user_token("ann"))["id"]
-    assert head.cycle().placed == 1
-    blocker_task = run_all(head, n1)[blocker]
-    long_one = head.submit(job_spec(), lou)["id"]
-    short_one = head.submit(job_spec(), sam)["id"]
-    head.cycle()
-    n1.beat([head.exited(blocker_task, 0)])
-    assert head.cycle().placed == 1
-    assert set(run_all(head, n1)) == {short_one}
-    assert head.job(long_one)["state"] == "PENDING"
+    assert_the_short_user_goes_first(head, n1, sam, lou)

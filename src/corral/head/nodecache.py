@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from corral.head.services.convert import effective_gpus, effective_state
+from corral.head.services.convert import effective_gpus, effective_state, gpus_of
 from corral.head.store.tables import NodeRow
 from corral.model import Gpu, Node, NodeState
 
@@ -90,5 +90,4 @@ class NodeModels:
                 NodeRow.name.in_(chunk)
             )
             for name, token_hash, gpus, labels in session.execute(query):
-                layout = tuple(Gpu(index=g["index"], type=g["type"], memory_mb=g["memory_mb"]) for g in gpus)
-                self._layouts[name] = (token_hash, layout, dict(labels))
+                self._layouts[name] = (token_hash, gpus_of(gpus), dict(labels))

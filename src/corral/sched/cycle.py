@@ -164,13 +164,12 @@ class _Cycle:
         quota, request = self.quota, job.request
         if quota is None or request.gpus_per_node <= 0:
             return job
-        types = [t for t in (request.gpu_types or view.gpu_types) if t in view.gpu_types]
-        problems = {t: quota.admits(job, t) for t in types}
-        allowed = tuple(t for t in types if problems[t] is None)
-        if types and not allowed:
-            self.over_quota[job.id] = f"over quota: {problems[types[0]]}"
+        problems = _quota_problems(quota, job, view)
+        allowed = tuple(t for t, problem in problems.items() if problem is None)
+        if problems and not allowed:
+            self.over_quota[job.id] = _over_quota(problems)
             return None
-        if len(allowed) == len(types):
+        if len(allowed) == len(problems):
             return job
         return replace(job, request=replace(request, gpu_types=allowed))
 
@@ -184,11 +183,9 @@ class _Cycle:
         for job in self.quota_unchecked:
             key = (job.team, job.request)
             if key not in known:
-                request = job.request
-                types = [t for t in (request.gpu_types or view.gpu_types) if t in view.gpu_types]
-                problems = [quota.admits(job, t) for t in types] if request.gpus_per_node > 0 else []
-                blocked = bool(problems) and all(problem is not None for problem in problems)
-                known[key] = f"over quota: {problems[0]}" if blocked else None
+                problems = _quota_problems(quota, job, view) if job.request.gpus_per_node > 0 else {}
+                blocked = bool(problems) and all(problem is not None for problem in problems.values())
+                known[key] = _over_quota(problems) if blocked else None
             if (problem := known[key]) is not None:
                 self.over_quota[job.id] = problem
 
@@ -272,3 +269,15 @@ class _Cycle:
             elif reservation is not None:
                 reasons[job_id] = blocked_reason(base, reservation, self.now)
         return reasons
+
+
+def _quota_problems(quota: QuotaLedger, job: Job, view: CapacityView) -> dict[str, str | None]:
+    """Per GPU type the job accepts (of those the cluster has, in its order): None where its team's
+    quota admits it now, else why not."""
+    request = job.request
+    return {t: quota.admits(job, t) for t in (request.gpu_types or view.gpu_types) if t in view.gpu_types}
+
+
+def _over_quota(problems: dict[str, str | None]) -> str:
+    """The reason of a job no accepted type admits: what its first type says."""
+    return f"over quota: {next(iter(problems.values()))}"

@@ -72,9 +72,10 @@ def register(rt: HeadRuntime, req: RegisterRequest) -> RegisterResponse:
         session.flush()
         bump_node(session, req.name)  # a new credential: what any head remembers of the node is void
         rt.quiet.forget(req.name)
-        for report in req.running:
-            if report.state == "EXITED":  # it ended while no agent watched it; the exit status is known
-                _apply_report(session, req.name, report, now)
+        exited = [r for r in req.running if r.state == "EXITED"]  # ended while no agent watched: exit status known
+        tasks, jobs = _rows_reported(session, exited)
+        for report in exited:
+            _apply_report(session, req.name, report, now, tasks.get(report.task_id), jobs)
         still_running = {(r.task_id, r.generation) for r in req.running if r.state != "EXITED"}
         for task in _live_tasks(session, req.name):
             if (task.id, task.generation) in still_running or task.state == TaskState.ASSIGNED.value:
@@ -216,16 +217,9 @@ def _rows_reported(session: Session, reports: list[TaskReport]) -> tuple[dict[st
 
 
 def _apply_report(
-    session: Session,
-    node: str,
-    report: TaskReport,
-    now: datetime,
-    task: TaskRow | None = None,
-    jobs: dict[str, JobRow] | None = None,
+    session: Session, node: str, report: TaskReport, now: datetime, task: TaskRow | None, jobs: dict[str, JobRow]
 ) -> None:
-    """Apply one task report; ``task`` and ``jobs`` when the caller read them already (``_rows_reported``)."""
-    if task is None and jobs is None:
-        task = session.get(TaskRow, report.task_id)
+    """Apply one task report to its task's row (None: unknown) and its job's (from ``_rows_reported``)."""
     if task is None or task.generation != report.generation:
         return  # a stale attempt; the desired state no longer lists it, so the agent stops it
     if task.node != node:
@@ -234,10 +228,7 @@ def _apply_report(
         if task.fenced_after is not None and task.fenced_after > now:
             task.fenced_after = now  # its processes are gone: the next attempt need not wait out the lease
         return
-    if jobs is not None and task.job_id in jobs:
-        job: JobRow | None = jobs[task.job_id]
-    else:
-        job = session.scalar(select(JobRow).where(JobRow.id == task.job_id))
+    job = jobs.get(task.job_id)
     if job is None or task.state not in [s.value for s in LIVE_TASK_STATES]:
         return
     if report.master_port and task.node_rank == 0 and task.master_port == 0:

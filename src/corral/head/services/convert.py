@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from datetime import datetime
+from typing import Any
 
 from corral.head.store.tables import NodeRow
 from corral.model import Gpu, Node, NodeState, Request
@@ -14,7 +15,7 @@ def node_model(row: NodeRow, heard_since: datetime | None = None) -> Node:
     """The node as registered; with ``heard_since``, as the scheduler may use it now: a node not heard
     from since then, or whose health command fails, is not ready, and unhealthy GPUs are left out."""
     state = NodeState(row.state)
-    gpus = tuple(Gpu(index=g["index"], type=g["type"], memory_mb=g["memory_mb"]) for g in row.gpus)
+    gpus = gpus_of(row.gpus)
     if heard_since is not None:
         state = effective_state(state, row.last_heartbeat, row.health_problem, heard_since)
         gpus = effective_gpus(gpus, row.unhealthy_gpus)
@@ -27,6 +28,11 @@ def node_model(row: NodeRow, heard_since: datetime | None = None) -> Node:
         labels=dict(row.labels),
         container_runtime=row.container_runtime,
     )
+
+
+def gpus_of(stored: list[Any]) -> tuple[Gpu, ...]:
+    """A node's GPUs from the list stored in its row."""
+    return tuple(Gpu(index=g["index"], type=g["type"], memory_mb=g["memory_mb"]) for g in stored)
 
 
 def effective_state(
