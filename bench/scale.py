@@ -212,7 +212,7 @@ def drain(args: argparse.Namespace, cluster: Cluster) -> dict[str, Any]:
         }
         return sum(counts.get(s, 0) for s in ("SUCCEEDED", "FAILED", "CANCELLED", "TIMEOUT")) >= args.jobs
 
-    wait_for(done, 900, "the backlog to drain", 1.0)
+    wait_for(done, 900, "the backlog to drain", 2.0)
     cpu_used = [_cpu_s(p) - before for p, before in zip(processes, cpu_before, strict=True)]
     jobs = client.jobs(include_all=True)
     makespan = max(j["finished_at"] for j in jobs)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from corral.agent.adopt import INDEX, RankRecord, find_tasks, forget, write_record
+from corral.agent.adopt import INDEX, LEGACY_INDEX, LiveIndex, RankRecord, find_tasks, forget, write_record
 from corral.agent.launch import (
     MARKER_ENV,
     UNRECORDED_STATUS,
@@ -125,8 +125,8 @@ async def _a_restarted_agent_finds_its_running_and_ended_tasks_by_marker_and_ind
             await asyncio.sleep(0.01)  # until both have exec'd with their environment
         key = key_of(kept.pid)
         record = RankRecord(0, key.pid, key.start, str(tmp_path / "rank-0.log"), str(task_dir / "exit-0"))
-        index = tmp_path / INDEX
-        write_record(task_dir, desired, 29501, [record], index)
+        write_record(task_dir, desired, 29501, [record], LiveIndex(tmp_path / INDEX))
+        index = LiveIndex(tmp_path / INDEX)  # as a restarted agent reads it
         found = await asyncio.to_thread(find_tasks, node, index)
         assert found.unknown == [f"{node}:j-2/0/0"]
         assert found.finished == []
@@ -145,7 +145,7 @@ async def _a_restarted_agent_finds_its_running_and_ended_tasks_by_marker_and_ind
         report = ended.final_report()
         assert (report.state, report.exit_code) == ("EXITED", 143)
         forget(index, desired.task_id)
-        assert (await asyncio.to_thread(find_tasks, node, index)).finished == []
+        assert (await asyncio.to_thread(find_tasks, node, LiveIndex(tmp_path / INDEX))).finished == []
     finally:
         for proc in (kept, stray):
             if proc.poll() is None:
@@ -165,8 +165,8 @@ def test_the_final_report_names_the_first_failure_not_a_stopped_sibling(tmp_path
             exit_file.write_text(f"{status}\n")
         ranks.append(RankRecord(rank, 1, 1, "log", str(exit_file)))
     desired = _desired(tmp_path, processes=len(statuses))
-    write_record(tmp_path, desired, 0, ranks, tmp_path / INDEX)
-    [ended] = find_tasks("no-such-node", tmp_path / INDEX).finished
+    write_record(tmp_path, desired, 0, ranks, LiveIndex(tmp_path / INDEX))
+    [ended] = find_tasks("no-such-node", LiveIndex(tmp_path / INDEX)).finished
     report = ended.final_report()
     assert report.exit_code == code
     assert report.detail == ("" if code == 0 else f"{describe_exit(code)} while the agent was away")
@@ -187,3 +187,39 @@ def _desired(tmp_path: Path, processes: int = 1) -> DesiredTask:
         checkpoint_dir=str(tmp_path / "ckpt"),
         grace_s=1.0,
     )
+
+
+def test_the_live_index_is_a_journal_a_restarted_agent_reads_and_rewrites_with_the_live_tasks_only(tmp_path):
+    path = tmp_path / INDEX
+    index = LiveIndex(path)
+    for n in range(5):
+        index.add(f"j-{n}/0/0", tmp_path / f"task {n}")
+    for n in (1, 3):
+        forget(index, f"j-{n}/0/0")
+    with path.open("a") as journal:
+        journal.write("+ j-9%2F0%2F0")  # a line cut short by a crash
+    again = LiveIndex(path)
+    assert again.entries() == {f"j-{n}/0/0": tmp_path / f"task {n}" for n in (0, 2, 4)}
+    assert len(path.read_text().splitlines()) == 3  # rewritten: ended tasks and the torn line are gone
+
+
+def test_the_live_index_is_rewritten_once_ended_tasks_pile_up(tmp_path, monkeypatch):
+    monkeypatch.setattr(LiveIndex, "COMPACT_AFTER", 6)
+    path = tmp_path / INDEX
+    index = LiveIndex(path)
+    index.add("kept/0/0", tmp_path / "kept")
+    for n in range(10):
+        index.add(f"j-{n}/0/0", tmp_path / str(n))
+        forget(index, f"j-{n}/0/0")
+    assert len(path.read_text().splitlines()) < 10  # a journal of 21 lines without rewriting
+    assert LiveIndex(path).entries() == {"kept/0/0": tmp_path / "kept"}
+
+
+def test_an_older_agents_index_directory_is_read_and_folded_into_the_journal(tmp_path):
+    legacy = tmp_path / LEGACY_INDEX
+    legacy.mkdir()
+    (legacy / "j-1%2F0%2F0").write_text(str(tmp_path / "old"))
+    index = LiveIndex(tmp_path / INDEX)
+    assert index.entries() == {"j-1/0/0": tmp_path / "old"}
+    assert not legacy.exists()
+    assert LiveIndex(tmp_path / INDEX).entries() == {"j-1/0/0": tmp_path / "old"}

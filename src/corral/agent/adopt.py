@@ -2,11 +2,15 @@
 
 When a task's ranks have started, the agent writes ``task.json`` into its task directory: the
 desired task as the head gave it, the rendezvous port, and each rank's pid, start time, log and
-exit-status file; an entry in the work directory's ``live/`` index points at it until the head has
-acknowledged the task's end. A restarted agent finds the tasks still running by the marker in their
-environment, and the ones that ended while no agent watched through the index; it reports both when
-it registers. The head keeps the running ones it still wants (the agent adopts those and stops the
-others) and takes the ended ones' exit status as if the agent had never gone.
+exit-status file; an entry in the work directory's index points at it until the head has
+acknowledged the task's end. The index is one append-only journal (``live.log``): a line when a
+task starts, one when the head has heard how it ended, rewritten with only the live tasks when an
+agent starts and whenever it has grown long. (A file per task, created and deleted, costs a new
+inode each time, which some file systems make slow under steady churn.) A restarted agent finds
+the tasks still running by the marker in their environment, and the ones that ended while no agent
+watched through the index; it reports both when it registers. The head keeps the running ones it
+still wants (the agent adopts those and stops the others) and takes the ended ones' exit status as
+if the agent had never gone.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import logging
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from corral.agent import launch
 from corral.agent.launch.procfs import environ_value, marked_processes
@@ -24,7 +28,8 @@ from corral.api import DesiredTask, TaskReport
 
 log = logging.getLogger(__name__)
 RECORD = "task.json"
-INDEX = "live"
+INDEX = "live.log"
+LEGACY_INDEX = "live"  # a directory with a file per task, as older agents kept it
 TASK_DIR_ENV = "CORRAL_TASK_DIR"
 _STOP_STATUSES = (128 + 15, 128 + 9)  # SIGTERM, SIGKILL: what stopping a failed rank's siblings gives
 
@@ -93,19 +98,104 @@ class Found:
     """Markers of running processes without a readable record."""
 
 
-def write_record(task_dir: Path, desired: DesiredTask, master_port: int, ranks: list[RankRecord], index: Path) -> None:
+def write_record(
+    task_dir: Path, desired: DesiredTask, master_port: int, ranks: list[RankRecord], index: LiveIndex
+) -> None:
     """Write the task's record atomically (a reader sees all of it or none) and enter it in the index."""
     data = {"desired": desired.model_dump(mode="json"), "master_port": master_port, "ranks": [asdict(r) for r in ranks]}
     tmp = task_dir / f".{RECORD}.tmp"
     tmp.write_text(json.dumps(data))
     os.replace(tmp, task_dir / RECORD)
-    index.mkdir(parents=True, exist_ok=True)
-    (index / _entry(desired.task_id)).write_text(str(task_dir))
+    index.add(desired.task_id, task_dir)
 
 
-def forget(index: Path, task_id: str) -> None:
+def forget(index: LiveIndex, task_id: str) -> None:
     """The head knows how the task ended: a later agent need not report it."""
-    (index / _entry(task_id)).unlink(missing_ok=True)
+    index.forget(task_id)
+
+
+class LiveIndex:
+    """The tasks whose end the head has not acknowledged, each with its task directory: a journal of
+    ``+ TASK DIR`` and ``- TASK`` lines (both quoted), appended to as tasks start and end."""
+
+    COMPACT_AFTER = 10_000  # ended tasks' lines kept before the journal is rewritten
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._live: dict[str, str] | None = None  # read on first use
+        self._ended = 0  # lines of ended tasks in the journal
+
+    def entries(self) -> dict[str, Path]:
+        """The live tasks and their directories; reading them rewrites the journal with only those."""
+        self.compact()
+        return {task_id: Path(task_dir) for task_id, task_dir in self._read().items()}
+
+    def add(self, task_id: str, task_dir: Path) -> None:
+        self._read()[task_id] = str(task_dir)
+        self._append(f"+ {_entry(task_id)} {quote(str(task_dir))}\n")
+
+    def forget(self, task_id: str) -> None:
+        live = self._read()
+        if live.pop(task_id, None) is None:
+            return
+        self._ended += 2
+        if self._ended > self.COMPACT_AFTER:
+            self.compact()
+        else:
+            self._append(f"- {_entry(task_id)}\n")
+
+    def compact(self) -> None:
+        """Rewrite the journal with the live tasks only (atomically), and fold in an older agent's index."""
+        live = self._read()
+        text = "".join(f"+ {_entry(task_id)} {quote(task_dir)}\n" for task_id, task_dir in live.items())
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{self.path.name}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, self.path)
+        self._ended = 0
+        legacy = self.path.with_name(LEGACY_INDEX)
+        if legacy.is_dir():
+            for entry in legacy.iterdir():
+                entry.unlink(missing_ok=True)
+            legacy.rmdir()
+
+    def _read(self) -> dict[str, str]:
+        if self._live is None:
+            self._live = {**_legacy_entries(self.path.with_name(LEGACY_INDEX)), **_journal(self.path)}
+        return self._live
+
+    def _append(self, line: str) -> None:
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            os.write(fd, line.encode())
+        finally:
+            os.close(fd)
+
+
+def _journal(path: Path) -> dict[str, str]:
+    """The live tasks a journal lists; a line cut short by a crash is ignored."""
+    live: dict[str, str] = {}
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return live
+    for line in lines:
+        match line.split(" "):
+            case ["+", task_id, task_dir]:
+                live[unquote(task_id)] = unquote(task_dir)
+            case ["-", task_id]:
+                live.pop(unquote(task_id), None)
+    return live
+
+
+def _legacy_entries(directory: Path) -> dict[str, str]:
+    live: dict[str, str] = {}
+    for entry in sorted(directory.iterdir()) if directory.is_dir() else []:
+        try:
+            live[unquote(entry.name)] = entry.read_text()
+        except OSError:
+            continue
+    return live
 
 
 def _entry(task_id: str) -> str:
@@ -127,7 +217,7 @@ def read_record(task_dir: Path, marker: str) -> Survivor | None:
         return None
 
 
-def find_tasks(node: str, index: Path) -> Found:
+def find_tasks(node: str, index: LiveIndex) -> Found:
     """Tasks of this node with live processes (by marker), and indexed ones whose processes all ended.
 
     Blocking: reads all of ``/proc``.
@@ -141,18 +231,10 @@ def find_tasks(node: str, index: Path) -> Found:
         else:
             found.unknown.append(marker)
     running = {s.task_id for s in found.running}
-    for entry in sorted(index.iterdir()) if index.is_dir() else []:
-        record = _read_entry(entry)
+    for task_id, task_dir in sorted(index.entries().items()):
+        record = read_record(task_dir, "")
         if record is None:
-            entry.unlink(missing_ok=True)
+            index.forget(task_id)
         elif record.task_id not in running:
             found.finished.append(record)
     return found
-
-
-def _read_entry(entry: Path) -> Survivor | None:
-    try:
-        task_dir = Path(entry.read_text())
-    except OSError:
-        return None
-    return read_record(task_dir, "")

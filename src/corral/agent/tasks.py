@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from corral.agent import launch
-from corral.agent.adopt import INDEX, RankRecord, Survivor, forget, write_record
+from corral.agent.adopt import INDEX, LiveIndex, RankRecord, Survivor, forget, write_record
 from corral.agent.containers import ContainerRuntime, remove_containers
 from corral.agent.containers.rank import container_names, container_run
 from corral.agent.env import HOSTFILE, hostfile_text, inherited_env, process_env
@@ -86,7 +86,7 @@ class TaskSet:
         self.runtime = runtime  # runs the tasks that have an image
         self.real_gpus = real_gpus  # the GPUs are this host's devices (passed into containers)
         self.tasks: dict[str, LocalTask] = {}
-        self.index = work_dir / INDEX  # tasks whose end the head has not acknowledged (see ``adopt``)
+        self.index = LiveIndex(work_dir / INDEX)  # tasks whose end the head has not acknowledged (see ``adopt``)
 
     def reconcile(self, desired: list[DesiredTask], stop_grace_s: Mapping[str, float] | None = None) -> None:
         """Start what is wanted and missing, stop what is running and no longer wanted.
@@ -104,7 +104,9 @@ class TaskSet:
                 self.stop(local, "stopped: the head no longer wants it")
 
     def _start(self, desired: DesiredTask) -> None:
-        task_dir = self.work_dir / "tasks" / desired.job_id / str(desired.generation) / f"node-{desired.node_rank}"
+        # One directory per attempt and node, logs inside: a new directory costs a new inode, and some
+        # file systems make each one slow while many files are being deleted nearby.
+        task_dir = self.work_dir / "tasks" / f"{desired.job_id}.{desired.generation}.node-{desired.node_rank}"
         local = LocalTask(desired=desired, marker=f"{self.node}:{desired.task_id}", task_dir=task_dir)
         self.tasks[local.key] = local
         local.supervisor = asyncio.create_task(self._supervise(local), name=f"task {local.key}")
@@ -175,8 +177,9 @@ class TaskSet:
         cwd = _prepare_dirs(local)
         if desired.node_rank == 0 and "MASTER_PORT" not in desired.env:
             local.master_port = free_port()
-            self.changed.set()  # report the port now: the other nodes' ranks start while these do
-            await asyncio.sleep(0.001)  # let the heartbeat go out before this loop is busy forking
+            if len(desired.hosts) > 1:
+                self.changed.set()  # report the port now: the other nodes' ranks start while these do
+                await asyncio.sleep(0.001)  # let the heartbeat go out before this loop is busy forking
         ranks = [desired.rank_offset + local_rank for local_rank in range(desired.processes)]
         specs = [self._rank_spec(local, cwd, rank) for rank in ranks]
         local.shippers = [
@@ -214,7 +217,7 @@ class TaskSet:
             command=launch.recording_exit(command, _exit_file(local, rank)),
             env=env,
             cwd=cwd,
-            log_path=local.task_dir.parent / f"rank-{rank}.log",
+            log_path=local.task_dir / f"rank-{rank}.log",
             marker=local.marker,
         )
 

@@ -61,11 +61,14 @@ def apply_plan(rt: HeadRuntime, plan: Plan, known_reasons: Mapping[str, str]) ->
             return ApplyResult(placed=0, skipped=len(plan.placements))
         nodes = {row.name: row for row in session.scalars(select(NodeRow).where(NodeRow.name.in_(touched)))}
         usage = _Usage(session, touched)
+        placing = _Placing(session, [p.job_id for p in plan.placements])
         for placement in plan.placements:
-            if _place(session, placement, nodes, usage, now):
+            if _place(session, placement, placing, nodes, usage, now):
                 placed += 1
             else:
                 skipped += 1
+        session.flush()  # the task rows first: the claims refer to them
+        session.add_all(placing.claims)
         preempted = sum(_preempt(session, p, now, rt.settings.preempt_grace_s) for p in plan.preemptions)
         for job_id, reason in plan.reasons.items():
             if known_reasons.get(job_id) != reason.message:  # written only when it says something new
@@ -93,17 +96,47 @@ def _preempt(session: Session, preemption: Preemption, now: datetime, grace_s: f
     return True
 
 
-def _place(session: Session, placement: Placement, nodes: dict[str, NodeRow], usage: _Usage, now: datetime) -> bool:
-    job = session.scalar(select(JobRow).where(JobRow.id == placement.job_id))
-    if job is None or job.state != JobState.PENDING.value or _has_live_tasks(session, job.id):
+class _Placing:
+    """The rows a plan's placements need, read in a few queries: the jobs, which of them still have live
+    tasks, and each touched node's new desired-state version (advanced once per plan)."""
+
+    def __init__(self, session: Session, job_ids: list[str]) -> None:
+        self.session = session
+        self.jobs: dict[str, JobRow] = {}
+        self.busy: set[str] = set()  # jobs with live tasks: a placement for one of them is stale
+        live = [s.value for s in LIVE_TASK_STATES]
+        for start in range(0, len(job_ids), _CHUNK):
+            chunk = job_ids[start : start + _CHUNK]
+            self.jobs.update((row.id, row) for row in session.scalars(select(JobRow).where(JobRow.id.in_(chunk))))
+            self.busy.update(
+                session.scalars(select(TaskRow.job_id).where(TaskRow.job_id.in_(chunk), TaskRow.state.in_(live)))
+            )
+        self.versions: dict[str, int] = {}
+        self.claims: list[GpuClaimRow] = []  # added once the placed tasks' rows are written
+
+    def version(self, node: str) -> int:
+        if node not in self.versions:
+            self.versions[node] = bump_node(self.session, node)
+        return self.versions[node]
+
+
+_CHUNK = 500  # ids per IN (...) list
+
+
+def _place(
+    session: Session, placement: Placement, placing: _Placing, nodes: dict[str, NodeRow], usage: _Usage, now: datetime
+) -> bool:
+    job = placing.jobs.get(placement.job_id)
+    if job is None or job.state != JobState.PENDING.value or job.id in placing.busy:
         return False
     if not _still_fits(placement, nodes, usage):
         return False
+    placing.busy.add(job.id)
     first = placement.allocations[0].node
     for rank, alloc in enumerate(placement.allocations):
         task_id = f"{job.id}/{job.generation}/{rank}"
         # Rank 0 goes out now; the other ranks once rank 0's agent has chosen the rendezvous port.
-        version = bump_node(session, alloc.node) if rank == 0 else 0
+        version = placing.version(alloc.node) if rank == 0 else 0
         session.add(
             TaskRow(
                 id=task_id,
@@ -127,9 +160,8 @@ def _place(session: Session, placement: Placement, nodes: dict[str, NodeRow], us
                 fenced_after=None,
             )
         )
-        session.flush()  # the claims below refer to the task row
         for index in alloc.gpus:
-            session.add(
+            placing.claims.append(
                 GpuClaimRow(
                     node=alloc.node, gpu_index=index, fraction=alloc.gpu_fraction, job_id=job.id, task_id=task_id
                 )
@@ -144,7 +176,6 @@ def _place(session: Session, placement: Placement, nodes: dict[str, NodeRow], us
         for rank, a in enumerate(placement.allocations)
     ]
     record_event(session, now, "job.placed", job.reason, job_id=job.id, generation=job.generation, tasks=tasks)
-    session.flush()
     return True
 
 
@@ -162,10 +193,3 @@ def _still_fits(placement: Placement, nodes: dict[str, NodeRow], usage: _Usage) 
         if alloc.memory_mb and usage.memory[alloc.node] + alloc.memory_mb > node.memory_mb:
             return False
     return True
-
-
-def _has_live_tasks(session: Session, job_id: str) -> bool:
-    live = [s.value for s in LIVE_TASK_STATES]
-    return (
-        session.scalar(select(TaskRow.id).where(TaskRow.job_id == job_id, TaskRow.state.in_(live)).limit(1)) is not None
-    )

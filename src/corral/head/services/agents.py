@@ -143,13 +143,21 @@ def heartbeat(rt: HeadRuntime, node: str, token: str, req: HeartbeatRequest) -> 
                 release(session, task, TaskState.EXITED, now, None, "stopped before it started")
             else:
                 _lose(session, task, now, f"the agent on {node} does not run it")
-    # The answer is read after the write commits, so other writers need not wait while it is built;
-    # one read transaction gives a consistent desired state and its version.
-    with rt.read() as session:
-        row = authenticate_node(session, node, token)
-        version = row.desired_version
-        desired = desired_state(session, rt, row)
+        version = session.info.get("bumped_nodes", {}).get(node, row.desired_version)
         token_hash = row.token_hash
+    if version <= req.applied_version:
+        # An agent applies a desired state only when its version is newer than the one it has: the tasks
+        # of a version it has applied would be read, sent and parsed for nothing. (A change committed
+        # since reaches it through its watch and the next heartbeat.)
+        desired = DesiredState(version=version, tasks=[], stop_grace_s={})
+    else:
+        # Read after the write commits, so other writers need not wait while it is built; one read
+        # transaction gives a consistent desired state and its version.
+        with rt.read() as session:
+            row = authenticate_node(session, node, token)
+            version = row.desired_version
+            desired = desired_state(session, rt, row)
+            token_hash = row.token_hash
     answer = desired.model_dump_json().encode()
     rt.quiet.remember(node, token_hash, version, req, answer, applied_matters=news_pending)
     if rt.notifier is not None:
@@ -232,7 +240,10 @@ def _apply_report(
     if job is None or task.state not in [s.value for s in LIVE_TASK_STATES]:
         return
     if report.master_port and task.node_rank == 0 and task.master_port == 0:
-        _rendezvous_chosen(session, task, report.master_port)
+        if job.nodes > 1:
+            _rendezvous_chosen(session, task, report.master_port)
+        else:
+            task.master_port = report.master_port  # no other rank waits for it
     if report.checkpoint_at is not None and job.generation == task.generation:
         record_checkpoint(job, min(datetime.fromtimestamp(report.checkpoint_at, UTC), now))
     if report.state == "STARTING":

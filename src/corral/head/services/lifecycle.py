@@ -40,6 +40,13 @@ def current_tasks(session: Session, job: JobRow) -> list[TaskRow]:
     )
 
 
+def attempt_tasks(session: Session, job: JobRow, task: TaskRow) -> list[TaskRow]:
+    """The tasks of the job's current attempt, which includes ``task``: just that one for a one-node job."""
+    if job.nodes == 1 and task.generation == job.generation:
+        return [task]
+    return current_tasks(session, job)
+
+
 def set_job_state(session: Session, job: JobRow, state: JobState, now: datetime, reason: str) -> None:
     check_job_transition(JobState(job.state), state)
     old = job.state
@@ -165,7 +172,7 @@ def task_running(session: Session, task: TaskRow, job: JobRow, now: datetime) ->
     task.state = TaskState.RUNNING.value
     task.started_at = now
     if job.state == JobState.PENDING.value and job.generation == task.generation:
-        tasks = current_tasks(session, job)
+        tasks = attempt_tasks(session, job, task)
         if all(t.state == TaskState.RUNNING.value for t in tasks):
             nodes = ", ".join(sorted({t.node for t in tasks}))
             set_job_state(session, job, JobState.RUNNING, now, f"running on {nodes}")
@@ -190,7 +197,7 @@ def task_exited(
         requeue(session, job, now, f"requeued: rank {task.node_rank} was stopped on node {task.node} ({detail})")
         return
     if exit_code == 0:
-        tasks = current_tasks(session, job)
+        tasks = attempt_tasks(session, job, task)
         if all(t.state == TaskState.EXITED.value and t.exit_code == 0 for t in tasks):
             if job.state == JobState.PENDING.value:  # finished before every rank was seen running
                 job.started_at = job.started_at or task.started_at or now
