@@ -13,13 +13,14 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import cast
 
-from sqlalchemy import select, update
+from sqlalchemy import Table, bindparam, select, update
 from sqlalchemy.orm import Session
 
 from corral.head.leader import still_leading
 from corral.head.runtime import HeadRuntime
-from corral.head.services.common import bump_node, record_event
+from corral.head.services.common import bump_nodes, record_event
 from corral.head.services.lifecycle import LIVE_TASK_STATES, WANTED_TASK_STATES, current_tasks, preempt
 from corral.head.store.tables import GpuClaimRow, JobRow, NodeRow, TaskRow
 from corral.model import EPSILON, JobState, NodeState, TaskState
@@ -61,7 +62,7 @@ def apply_plan(rt: HeadRuntime, plan: Plan, known_reasons: Mapping[str, str]) ->
             return ApplyResult(placed=0, skipped=len(plan.placements))
         nodes = {row.name: row for row in session.scalars(select(NodeRow).where(NodeRow.name.in_(touched)))}
         usage = _Usage(session, touched)
-        placing = _Placing(session, [p.job_id for p in plan.placements])
+        placing = _Placing(session, [p.job_id for p in plan.placements], touched)
         for placement in plan.placements:
             if _place(session, placement, placing, nodes, usage, now):
                 placed += 1
@@ -70,16 +71,29 @@ def apply_plan(rt: HeadRuntime, plan: Plan, known_reasons: Mapping[str, str]) ->
         session.flush()  # the task rows first: the claims refer to them
         session.add_all(placing.claims)
         preempted = sum(_preempt(session, p, now, rt.settings.preempt_grace_s) for p in plan.preemptions)
-        for job_id, reason in plan.reasons.items():
-            if known_reasons.get(job_id) != reason.message:  # written only when it says something new
-                session.execute(
-                    update(JobRow)
-                    .where(JobRow.id == job_id, JobRow.state == JobState.PENDING.value)
-                    .values(reason=reason.message)
-                )
+        _write_reasons(session, plan, known_reasons)
     if skipped:
         log.info("plan apply skipped %d stale placements", skipped)
     return ApplyResult(placed=placed, skipped=skipped, preempted=preempted)
+
+
+def _write_reasons(session: Session, plan: Plan, known_reasons: Mapping[str, str]) -> None:
+    """Write the reasons that say something new, in one statement run for all of them (a Core statement:
+    the ORM's would look for each job among the objects the session holds)."""
+    changed = [
+        {"b_id": job_id, "b_reason": reason.message}
+        for job_id, reason in plan.reasons.items()
+        if known_reasons.get(job_id) != reason.message
+    ]
+    if not changed:
+        return
+    table = cast(Table, JobRow.__table__)
+    statement = (
+        update(table)
+        .where(table.c.id == bindparam("b_id"), table.c.state == JobState.PENDING.value)
+        .values(reason=bindparam("b_reason"))
+    )
+    session.connection().execute(statement, changed)
 
 
 def _preempt(session: Session, preemption: Preemption, now: datetime, grace_s: float) -> bool:
@@ -100,7 +114,7 @@ class _Placing:
     """The rows a plan's placements need, read in a few queries: the jobs, which of them still have live
     tasks, and each touched node's new desired-state version (advanced once per plan)."""
 
-    def __init__(self, session: Session, job_ids: list[str]) -> None:
+    def __init__(self, session: Session, job_ids: list[str], touched: set[str]) -> None:
         self.session = session
         self.jobs: dict[str, JobRow] = {}
         self.busy: set[str] = set()  # jobs with live tasks: a placement for one of them is stale
@@ -111,13 +125,15 @@ class _Placing:
             self.busy.update(
                 session.scalars(select(TaskRow.job_id).where(TaskRow.job_id.in_(chunk), TaskRow.state.in_(live)))
             )
-        self.versions: dict[str, int] = {}
+        self.touched = touched
+        self.versions: dict[str, int] | None = None
         self.claims: list[GpuClaimRow] = []  # added once the placed tasks' rows are written
 
     def version(self, node: str) -> int:
-        if node not in self.versions:
-            self.versions[node] = bump_node(self.session, node)
-        return self.versions[node]
+        """The node's new desired-state version: every node the plan touches is advanced together, once."""
+        if self.versions is None:
+            self.versions = bump_nodes(self.session, self.touched)
+        return self.versions.get(node, 0)
 
 
 _CHUNK = 500  # ids per IN (...) list

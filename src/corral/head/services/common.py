@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import update
+from sqlalchemy import Table, update
 from sqlalchemy.orm import Session
 
 from corral.head.store.tables import EventRow, NodeRow
@@ -33,15 +34,27 @@ class Infeasible(ValueError):
 
 def bump_node(session: Session, node: str) -> int:
     """Advance a node's desired-state version so its agent hears of the change at once."""
-    row = session.execute(
-        update(NodeRow)
-        .where(NodeRow.name == node)
-        .values(desired_version=NodeRow.desired_version + 1)
-        .returning(NodeRow.desired_version)
-    ).scalar_one_or_none()
-    version = int(row) if row is not None else 0
-    session.info.setdefault("bumped_nodes", {})[node] = version
-    return version
+    return bump_nodes(session, [node]).get(node, 0)
+
+
+def bump_nodes(session: Session, nodes: Iterable[str]) -> dict[str, int]:
+    """Advance the nodes' desired-state versions in one statement; each node's new version.
+
+    A Core statement: the ORM's would first flush everything pending. (A node row the session holds
+    keeps its old version; ``session.info["bumped_nodes"]`` has the new one.)"""
+    names = sorted(set(nodes))
+    if not names:
+        return {}
+    table = cast(Table, NodeRow.__table__)
+    rows = session.connection().execute(
+        update(table)
+        .where(table.c.name.in_(names))
+        .values(desired_version=table.c.desired_version + 1)
+        .returning(table.c.name, table.c.desired_version)
+    )
+    versions = {name: int(version) for name, version in rows}
+    session.info.setdefault("bumped_nodes", {}).update(versions)
+    return versions
 
 
 def wake_scheduler(session: Session) -> None:

@@ -8,8 +8,9 @@ down, then the job is requeued (restarts left) or ends FAILED.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import cast
 
-from sqlalchemy import delete, select
+from sqlalchemy import Table, delete, select
 from sqlalchemy.orm import Session
 
 from corral.head.services.common import bump_node, record_event, wake_scheduler
@@ -69,7 +70,11 @@ def release(
     task.exit_code = exit_code
     task.detail = detail
     task.finished_at = now
-    session.execute(delete(GpuClaimRow).where(GpuClaimRow.task_id == task.id))
+    if any(isinstance(row, GpuClaimRow) for row in session.new):
+        session.flush()  # claims added in this transaction must be written before they can be deleted
+    # A Core statement: the ORM's would first flush everything pending and look through the session.
+    claims = cast(Table, GpuClaimRow.__table__)
+    session.connection().execute(delete(claims).where(claims.c.task_id == task.id))
     held = f" GPUs {','.join(map(str, task.gpus))}" if task.gpus else ""
     record_event(
         session,
