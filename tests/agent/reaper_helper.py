@@ -10,7 +10,8 @@ import time
 import uuid
 from pathlib import Path
 
-from corral.agent.launch import ProcessSpec, become_subreaper, is_subreaper, reap_orphans, start
+from corral.agent.launch import ProcessSpec, become_subreaper, is_subreaper, kill_leftovers, reap_orphans, start
+from corral.agent.launch.tree import _nothing_left
 
 
 def zombie_child(pid: int, timeout: float = 5.0) -> bool:
@@ -57,11 +58,52 @@ def other_waiters_keep_their_status() -> None:
     assert local.wait() == 3
 
 
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+async def pid_in(path: Path, timeout: float = 5.0) -> int:
+    deadline = time.monotonic() + timeout
+    while not (path.exists() and path.read_text().strip()):
+        assert time.monotonic() < deadline, f"{path} did not appear"
+        await asyncio.sleep(0.01)
+    return int(path.read_text())
+
+
+async def leftovers_are_found_from_the_children_of_a_subreaper(workdir: Path) -> None:
+    env = {"PATH": os.environ["PATH"]}
+    other = await start(ProcessSpec(["sleep", "30"], env, workdir, workdir / "other.log", uuid.uuid4().hex))
+    # A task that ended cleanly while another one runs: nothing of it is left, told from our children alone.
+    clean = await start(ProcessSpec("true", env, workdir, workdir / "clean.log", uuid.uuid4().hex))
+    assert await clean.wait() == 0
+    assert _nothing_left([clean.key], [])
+    assert (await kill_leftovers([clean], clean.marker)).survivors == ()
+    # A background child, and one that left the session with setsid and a double fork: both are ours to end.
+    for name, command in (
+        ("background", "sleep 300 & echo $! > background.pid"),
+        ("escaped", "setsid sh -c 'sleep 300 & echo $! > escaped.pid' < /dev/null"),
+    ):
+        task = await start(ProcessSpec(command, env, workdir, workdir / f"{name}.log", uuid.uuid4().hex))
+        assert await task.wait() == 0
+        left = await pid_in(workdir / f"{name}.pid")
+        assert not _nothing_left([task.key], [])
+        result = await kill_leftovers([task], task.marker)
+        assert result.killed == 1 and result.survivors == (), (name, result)
+        assert not alive(left), name
+    other_key = other.key
+    os.kill(other_key.pid, 9)
+    await other.wait()
+
+
 def main() -> None:
     assert become_subreaper()
     assert is_subreaper()
     asyncio.run(orphan_is_reaped(Path(sys.argv[1])))
     other_waiters_keep_their_status()
+    asyncio.run(leftovers_are_found_from_the_children_of_a_subreaper(Path(sys.argv[1])))
     print("ok")
 
 

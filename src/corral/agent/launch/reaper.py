@@ -33,10 +33,16 @@ def become_subreaper() -> bool:
     return _prctl(_PR_SET_CHILD_SUBREAPER, 1)
 
 
+_subreaper = False  # once this process is a subreaper it stays one: no need to ask the kernel again
+
+
 def is_subreaper() -> bool:
     """Whether this process is a child subreaper."""
-    flag = ctypes.c_int(0)
-    return _prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(flag)) and flag.value != 0
+    global _subreaper
+    if not _subreaper:
+        flag = ctypes.c_int(0)
+        _subreaper = _prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(flag)) and flag.value != 0
+    return _subreaper
 
 
 def reap_orphans(known_pids: Collection[int] = ()) -> list[int]:

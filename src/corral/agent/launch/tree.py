@@ -8,11 +8,12 @@ import signal
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from corral.agent.launch.process import TaskProcess
+from corral.agent.launch.process import TaskProcess, running_pids
 from corral.agent.launch.procfs import (
     ProcInfo,
     ProcKey,
     children_map,
+    children_of,
     has_marker,
     is_alive,
     matches,
@@ -127,6 +128,9 @@ def find_task_processes(marker: str, roots: Iterable[ProcKey] = (), tracked: Ite
     Never includes this process or its ancestors. Reads all of ``/proc`` (blocking; meant for
     termination time, not for every poll).
     """
+    roots, tracked = list(roots), list(tracked)
+    if _nothing_left(roots, tracked):
+        return []
     procs = candidates(roots, tracked)
     protected = protected_pids(procs)
     seeds = {key.pid for key in tracked if matches(key, procs)}
@@ -134,6 +138,29 @@ def find_task_processes(marker: str, roots: Iterable[ProcKey] = (), tracked: Ite
     seeds |= {pid for pid, info in procs.items() if info.alive and pid not in seeds and has_marker(pid, marker)}
     found = with_descendants(seeds - protected, children_map(procs)) - protected
     return [procs[pid] for pid in sorted(found) if pid in procs and procs[pid].alive]
+
+
+def _nothing_left(roots: Sequence[ProcKey], tracked: Sequence[ProcKey]) -> bool:
+    """Whether the task plainly has no process left, seen from this process's children alone.
+
+    Once every root and tracked process is gone, each live process of the task has been reparented
+    to this process (a child subreaper): the ones whose parents ended, and the ones that left with
+    ``setsid`` and a double fork. So when its only live children are roots of other tasks (started
+    here and not yet waited for), nothing of this task is left: the common end of a task, decided
+    without reading every descendant's details and environment."""
+    if not is_subreaper() or any(is_alive(key) for key in (*roots, *tracked)):
+        return False
+    children = children_of(os.getpid())
+    if children is None:
+        return False
+    started = running_pids()
+    for pid in children:
+        if pid in started:
+            continue
+        info = read_info(pid)
+        if info is not None and info.alive:
+            return False  # maybe a leftover of this task: look closely
+    return True
 
 
 def _our_groups(roots: Iterable[ProcKey]) -> set[int]:
