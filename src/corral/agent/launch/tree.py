@@ -228,7 +228,9 @@ async def terminate_tree(
     killed: set[ProcKey] = set()
     while True:
         tracked = tracker.tracked(marker) if tracker is not None else frozenset()
-        targets = await asyncio.to_thread(find_task_processes, marker, roots, tracked)
+        # The common end (nothing left) is told from a few reads, without handing the search to a thread.
+        gone = _nothing_left(roots, list(tracked))
+        targets = [] if gone else await asyncio.to_thread(find_task_processes, marker, roots, tracked)
         now = loop.time()
         if not targets or now >= give_up:
             return TerminationResult(len(termed), len(killed), tuple(info.pid for info in targets))
