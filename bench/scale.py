@@ -52,7 +52,15 @@ class SimulatedAgent:
             out.append({"task_id": task, "generation": self.generations[task], "master_port": 29500, **state})
         return out
 
-    def learn(self, desired: dict[str, Any], now: float, duration_s: float) -> None:
+    def learn(self, desired: dict[str, Any], sent: list[dict[str, Any]], now: float, duration_s: float) -> None:
+        """Take in a heartbeat's answer, as an agent does: the exits it reported are heard, and a desired
+        state is applied only when its version is newer than the one it has."""
+        for report in sent:
+            if report["state"] == "EXITED":
+                self.ends.pop(report["task_id"], None)
+                self.generations.pop(report["task_id"], None)
+        if desired["version"] <= self.version:
+            return
         self.version = desired["version"]
         wanted = {t["task_id"]: t for t in desired["tasks"]}
         for task_id in list(self.ends):
@@ -105,9 +113,10 @@ async def heartbeats(args: argparse.Namespace, cluster: Cluster) -> dict[str, An
             while time.monotonic() < stop_at:
                 due = time.monotonic() + args.interval
                 now = time.monotonic()
-                body = {"tasks": agent.reports(now), "applied_version": agent.version, "samples": samples()}
-                news = body["tasks"] != agent.last_reports
-                agent.last_reports = body["tasks"]
+                reports = agent.reports(now)
+                body = {"tasks": reports, "applied_version": agent.version, "samples": samples()}
+                news = reports != agent.last_reports
+                agent.last_reports = reports
                 sent = time.perf_counter()
                 try:
                     async with http.post(f"/v1/agents/{agent.name}/heartbeat", json=body, headers=headers) as r:
@@ -124,7 +133,7 @@ async def heartbeats(args: argparse.Namespace, cluster: Cluster) -> dict[str, An
                             latencies.append(time.perf_counter() - sent)
                             if news:
                                 changed.append(latencies[-1])
-                            agent.learn(reply, time.monotonic(), args.job_seconds)
+                            agent.learn(reply, reports, time.monotonic(), args.job_seconds)
                 except aiohttp.ClientError as exc:
                     failures.append(f"{agent.name}: {exc!r}")
                 await asyncio.sleep(max(0.0, due - time.monotonic()))
@@ -210,7 +219,7 @@ def drain(args: argparse.Namespace, cluster: Cluster) -> dict[str, Any]:
             for line in text.splitlines()
             if line.startswith("corral_jobs{")
         }
-        return sum(counts.get(s, 0) for s in ("SUCCEEDED", "FAILED", "CANCELLED", "TIMEOUT")) >= args.jobs
+        return bool(sum(counts.get(s, 0) for s in ("SUCCEEDED", "FAILED", "CANCELLED", "TIMEOUT")) >= args.jobs)
 
     wait_for(done, 900, "the backlog to drain", 2.0)
     cpu_used = [_cpu_s(p) - before for p, before in zip(processes, cpu_before, strict=True)]
