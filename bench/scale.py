@@ -240,6 +240,7 @@ def drain(args: argparse.Namespace, cluster: Cluster) -> dict[str, Any]:
         "ideal_s": round(args.jobs * args.sleep / (args.agents * args.gpus), 1),
         "starts_per_s": round(args.jobs / span, 1),
         "not_succeeded": len(failed),
+        "not_succeeded_first": [f"{j['id']} {j['state']}: {j.get('reason', '')}" for j in failed[:5]],
         "head_cpu_ms_per_job": round(cpu_used[0] * 1000 / args.jobs, 1),
         "agents_cpu_ms_per_job": round(sum(cpu_used[1:]) * 1000 / args.jobs, 1),
         "loadavg": Path("/proc/loadavg").read_text().split()[:3],
