@@ -49,7 +49,8 @@ class _Cycle:
     over_quota: dict[str, str] = field(default_factory=dict)  # job → why its team may not take more now
     waits_for_faster: dict[str, str] = field(default_factory=dict)  # job → the faster GPU type it waits for
     speed_checks: int = 0
-    quota_unchecked: list[Job] = field(default_factory=list)  # waiting without a quota check: nothing fits them
+    waiting_requests: list[Request] = field(default_factory=list)  # each waiting job's request, one object per value
+    quota_unchecked: list[tuple[Job, Request]] = field(default_factory=list)  # waiting: nothing free fits them
     fits: dict[tuple[int, Request], bool] = field(default_factory=dict)  # (view version, request) → fits the view
 
     def run(self) -> Plan:
@@ -62,48 +63,56 @@ class _Cycle:
             else None
         )
         queue = sorted(self.snapshot.pending, key=self._order_key(view.gpu_types))
+        # Equal requests made one object, so that the sets and dicts below find them by identity.
+        same: dict[Request, Request] = {}
+        requests = [same.setdefault(job.request, job.request) for job in queue]
         # The views only shrink during a cycle, so a request that did not fit one never fits it later.
         unfit: set[tuple[bool, Request]] = set()
+        unfit_now: set[Request] = set()  # the requests (True, request) in ``unfit`` holds
         no_victims: set[tuple[bool, Request, int]] = set()
-        for queued in queue:
-            if (True, queued.request) in unfit and (preemptor is None or not preemptor.worth_trying(queued)):
-                self.waiting.append(queued)  # does not fit what is free, whatever its quota allows
-                self.quota_unchecked.append(queued)
+        waiting, waiting_requests = self.waiting, self.waiting_requests
+        for queued, request in zip(queue, requests, strict=True):
+            if request in unfit_now and (preemptor is None or not preemptor.worth_trying(queued)):
+                waiting.append(queued)  # does not fit what is free, whatever its quota allows
+                waiting_requests.append(request)
+                self.quota_unchecked.append((queued, request))
                 continue
+            waiting_requests.append(request)
             job = self._within_quota(queued, view)
             if job is None:
                 if preemptor is not None and self._make_room_in_team(queued, view, preemptor):
                     self.over_quota.pop(queued.id, None)
-                self.waiting.append(queued)
+                waiting.append(queued)
                 continue
             guarded = self.reservation is not None and not ends_by(job, self.now, self.reservation.start)
             target = self.guard if guarded and self.guard is not None else view
-            key = (target is view, job.request)
+            key = (target is view, request if job is queued else job.request)
             placement = None if key in unfit else find_placement(target, job)
             if placement is not None and self._faster_soon(job, placement):
-                self.waiting.append(queued)
+                waiting.append(queued)
                 continue
             if placement is not None:
+                waiting_requests.pop()
                 self._take(view, placement)
                 self.placements.append(placement)
                 if self.quota is not None:
                     self.quota.take(job, placement.gpu_type)
                 continue
-            unfit.add(key)
+            self._unfit(unfit, unfit_now, key)
             if preemptor is not None and preemptor.worth_trying(job):
                 tried = (target is view, job.request, policy.level(job))
                 found = None if tried in no_victims else preemptor.find(target, job)
                 if found is not None:
                     self._hold(view, preemptor, job, *found)
-                    self.waiting.append(queued)
+                    waiting.append(queued)
                     continue
                 no_victims.add(tried)
             if target is not view:
-                if (True, job.request) not in unfit and self._fits_now(view, job, unfit):
+                if job.request not in unfit_now and self._fits_now(view, job, unfit, unfit_now):
                     self.special[job.id] = ()
             elif policy.backfill and not self.reserve_tried:
                 self._reserve(job)
-            self.waiting.append(queued)
+            waiting.append(queued)
         return Plan(
             placements=tuple(self.placements),
             reasons=self._reasons(view, preemptor),
@@ -112,15 +121,23 @@ class _Cycle:
             exhausted_searches=() if preemptor is None else tuple(preemptor.exhausted),
         )
 
-    def _fits_now(self, view: CapacityView, job: Job, unfit: set[tuple[bool, Request]]) -> bool:
+    def _fits_now(
+        self, view: CapacityView, job: Job, unfit: set[tuple[bool, Request]], unfit_now: set[Request]
+    ) -> bool:
         """Whether the job fits what is free now; kept per request until the view changes."""
         key = (view.version, job.request)
         fits = self.fits.get(key)
         if fits is None:
             fits = self.fits[key] = find_placement(view, job) is not None
             if not fits:
-                unfit.add((True, job.request))
+                self._unfit(unfit, unfit_now, (True, job.request))
         return fits
+
+    @staticmethod
+    def _unfit(unfit: set[tuple[bool, Request]], unfit_now: set[Request], key: tuple[bool, Request]) -> None:
+        unfit.add(key)
+        if key[0]:
+            unfit_now.add(key[1])
 
     def _order_key(self, gpu_types: tuple[str, ...]) -> Callable[[Job], tuple[object, ...]]:
         """The policy's order; with fair share, the team's and user's share come right after priority.
@@ -180,14 +197,16 @@ class _Cycle:
         if quota is None:
             return
         known: dict[tuple[str, Request], str | None] = {}
-        for job in self.quota_unchecked:
-            key = (job.team, job.request)
-            if key not in known:
-                problems = _quota_problems(quota, job, view) if job.request.gpus_per_node > 0 else {}
+        over_quota = self.over_quota
+        for job, request in self.quota_unchecked:
+            key = (job.team, request)
+            problem = known.get(key, "")
+            if problem == "":
+                problems = _quota_problems(quota, job, view) if request.gpus_per_node > 0 else {}
                 blocked = bool(problems) and all(problem is not None for problem in problems.values())
-                known[key] = _over_quota(problems) if blocked else None
-            if (problem := known[key]) is not None:
-                self.over_quota[job.id] = problem
+                problem = known[key] = _over_quota(problems) if blocked else None
+            if problem is not None:
+                over_quota[job.id] = problem
 
     def _make_room_in_team(self, job: Job, view: CapacityView, preemptor: Preemptor) -> bool:
         """A job over its team's quota may still stop lower-priority jobs of its own team to fit within it
@@ -255,7 +274,7 @@ class _Cycle:
         self._quota_reasons(view)
         known = {job_id: (FASTER_GPU, message) for job_id, message in self.waits_for_faster.items()}
         known.update((job_id, (QUOTA, message)) for job_id, message in self.over_quota.items())
-        reasons = explain(self.waiting, view, self.snapshot, known)
+        reasons = explain(self.waiting, view, self.snapshot, known, self.waiting_requests)
         reservation = self.reservation
         if reservation is not None and reservation.job_id in reasons and reservation.job_id not in known:
             reasons[reservation.job_id] = reserved_reason(reasons[reservation.job_id], reservation, self.now)

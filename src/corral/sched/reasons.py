@@ -19,29 +19,34 @@ def explain(
     view: CapacityView,
     snapshot: Snapshot,
     known: Mapping[str, tuple[str, str]] | None = None,
+    requests: Sequence[Request] | None = None,
 ) -> dict[str, Reason]:
     """A reason per waiting job (given in queue order), judged on what is left free in ``view``.
 
     ``known`` gives the code and message of jobs whose reason the cycle already knows (their
-    queue position is added here, unless their request can never fit)."""
+    queue position is added here, unless their request can never fit). ``requests``, when given,
+    are the jobs' requests in the same order (equal ones best given as one object)."""
     if not waiting:
         return {}
     registered, unavailable = snapshot.shapes, snapshot.unavailable_shapes
     known = known or {}
-    by_request: dict[Request, Reason] = {}
+    by_request: dict[Request, tuple[str, str, bool]] = {}  # request → (code, message, never fits)
     reasons: dict[str, Reason] = {}
     length = len(waiting)
-    for position, job in enumerate(waiting, start=1):
-        reason = by_request.get(job.request)
-        if reason is None:
-            reason = by_request[job.request] = _reason(job.request, view, snapshot, registered, unavailable)
+    if requests is None:
+        requests = [job.request for job in waiting]
+    for position, (job, request) in enumerate(zip(waiting, requests, strict=True), start=1):
+        base = by_request.get(request)
+        if base is None:
+            found = _reason(request, view, snapshot, registered, unavailable)
+            base = by_request[request] = (found.code, found.message, found.code == NEVER_FITS)
         own = known.get(job.id)
-        if own is not None:
-            at, of = (0, 0) if reason.code == NEVER_FITS else (position, length)
-            reason = Reason(own[0], own[1], at, of)
-        elif reason.code != NEVER_FITS:
-            reason = Reason(reason.code, reason.message, position, length)
-        reasons[job.id] = reason
+        if base[2]:
+            reasons[job.id] = Reason(base[0], base[1]) if own is None else Reason(own[0], own[1], 0, 0)
+        elif own is None:
+            reasons[job.id] = Reason(base[0], base[1], position, length)
+        else:
+            reasons[job.id] = Reason(own[0], own[1], position, length)
     return reasons
 
 
