@@ -60,10 +60,11 @@ def find_reservation(
     events = release_times(snapshot, now, stopped)
     i = 0
     while i < len(events):
-        when = events[i][0]
+        when, freed = events[i][0], list[Allocation]()
         while i < len(events) and events[i][0] == when:
-            future.release(held.get(events[i][1], ()))
+            freed.extend(held.get(events[i][1], ()))
             i += 1
+        future.release(freed)
         placement = find_placement(future, job)
         if placement is not None:
             return Reservation(job.id, when, placement.gpu_type, placement.allocations)

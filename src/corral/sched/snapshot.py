@@ -263,13 +263,20 @@ class CapacityView:
         self._change_allocations(placement.allocations, sign, placement.job_id)
 
     def _change_allocations(self, allocations: Iterable[Allocation], sign: int, job_id: str) -> None:
+        """Apply the allocations in order; each node they touch is re-indexed once, after all of them."""
         self.version += 1
+        allocations = list(allocations)
+        touched: dict[str, NodeCapacity] = {}
         for alloc in allocations:
             node = self.nodes.get(alloc.node)
             if node is None:
                 raise ValueError(f"placement of job {job_id} names {alloc.node!r}, which is not a READY node")
+            touched[alloc.node] = node
+        for node in touched.values():
             self._unindex(node)
-            node._add(alloc, sign)
+        for alloc in allocations:
+            touched[alloc.node]._add(alloc, sign)
+        for node in touched.values():
             self._index(node)
 
     def _index(self, node: NodeCapacity) -> None:
