@@ -8,7 +8,8 @@ from datetime import datetime, timedelta
 
 from corral.model import Allocation, Job, Request
 from corral.sched.backfill import blocked_reason, ends_by, find_reservation, guard_view, reserved_reason, when
-from corral.sched.fairshare import share_key
+from corral.sched.fairshare import share_key_of, share_tables
+from corral.sched.order import Item, ordered
 from corral.sched.placement import find_placement
 from corral.sched.plan import FASTER_GPU, QUOTA, Placement, Plan, Preemption, Reason, Reservation
 from corral.sched.policy import Policy
@@ -62,16 +63,14 @@ class _Cycle:
             if policy.preemption and self.snapshot.running
             else None
         )
-        queue = sorted(self.snapshot.pending, key=self._order_key(view.gpu_types))
-        # Equal requests made one object, so that the sets and dicts below find them by identity.
-        same: dict[Request, Request] = {}
-        requests = [same.setdefault(job.request, job.request) for job in queue]
+        # Equal requests come as one object, so that the sets and dicts below find them by identity.
+        queue = self._queue(view.gpu_types)
         # The views only shrink during a cycle, so a request that did not fit one never fits it later.
         unfit: set[tuple[bool, Request]] = set()
         unfit_now: set[Request] = set()  # the requests (True, request) in ``unfit`` holds
         no_victims: set[tuple[bool, Request, int]] = set()
         waiting, waiting_requests = self.waiting, self.waiting_requests
-        for queued, request in zip(queue, requests, strict=True):
+        for _, queued, request in queue:
             if request in unfit_now and (preemptor is None or not preemptor.worth_trying(queued)):
                 waiting.append(queued)  # does not fit what is free, whatever its quota allows
                 waiting_requests.append(request)
@@ -139,21 +138,15 @@ class _Cycle:
         if key[0]:
             unfit_now.add(key[1])
 
-    def _order_key(self, gpu_types: tuple[str, ...]) -> Callable[[Job], tuple[object, ...]]:
-        """The policy's order; with fair share, the team's and user's share come right after priority.
-        With quotas, jobs that would borrow come after all others (``_borrows``)."""
+    def _queue(self, gpu_types: tuple[str, ...]) -> list[Item]:
+        """The pending jobs in the policy's order; with fair share, the team's and user's share come right
+        after priority. With quotas, jobs that would borrow come after all others (``_borrows``)."""
         policy, fair = self.policy, self.snapshot.fair_share
-        share = share_key(self.snapshot, fair) if policy.fair_share and fair is not None else None
+        tables = share_tables(self.snapshot, fair) if policy.fair_share and fair is not None else None
         borrows = self._borrows(gpu_types) if self.quota is not None else None
-
-        order = policy.job_order
-        if share is None:
-            if borrows is None:
-                return lambda job: (order(job), job.id)
-            return lambda job: (borrows(job), order(job), job.id)
-        if borrows is None:
-            return lambda job: (-job.priority, share(job), order(job), job.id)
-        return lambda job: (borrows(job), -job.priority, share(job), order(job), job.id)
+        shares = None if tables is None else tuple(tuple(sorted(table.items())) for table in tables)
+        inputs = (policy.job_order, borrows is None, shares)
+        return ordered(self.snapshot.pending, _order_key(policy.job_order, tables, borrows), inputs, borrows)
 
     def _borrows(self, gpu_types: tuple[str, ...]) -> Callable[[Job], bool]:
         """Whether a job would borrow (past its team's nominal quota on every type it accepts), as usage
@@ -288,6 +281,21 @@ class _Cycle:
             elif reservation is not None:
                 reasons[job_id] = blocked_reason(base, reservation, self.now)
         return reasons
+
+
+def _order_key(
+    order: Callable[[Job], tuple[int, ...]],
+    tables: tuple[dict[str, float], dict[str, float]] | None,
+    borrows: Callable[[Job], bool] | None,
+) -> Callable[[Job], tuple[object, ...]]:
+    if tables is None:
+        if borrows is None:
+            return lambda job: (order(job), job.id)
+        return lambda job: (borrows(job), order(job), job.id)
+    share = share_key_of(*tables)
+    if borrows is None:
+        return lambda job: (-job.priority, share(job), order(job), job.id)
+    return lambda job: (borrows(job), -job.priority, share(job), order(job), job.id)
 
 
 def _quota_problems(quota: QuotaLedger, job: Job, view: CapacityView) -> dict[str, str | None]:

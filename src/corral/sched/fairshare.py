@@ -20,8 +20,8 @@ def dominant_share(usage: Mapping[str, float], capacity: Mapping[str, float]) ->
     return max((seconds / capacity[t] for t, seconds in usage.items() if capacity.get(t)), default=0.0)
 
 
-def share_key(snapshot: Snapshot, fair: FairShare) -> Callable[[Job], tuple[float, float]]:
-    """A sort key: (team's weighted dominant share, user's dominant share); lower goes first."""
+def share_tables(snapshot: Snapshot, fair: FairShare) -> tuple[dict[str, float], dict[str, float]]:
+    """Each team's weighted dominant share and each user's dominant share."""
     capacity: dict[str, float] = defaultdict(float)
     for node in snapshot.nodes:
         if node.state == NodeState.READY:
@@ -32,6 +32,16 @@ def share_key(snapshot: Snapshot, fair: FairShare) -> Callable[[Job], tuple[floa
         for team, usage in fair.teams.items()
     }
     users = {user: round(dominant_share(usage, capacity), 9) for user, usage in fair.users.items()}
+    return teams, users
+
+
+def share_key(snapshot: Snapshot, fair: FairShare) -> Callable[[Job], tuple[float, float]]:
+    """A sort key: (team's weighted dominant share, user's dominant share); lower goes first."""
+    return share_key_of(*share_tables(snapshot, fair))
+
+
+def share_key_of(teams: Mapping[str, float], users: Mapping[str, float]) -> Callable[[Job], tuple[float, float]]:
+    """The sort key of ``share_key`` from the tables of ``share_tables``."""
 
     def key(job: Job) -> tuple[float, float]:
         return (teams.get(job.team, 0.0), users.get(job.user, 0.0))
