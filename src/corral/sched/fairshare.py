@@ -8,10 +8,10 @@ Users are ranked the same way within their team, without weights.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable, Mapping
 
-from corral.model import FairShare, Job, NodeState
+from corral.model import FairShare, Job
+from corral.sched import carry
 from corral.sched.snapshot import Snapshot
 
 
@@ -22,11 +22,7 @@ def dominant_share(usage: Mapping[str, float], capacity: Mapping[str, float]) ->
 
 def share_tables(snapshot: Snapshot, fair: FairShare) -> tuple[dict[str, float], dict[str, float]]:
     """Each team's weighted dominant share and each user's dominant share."""
-    capacity: dict[str, float] = defaultdict(float)
-    for node in snapshot.nodes:
-        if node.state == NodeState.READY:
-            for gpu in node.gpus:
-                capacity[gpu.type] += 1.0
+    capacity = carry.gpu_layout(snapshot.nodes)[1]
     teams = {
         team: round(dominant_share(usage, capacity) / fair.weights.get(team, 1.0), 9)
         for team, usage in fair.teams.items()
