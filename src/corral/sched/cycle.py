@@ -43,6 +43,7 @@ class _Cycle:
     waiting: list[Job] = field(default_factory=list)
     taken: list[Allocation] = field(default_factory=list)  # placements and preemption holds, in order
     special: dict[str, tuple[str, ...]] = field(default_factory=dict)  # job -> victims, or () when held back
+    holders: dict[str, Job] = field(default_factory=dict)  # job (as queued) -> it, for the jobs holding victims
     reservation: Reservation | None = None
     guard: CapacityView | None = None
     reserve_tried: bool = False
@@ -103,6 +104,7 @@ class _Cycle:
                 found = None if tried in no_victims else preemptor.find(target, job)
                 if found is not None:
                     self._hold(view, preemptor, job, *found)
+                    self.holders[job.id] = queued
                     waiting.append(queued)
                     continue
                 no_victims.add(tried)
@@ -214,6 +216,7 @@ class _Cycle:
         if held.gpu_type is not None and quota.admits(job, held.gpu_type, victims):
             return False
         self._hold(view, preemptor, job, held, victims)
+        self.holders[job.id] = job
         return True
 
     def _hold(
@@ -271,13 +274,12 @@ class _Cycle:
         reservation = self.reservation
         if reservation is not None and reservation.job_id in reasons and reservation.job_id not in known:
             reasons[reservation.job_id] = reserved_reason(reasons[reservation.job_id], reservation, self.now)
-        waiting = {job.id: job for job in self.waiting} if self.special else {}
         for job_id, victims in self.special.items():
             if job_id in known or job_id not in reasons or (reservation is not None and job_id == reservation.job_id):
                 continue
             base = reasons[job_id]
             if victims and preemptor is not None:
-                reasons[job_id] = preemptor.reason(base, waiting[job_id], victims)
+                reasons[job_id] = preemptor.reason(base, self.holders[job_id], victims)
             elif reservation is not None:
                 reasons[job_id] = blocked_reason(base, reservation, self.now)
         return reasons

@@ -160,5 +160,6 @@ def _gpus(job: Job) -> float:
 def _holding(allocations: Sequence[Allocation], type_at: Mapping[tuple[str, int], str]) -> tuple[str, float] | None:
     """(GPU type, GPUs) a running job holds; None for a CPU-only job."""
     gpus = sum(len(a.gpus) * a.gpu_fraction for a in allocations)
-    types = [type_at[(a.node, i)] for a in allocations for i in a.gpus if (a.node, i) in type_at]
-    return (types[0], gpus) if types and gpus > 0 else None
+    if gpus <= 0:
+        return None
+    return next(((t, gpus) for a in allocations for i in a.gpus if (t := type_at.get((a.node, i))) is not None), None)
