@@ -52,7 +52,7 @@ class _Cycle:
     waits_for_faster: dict[str, str] = field(default_factory=dict)  # job → the faster GPU type it waits for
     speed_checks: int = 0
     waiting_requests: list[Request] = field(default_factory=list)  # each waiting job's request, one object per value
-    quota_unchecked: list[tuple[Job, Request]] = field(default_factory=list)  # waiting: nothing free fits them
+    quota_unchecked: set[str] = field(default_factory=set)  # waiting without a quota check: nothing fits them
     fits: dict[tuple[int, Request], bool] = field(default_factory=dict)  # (view version, request) → fits the view
 
     def run(self) -> Plan:
@@ -70,12 +70,12 @@ class _Cycle:
         unfit: set[tuple[bool, Request]] = set()
         unfit_now: set[Request] = set()  # the requests (True, request) in ``unfit`` holds
         no_victims: set[tuple[bool, Request, int]] = set()
-        waiting, waiting_requests = self.waiting, self.waiting_requests
+        waiting, waiting_requests, unchecked = self.waiting, self.waiting_requests, self.quota_unchecked.add
         for _, queued, request in queue:
             if request in unfit_now and (preemptor is None or not preemptor.worth_trying(queued)):
                 waiting.append(queued)  # does not fit what is free, whatever its quota allows
                 waiting_requests.append(request)
-                self.quota_unchecked.append((queued, request))
+                unchecked(queued.id)
                 continue
             waiting_requests.append(request)
             job = self._within_quota(queued, view)
@@ -185,23 +185,19 @@ class _Cycle:
             return job
         return replace(job, request=replace(request, gpu_types=allowed))
 
-    def _quota_reasons(self, view: CapacityView) -> None:
-        """Quota reasons for the jobs passed over because nothing free fits them: their team's quota as
-        the cycle leaves it (the same for every job of one team and request, so computed once each)."""
+    def _quota_reason(self, view: CapacityView) -> Callable[[Job, Request], str | None] | None:
+        """Why its team's quota keeps out a job passed over because nothing free fits it, as the cycle leaves
+        the quota (None where it does not); None without quotas."""
         quota = self.quota
         if quota is None:
-            return
-        known: dict[tuple[str, Request], str | None] = {}
-        over_quota = self.over_quota
-        for job, request in self.quota_unchecked:
-            key = (job.team, request)
-            problem = known.get(key, "")
-            if problem == "":
-                problems = _quota_problems(quota, job, view) if request.gpus_per_node > 0 else {}
-                blocked = bool(problems) and all(problem is not None for problem in problems.values())
-                problem = known[key] = _over_quota(problems) if blocked else None
-            if problem is not None:
-                over_quota[job.id] = problem
+            return None
+
+        def reason(job: Job, request: Request) -> str | None:
+            problems = _quota_problems(quota, job, view) if request.gpus_per_node > 0 else {}
+            blocked = bool(problems) and all(problem is not None for problem in problems.values())
+            return _over_quota(problems) if blocked else None
+
+        return reason
 
     def _make_room_in_team(self, job: Job, view: CapacityView, preemptor: Preemptor) -> bool:
         """A job over its team's quota may still stop lower-priority jobs of its own team to fit within it
@@ -267,10 +263,10 @@ class _Cycle:
             self.guard = guard_view(self.snapshot, self.policy, self.taken, self.reservation)
 
     def _reasons(self, view: CapacityView, preemptor: Preemptor | None) -> dict[str, Reason]:
-        self._quota_reasons(view)
         known = {job_id: (FASTER_GPU, message) for job_id, message in self.waits_for_faster.items()}
         known.update((job_id, (QUOTA, message)) for job_id, message in self.over_quota.items())
-        reasons = explain(self.waiting, view, self.snapshot, known, self.waiting_requests)
+        quota = self._quota_reason(view)
+        reasons = explain(self.waiting, view, self.snapshot, known, self.waiting_requests, self.quota_unchecked, quota)
         reservation = self.reservation
         if reservation is not None and reservation.job_id in reasons and reservation.job_id not in known:
             reasons[reservation.job_id] = reserved_reason(reasons[reservation.job_id], reservation, self.now)
