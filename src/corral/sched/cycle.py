@@ -112,7 +112,7 @@ class _Cycle:
                 if job.request not in unfit_now and self._fits_now(view, job, unfit, unfit_now):
                     self.special[job.id] = ()
             elif policy.backfill and not self.reserve_tried:
-                self._reserve(job)
+                self._reserve(job, view)
             waiting.append(queued)
         return Plan(
             placements=tuple(self.placements),
@@ -252,15 +252,16 @@ class _Cycle:
             self.guard.apply(placement)
         self.taken.extend(placement.allocations)
 
-    def _reserve(self, job: Job) -> None:
-        """Reserve for the first blocked job that could ever fit; one attempt per cycle bounds the cost."""
+    def _reserve(self, job: Job, view: CapacityView) -> None:
+        """Reserve for the first blocked job that could ever fit; one attempt per cycle bounds the cost.
+        ``view`` is what is free now: the snapshot's view less ``taken``."""
         if self.snapshot.shapes.never_fits(job.request) is not None:
             return
         self.reserve_tried = True
         stopped = [p.victim_job_id for p in self.preemptions]
-        self.reservation = find_reservation(job, self.snapshot, self.policy, self.now, self.taken, stopped)
+        self.reservation = find_reservation(job, self.snapshot, self.policy, self.now, self.taken, stopped, view)
         if self.reservation is not None:
-            self.guard = guard_view(self.snapshot, self.policy, self.taken, self.reservation)
+            self.guard = guard_view(self.snapshot, self.policy, self.taken, self.reservation, view)
 
     def _reasons(self, view: CapacityView, preemptor: Preemptor | None) -> dict[str, Reason]:
         known = {job_id: (FASTER_GPU, message) for job_id, message in self.waits_for_faster.items()}
