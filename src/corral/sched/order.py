@@ -31,8 +31,8 @@ _key_of = itemgetter(0)
 class _Kept:
     inputs: Hashable  # all the keys depend on besides each job and its group's borrowing
     jobs: dict[int, Job]  # the jobs of ``items`` by ``id()`` (held here, so that an id stays theirs)
-    keys: dict[int, Key]
     items: list[Item]  # sorted by key
+    item_of: dict[int, Item]  # by the job's ``id()``
     same: dict[Request, Request]  # each request value's one object
     keyed_with: Callable[[Job], bool] | None  # ``borrows`` of the cycle that sorted them all
     members: dict[Group, set[int]] | None = None  # each group's jobs, once needed
@@ -50,7 +50,8 @@ def ordered(
     (equal requests as one object); the list is shared with the next call, so leave it as it is.
 
     ``inputs`` must be equal whenever ``key`` gives every job the same key save for ``borrows``
-    (a function of the job's ``Group`` only), and differ otherwise."""
+    (a function of the job's ``Group`` only), and differ otherwise. With ``borrows``, a job's key
+    starts with ``borrows(job)``."""
     now = dict(zip(map(id, pending), pending, strict=True))
     with _lock:
         kept = _kept.pop(inputs, None)
@@ -58,7 +59,7 @@ def ordered(
             same: dict[Request, Request] = {}
             items = [(key(job), job, same.setdefault(job.request, job.request)) for job in pending]
             items.sort(key=_key_of)
-            kept = _Kept(inputs, now, {id(item[1]): item[0] for item in items}, items, same, borrows)
+            kept = _Kept(inputs, now, items, {id(item[1]): item for item in items}, same, borrows)
         _kept[inputs] = kept
         if len(_kept) > 4:  # callers with other policies or share tables: keep the latest few
             del _kept[next(iter(_kept))]
@@ -74,21 +75,29 @@ def forget() -> None:
 def _update(kept: _Kept, now: dict[int, Job], key: Callable[[Job], Key], borrows: Callable[[Job], bool] | None) -> bool:
     """Bring ``kept`` to the jobs ``now``; False (and ``kept`` unusable) where sorting afresh is as cheap."""
     gone, new = kept.jobs.keys() - now.keys(), now.keys() - kept.jobs.keys()
-    rekey = _regroup(kept, gone, new, now, borrows) if borrows is not None else set()
+    rekey = _regroup(kept, gone, new, now, borrows) if borrows is not None else {}
     if len(gone) + len(new) + len(rekey) > len(now) // 2:
         return False
-    items, keys = kept.items, kept.keys
-    at = sorted(bisect_left(items, keys.pop(i), key=_key_of) for i in gone | rekey)
-    kept_items: list[Item] = []
-    start = 0
-    for i in at:
-        kept_items.extend(items[start:i])
-        start = i + 1
-    kept_items.extend(items[start:])
-    same = kept.same
-    fresh = [(key(job), job, same.setdefault(job.request, job.request)) for job in (now[i] for i in new | rekey)]
+    items, item_of, same = kept.items, kept.item_of, kept.same
+    out = gone.union(rekey)
+    if len(out) * 32 < len(items):  # a few: find each one by its key
+        at = sorted(bisect_left(items, item_of[i][0], key=_key_of) for i in out)
+        kept_items: list[Item] = []
+        start = 0
+        for i in at:
+            kept_items.extend(items[start:i])
+            start = i + 1
+        kept_items.extend(items[start:])
+    else:
+        kept_items = [item for item in items if id(item[1]) not in out]
+    fresh = [(key(job), job, same.setdefault(job.request, job.request)) for job in (now[i] for i in new)]
+    for i, borrowing in rekey.items():  # the rest of the key stays
+        key_, job, request = item_of[i]
+        fresh.append(((borrowing, *key_[1:]), job, request))
+    for i in gone:
+        del item_of[i]
     fresh.sort(key=_key_of)
-    keys.update((id(item[1]), item[0]) for item in fresh)
+    item_of.update((id(item[1]), item) for item in fresh)
     kept_items.extend(fresh)
     kept_items.sort(key=_key_of)  # two sorted runs: one merge
     if len(same) > 2 * len(kept_items) + 1024:  # forget the requests of jobs gone
@@ -99,8 +108,9 @@ def _update(kept: _Kept, now: dict[int, Job], key: Callable[[Job], Key], borrows
 
 def _regroup(
     kept: _Kept, gone: set[int], new: set[int], now: dict[int, Job], borrows: Callable[[Job], bool]
-) -> set[int]:
-    """Update the groups for the jobs gone and new; the jobs kept whose group's borrowing changed."""
+) -> dict[int, bool]:
+    """Update the groups for the jobs gone and new; the jobs kept whose group's borrowing changed, with
+    its value now."""
     if kept.members is None or kept.borrowing is None:
         kept.members, kept.borrowing = {}, {}
         _join(kept, kept.jobs.items(), kept.keyed_with or borrows)
@@ -112,11 +122,11 @@ def _regroup(
             members[group].discard(i)
             if not members[group]:
                 del members[group], borrowing[group]
-    changed: set[int] = set()
+    changed: dict[int, bool] = {}
     for group, (member, was) in borrowing.items():
-        if borrows(member) != was:
-            borrowing[group] = (member, not was)
-            changed |= members[group]
+        if (now_borrowing := borrows(member)) != was:
+            borrowing[group] = (member, now_borrowing)
+            changed.update(dict.fromkeys(members[group], now_borrowing))
     _join(kept, ((i, now[i]) for i in new), borrows)
     return changed
 
