@@ -43,7 +43,7 @@ class _Cycle:
     waiting: list[Job] = field(default_factory=list)
     taken: list[Allocation] = field(default_factory=list)  # placements and preemption holds, in order
     special: dict[str, tuple[str, ...]] = field(default_factory=dict)  # job -> victims, or () when held back
-    holders: dict[str, Job] = field(default_factory=dict)  # job (as queued) -> it, for the jobs holding victims
+    holders: dict[str, Job] = field(default_factory=dict)  # job -> the job as queued, for jobs holding victims
     reservation: Reservation | None = None
     guard: CapacityView | None = None
     reserve_tried: bool = False
@@ -146,6 +146,8 @@ class _Cycle:
         policy, fair = self.policy, self.snapshot.fair_share
         tables = share_tables(self.snapshot, fair) if policy.fair_share and fair is not None else None
         borrows = self._borrows(gpu_types) if self.quota is not None else None
+        # A policy's order is a function of the job alone, so with these inputs equal a job's key is the
+        # same from cycle to cycle, save for its borrowing.
         shares = None if tables is None else tuple(tuple(sorted(table.items())) for table in tables)
         inputs = (policy.job_order, borrows is None, shares)
         return ordered(self.snapshot.pending, _order_key(policy.job_order, tables, borrows), inputs, borrows)
@@ -287,6 +289,7 @@ def _order_key(
     tables: tuple[dict[str, float], dict[str, float]] | None,
     borrows: Callable[[Job], bool] | None,
 ) -> Callable[[Job], tuple[object, ...]]:
+    """The queue's sort key; with ``borrows``, it starts with ``borrows(job)``, as ``ordered`` needs."""
     if tables is None:
         if borrows is None:
             return lambda job: (order(job), job.id)
