@@ -49,21 +49,23 @@ def find_reservation(
     now: datetime,
     taken: Iterable[Allocation],
     stopped: Iterable[str] = (),
+    free: CapacityView | None = None,
 ) -> Reservation | None:
     """The job's earliest start on the timeline, or None when no known release lets it fit.
 
-    ``taken`` are the allocations this cycle already gave out (placements and holds).
+    ``taken`` are the allocations this cycle already gave out (placements and holds); ``free``, when
+    the caller has it, is the snapshot's view with them taken (it is left as it is).
     """
     held = snapshot.allocations_of()
-    future = snapshot.view(policy.gpu_ranker, policy.cpu_ranker)
-    future.take(taken)
+    future = _less(snapshot, policy, taken, free)
     events = release_times(snapshot, now, stopped)
     i = 0
     while i < len(events):
-        when = events[i][0]
+        when, freed = events[i][0], list[Allocation]()
         while i < len(events) and events[i][0] == when:
-            future.release(held.get(events[i][1], ()))
+            freed.extend(held.get(events[i][1], ()))
             i += 1
+        future.release(freed)
         placement = find_placement(future, job)
         if placement is not None:
             return Reservation(job.id, when, placement.gpu_type, placement.allocations)
@@ -71,13 +73,26 @@ def find_reservation(
 
 
 def guard_view(
-    snapshot: Snapshot, policy: Policy, taken: Iterable[Allocation], reservation: Reservation
+    snapshot: Snapshot,
+    policy: Policy,
+    taken: Iterable[Allocation],
+    reservation: Reservation,
+    free: CapacityView | None = None,
 ) -> CapacityView:
-    """What lower jobs that run past the reservation's start may use: free now, less the reservation."""
-    guard = snapshot.view(policy.gpu_ranker, policy.cpu_ranker)
-    guard.take(taken)
+    """What lower jobs that run past the reservation's start may use: free now, less the reservation
+    (``free`` as for ``find_reservation``)."""
+    guard = _less(snapshot, policy, taken, free)
     guard.take(reservation.allocations)
     return guard
+
+
+def _less(snapshot: Snapshot, policy: Policy, taken: Iterable[Allocation], free: CapacityView | None) -> CapacityView:
+    """A new view of what is free now: the snapshot's, less ``taken``; a copy of ``free`` when given."""
+    if free is not None:
+        return free.copy()
+    view = snapshot.view(policy.gpu_ranker, policy.cpu_ranker)
+    view.take(taken)
+    return view
 
 
 def ends_by(job: Job, now: datetime, start: datetime) -> bool:

@@ -11,11 +11,12 @@ on which snapshots came before.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from corral.model import LiveAllocation, Node
+from corral.model import LiveAllocation, Node, NodeState
 
 if TYPE_CHECKING:
     from corral.sched.feasibility import ClusterShapes
@@ -34,6 +35,10 @@ class _Kept:
 _lock = threading.Lock()
 _views: dict[tuple[NodeRanker, NodeRanker], _Kept] = {}
 _shapes: list[tuple[tuple[Node, ...], ClusterShapes]] = []
+_layouts: list[tuple[tuple[Node, ...], GpuLayout]] = []
+
+GpuLayout = tuple[Mapping[tuple[str, int], str], Mapping[str, float]]
+"""Every GPU's type by (node, index), and the GPUs of each type on READY nodes."""
 
 
 def pristine_view(snapshot: Snapshot, gpu_ranker: NodeRanker, cpu_ranker: NodeRanker) -> CapacityView:
@@ -71,6 +76,25 @@ def shapes_of(nodes: tuple[Node, ...]) -> ClusterShapes:
     with _lock:
         _shapes[:] = [(nodes, shapes), *_shapes[:1]]  # the registered nodes, and the last not-ready subset
     return shapes
+
+
+def gpu_layout(nodes: tuple[Node, ...]) -> GpuLayout:
+    """The GPU layout of the nodes (read-only), reused while the nodes are the same values."""
+    with _lock:
+        for known, layout in _layouts:
+            if _same_nodes(known, nodes):
+                return layout
+    type_at: dict[tuple[str, int], str] = {}
+    capacity: dict[str, float] = {}
+    for node in nodes:
+        for gpu in node.gpus:
+            type_at[(node.name, gpu.index)] = gpu.type
+            if node.state == NodeState.READY:
+                capacity[gpu.type] = capacity.get(gpu.type, 0.0) + 1.0
+    layout = (MappingProxyType(type_at), MappingProxyType(capacity))
+    with _lock:
+        _layouts[:] = [(nodes, layout)]
+    return layout
 
 
 def _same_nodes(a: Sequence[Node], b: Sequence[Node]) -> bool:

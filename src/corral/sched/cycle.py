@@ -8,7 +8,8 @@ from datetime import datetime, timedelta
 
 from corral.model import Allocation, Job, Request
 from corral.sched.backfill import blocked_reason, ends_by, find_reservation, guard_view, reserved_reason, when
-from corral.sched.fairshare import share_key
+from corral.sched.fairshare import share_key_of, share_tables
+from corral.sched.order import Item, ordered
 from corral.sched.placement import find_placement
 from corral.sched.plan import FASTER_GPU, QUOTA, Placement, Plan, Preemption, Reason, Reservation
 from corral.sched.policy import Policy
@@ -42,6 +43,7 @@ class _Cycle:
     waiting: list[Job] = field(default_factory=list)
     taken: list[Allocation] = field(default_factory=list)  # placements and preemption holds, in order
     special: dict[str, tuple[str, ...]] = field(default_factory=dict)  # job -> victims, or () when held back
+    holders: dict[str, Job] = field(default_factory=dict)  # job -> the job as queued, for jobs holding victims
     reservation: Reservation | None = None
     guard: CapacityView | None = None
     reserve_tried: bool = False
@@ -49,7 +51,8 @@ class _Cycle:
     over_quota: dict[str, str] = field(default_factory=dict)  # job → why its team may not take more now
     waits_for_faster: dict[str, str] = field(default_factory=dict)  # job → the faster GPU type it waits for
     speed_checks: int = 0
-    quota_unchecked: list[Job] = field(default_factory=list)  # waiting without a quota check: nothing fits them
+    waiting_requests: list[Request] = field(default_factory=list)  # each waiting job's request, one object per value
+    quota_unchecked: set[str] = field(default_factory=set)  # waiting without a quota check: nothing fits them
     fits: dict[tuple[int, Request], bool] = field(default_factory=dict)  # (view version, request) → fits the view
 
     def run(self) -> Plan:
@@ -61,49 +64,56 @@ class _Cycle:
             if policy.preemption and self.snapshot.running
             else None
         )
-        queue = sorted(self.snapshot.pending, key=self._order_key(view.gpu_types))
+        # Equal requests come as one object, so that the sets and dicts below find them by identity.
+        queue = self._queue(view.gpu_types)
         # The views only shrink during a cycle, so a request that did not fit one never fits it later.
         unfit: set[tuple[bool, Request]] = set()
+        unfit_now: set[Request] = set()  # the requests (True, request) in ``unfit`` holds
         no_victims: set[tuple[bool, Request, int]] = set()
-        for queued in queue:
-            if (True, queued.request) in unfit and (preemptor is None or not preemptor.worth_trying(queued)):
-                self.waiting.append(queued)  # does not fit what is free, whatever its quota allows
-                self.quota_unchecked.append(queued)
+        waiting, waiting_requests, unchecked = self.waiting, self.waiting_requests, self.quota_unchecked.add
+        for _, queued, request in queue:
+            if request in unfit_now and (preemptor is None or not preemptor.worth_trying(queued)):
+                waiting.append(queued)  # does not fit what is free, whatever its quota allows
+                waiting_requests.append(request)
+                unchecked(queued.id)
                 continue
+            waiting_requests.append(request)
             job = self._within_quota(queued, view)
             if job is None:
                 if preemptor is not None and self._make_room_in_team(queued, view, preemptor):
                     self.over_quota.pop(queued.id, None)
-                self.waiting.append(queued)
+                waiting.append(queued)
                 continue
             guarded = self.reservation is not None and not ends_by(job, self.now, self.reservation.start)
             target = self.guard if guarded and self.guard is not None else view
-            key = (target is view, job.request)
+            key = (target is view, request if job is queued else job.request)
             placement = None if key in unfit else find_placement(target, job)
             if placement is not None and self._faster_soon(job, placement):
-                self.waiting.append(queued)
+                waiting.append(queued)
                 continue
             if placement is not None:
+                waiting_requests.pop()
                 self._take(view, placement)
                 self.placements.append(placement)
                 if self.quota is not None:
                     self.quota.take(job, placement.gpu_type)
                 continue
-            unfit.add(key)
+            self._unfit(unfit, unfit_now, key)
             if preemptor is not None and preemptor.worth_trying(job):
                 tried = (target is view, job.request, policy.level(job))
                 found = None if tried in no_victims else preemptor.find(target, job)
                 if found is not None:
                     self._hold(view, preemptor, job, *found)
-                    self.waiting.append(queued)
+                    self.holders[job.id] = queued
+                    waiting.append(queued)
                     continue
                 no_victims.add(tried)
             if target is not view:
-                if (True, job.request) not in unfit and self._fits_now(view, job, unfit):
+                if job.request not in unfit_now and self._fits_now(view, job, unfit, unfit_now):
                     self.special[job.id] = ()
             elif policy.backfill and not self.reserve_tried:
-                self._reserve(job)
-            self.waiting.append(queued)
+                self._reserve(job, view)
+            waiting.append(queued)
         return Plan(
             placements=tuple(self.placements),
             reasons=self._reasons(view, preemptor),
@@ -112,31 +122,35 @@ class _Cycle:
             exhausted_searches=() if preemptor is None else tuple(preemptor.exhausted),
         )
 
-    def _fits_now(self, view: CapacityView, job: Job, unfit: set[tuple[bool, Request]]) -> bool:
+    def _fits_now(
+        self, view: CapacityView, job: Job, unfit: set[tuple[bool, Request]], unfit_now: set[Request]
+    ) -> bool:
         """Whether the job fits what is free now; kept per request until the view changes."""
         key = (view.version, job.request)
         fits = self.fits.get(key)
         if fits is None:
             fits = self.fits[key] = find_placement(view, job) is not None
             if not fits:
-                unfit.add((True, job.request))
+                self._unfit(unfit, unfit_now, (True, job.request))
         return fits
 
-    def _order_key(self, gpu_types: tuple[str, ...]) -> Callable[[Job], tuple[object, ...]]:
-        """The policy's order; with fair share, the team's and user's share come right after priority.
-        With quotas, jobs that would borrow come after all others (``_borrows``)."""
-        policy, fair = self.policy, self.snapshot.fair_share
-        share = share_key(self.snapshot, fair) if policy.fair_share and fair is not None else None
-        borrows = self._borrows(gpu_types) if self.quota is not None else None
+    @staticmethod
+    def _unfit(unfit: set[tuple[bool, Request]], unfit_now: set[Request], key: tuple[bool, Request]) -> None:
+        unfit.add(key)
+        if key[0]:
+            unfit_now.add(key[1])
 
-        order = policy.job_order
-        if share is None:
-            if borrows is None:
-                return lambda job: (order(job), job.id)
-            return lambda job: (borrows(job), order(job), job.id)
-        if borrows is None:
-            return lambda job: (-job.priority, share(job), order(job), job.id)
-        return lambda job: (borrows(job), -job.priority, share(job), order(job), job.id)
+    def _queue(self, gpu_types: tuple[str, ...]) -> list[Item]:
+        """The pending jobs in the policy's order; with fair share, the team's and user's share come right
+        after priority. With quotas, jobs that would borrow come after all others (``_borrows``)."""
+        policy, fair = self.policy, self.snapshot.fair_share
+        tables = share_tables(self.snapshot, fair) if policy.fair_share and fair is not None else None
+        borrows = self._borrows(gpu_types) if self.quota is not None else None
+        # A policy's order is a function of the job alone, so with these inputs equal a job's key is the
+        # same from cycle to cycle, save for its borrowing.
+        shares = None if tables is None else tuple(tuple(sorted(table.items())) for table in tables)
+        inputs = (policy.job_order, borrows is None, shares)
+        return ordered(self.snapshot.pending, _order_key(policy.job_order, tables, borrows), inputs, borrows)
 
     def _borrows(self, gpu_types: tuple[str, ...]) -> Callable[[Job], bool]:
         """Whether a job would borrow (past its team's nominal quota on every type it accepts), as usage
@@ -173,21 +187,19 @@ class _Cycle:
             return job
         return replace(job, request=replace(request, gpu_types=allowed))
 
-    def _quota_reasons(self, view: CapacityView) -> None:
-        """Quota reasons for the jobs passed over because nothing free fits them: their team's quota as
-        the cycle leaves it (the same for every job of one team and request, so computed once each)."""
+    def _quota_reason(self, view: CapacityView) -> Callable[[Job, Request], str | None] | None:
+        """Why its team's quota keeps out a job passed over because nothing free fits it, as the cycle leaves
+        the quota (None where it does not); None without quotas."""
         quota = self.quota
         if quota is None:
-            return
-        known: dict[tuple[str, Request], str | None] = {}
-        for job in self.quota_unchecked:
-            key = (job.team, job.request)
-            if key not in known:
-                problems = _quota_problems(quota, job, view) if job.request.gpus_per_node > 0 else {}
-                blocked = bool(problems) and all(problem is not None for problem in problems.values())
-                known[key] = _over_quota(problems) if blocked else None
-            if (problem := known[key]) is not None:
-                self.over_quota[job.id] = problem
+            return None
+
+        def reason(job: Job, request: Request) -> str | None:
+            problems = _quota_problems(quota, job, view) if request.gpus_per_node > 0 else {}
+            blocked = bool(problems) and all(problem is not None for problem in problems.values())
+            return _over_quota(problems) if blocked else None
+
+        return reason
 
     def _make_room_in_team(self, job: Job, view: CapacityView, preemptor: Preemptor) -> bool:
         """A job over its team's quota may still stop lower-priority jobs of its own team to fit within it
@@ -202,6 +214,7 @@ class _Cycle:
         if held.gpu_type is not None and quota.admits(job, held.gpu_type, victims):
             return False
         self._hold(view, preemptor, job, held, victims)
+        self.holders[job.id] = job
         return True
 
     def _hold(
@@ -241,34 +254,50 @@ class _Cycle:
             self.guard.apply(placement)
         self.taken.extend(placement.allocations)
 
-    def _reserve(self, job: Job) -> None:
-        """Reserve for the first blocked job that could ever fit; one attempt per cycle bounds the cost."""
+    def _reserve(self, job: Job, view: CapacityView) -> None:
+        """Reserve for the first blocked job that could ever fit; one attempt per cycle bounds the cost.
+        ``view`` is what is free now: the snapshot's view less ``taken``."""
         if self.snapshot.shapes.never_fits(job.request) is not None:
             return
         self.reserve_tried = True
         stopped = [p.victim_job_id for p in self.preemptions]
-        self.reservation = find_reservation(job, self.snapshot, self.policy, self.now, self.taken, stopped)
+        self.reservation = find_reservation(job, self.snapshot, self.policy, self.now, self.taken, stopped, view)
         if self.reservation is not None:
-            self.guard = guard_view(self.snapshot, self.policy, self.taken, self.reservation)
+            self.guard = guard_view(self.snapshot, self.policy, self.taken, self.reservation, view)
 
     def _reasons(self, view: CapacityView, preemptor: Preemptor | None) -> dict[str, Reason]:
-        self._quota_reasons(view)
         known = {job_id: (FASTER_GPU, message) for job_id, message in self.waits_for_faster.items()}
         known.update((job_id, (QUOTA, message)) for job_id, message in self.over_quota.items())
-        reasons = explain(self.waiting, view, self.snapshot, known)
+        quota = self._quota_reason(view)
+        reasons = explain(self.waiting, view, self.snapshot, known, self.waiting_requests, self.quota_unchecked, quota)
         reservation = self.reservation
         if reservation is not None and reservation.job_id in reasons and reservation.job_id not in known:
             reasons[reservation.job_id] = reserved_reason(reasons[reservation.job_id], reservation, self.now)
-        waiting = {job.id: job for job in self.waiting} if self.special else {}
         for job_id, victims in self.special.items():
             if job_id in known or job_id not in reasons or (reservation is not None and job_id == reservation.job_id):
                 continue
             base = reasons[job_id]
             if victims and preemptor is not None:
-                reasons[job_id] = preemptor.reason(base, waiting[job_id], victims)
+                reasons[job_id] = preemptor.reason(base, self.holders[job_id], victims)
             elif reservation is not None:
                 reasons[job_id] = blocked_reason(base, reservation, self.now)
         return reasons
+
+
+def _order_key(
+    order: Callable[[Job], tuple[int, ...]],
+    tables: tuple[dict[str, float], dict[str, float]] | None,
+    borrows: Callable[[Job], bool] | None,
+) -> Callable[[Job], tuple[object, ...]]:
+    """The queue's sort key; with ``borrows``, it starts with ``borrows(job)``, as ``ordered`` needs."""
+    if tables is None:
+        if borrows is None:
+            return lambda job: (order(job), job.id)
+        return lambda job: (borrows(job), order(job), job.id)
+    share = share_key_of(*tables)
+    if borrows is None:
+        return lambda job: (-job.priority, share(job), order(job), job.id)
+    return lambda job: (borrows(job), -job.priority, share(job), order(job), job.id)
 
 
 def _quota_problems(quota: QuotaLedger, job: Job, view: CapacityView) -> dict[str, str | None]:

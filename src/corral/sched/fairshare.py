@@ -8,10 +8,10 @@ Users are ranked the same way within their team, without weights.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable, Mapping
 
-from corral.model import FairShare, Job, NodeState
+from corral.model import FairShare, Job
+from corral.sched import carry
 from corral.sched.snapshot import Snapshot
 
 
@@ -20,18 +20,24 @@ def dominant_share(usage: Mapping[str, float], capacity: Mapping[str, float]) ->
     return max((seconds / capacity[t] for t, seconds in usage.items() if capacity.get(t)), default=0.0)
 
 
-def share_key(snapshot: Snapshot, fair: FairShare) -> Callable[[Job], tuple[float, float]]:
-    """A sort key: (team's weighted dominant share, user's dominant share); lower goes first."""
-    capacity: dict[str, float] = defaultdict(float)
-    for node in snapshot.nodes:
-        if node.state == NodeState.READY:
-            for gpu in node.gpus:
-                capacity[gpu.type] += 1.0
+def share_tables(snapshot: Snapshot, fair: FairShare) -> tuple[dict[str, float], dict[str, float]]:
+    """Each team's weighted dominant share and each user's dominant share."""
+    capacity = carry.gpu_layout(snapshot.nodes)[1]
     teams = {
         team: round(dominant_share(usage, capacity) / fair.weights.get(team, 1.0), 9)
         for team, usage in fair.teams.items()
     }
     users = {user: round(dominant_share(usage, capacity), 9) for user, usage in fair.users.items()}
+    return teams, users
+
+
+def share_key(snapshot: Snapshot, fair: FairShare) -> Callable[[Job], tuple[float, float]]:
+    """A sort key: (team's weighted dominant share, user's dominant share); lower goes first."""
+    return share_key_of(*share_tables(snapshot, fair))
+
+
+def share_key_of(teams: Mapping[str, float], users: Mapping[str, float]) -> Callable[[Job], tuple[float, float]]:
+    """The sort key of ``share_key`` from the tables of ``share_tables``."""
 
     def key(job: Job) -> tuple[float, float]:
         return (teams.get(job.team, 0.0), users.get(job.user, 0.0))

@@ -19,6 +19,7 @@ passed only the victims on the first nodes of that order knows its answer may ne
 
 from __future__ import annotations
 
+import math
 from bisect import insort
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
@@ -70,9 +71,16 @@ class Preemptor:
         for job_id in sorted(self.jobs):
             for node in sorted({a.node for a in self.held[job_id]}):
                 self.on_node.setdefault(node, []).append(job_id)
+        self._stopping_on = {node for node, jobs in self.on_node.items() if any(self.jobs[v].stopping for v in jobs)}
         self._node_order = sorted((min(self.cost[v] for v in jobs), name) for name, jobs in self.on_node.items())
         self._levels = {r.id: self.level(r) for r in self.jobs.values()}
         self._borrowing = {r.id: quota is not None and quota.borrowing(r.id) for r in self.jobs.values()}
+        # Per node, the lowest level of its preemptible victims: a job at or below it that may not reclaim
+        # quota finds no victim there unless one is stopping (see ``_eligible``).
+        self._lowest_on: dict[str, float] = {
+            node: min((self._levels[v] for v in jobs if self.jobs[v].preemptible), default=math.inf)
+            for node, jobs in self.on_node.items()
+        }
         self._by_team: dict[str, list[str]] = {}
         for r in self.jobs.values():
             self._by_team.setdefault(r.team, []).append(r.id)
@@ -277,6 +285,8 @@ class Preemptor:
                 break
             node = view.nodes.get(name)
             if name in free or node is None or (gpu_type is not None and len(node.indices(gpu_type)) < slots):
+                continue
+            if not within and name not in self._stopping_on and self._lowest_on[name] >= level:
                 continue
             eligible = [v for v in self.on_node[name] if self._eligible(v, job.team, level, within)]
             found = self._cheapest_on_node(node, request, gpu_type, eligible) if eligible else None

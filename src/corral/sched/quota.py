@@ -16,10 +16,10 @@ GPU types no team has a quota for are not governed: any team may use them freely
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from corral.model import Allocation, Job, NodeState, RunningJob, TeamQuota
-from corral.sched import describe
+from corral.model import Allocation, Job, RunningJob, TeamQuota
+from corral.sched import carry, describe
 from corral.sched.quota_tree import TeamTree, TypeQuotas
 from corral.sched.snapshot import Snapshot
 
@@ -33,13 +33,8 @@ class QuotaLedger:
         self.quotas = snapshot.quotas
         self.tree = TeamTree(snapshot.team_parents)
         self.governed = {gpu_type for team in self.quotas.values() for gpu_type in team}
-        self.capacity: dict[str, float] = defaultdict(float)
-        type_at: dict[tuple[str, int], str] = {}
-        for node in snapshot.nodes:
-            for gpu in node.gpus:
-                type_at[(node.name, gpu.index)] = gpu.type
-                if node.state == NodeState.READY:
-                    self.capacity[gpu.type] += 1.0
+        type_at, capacity = carry.gpu_layout(snapshot.nodes)
+        self.capacity: dict[str, float] = defaultdict(float, capacity)
         teams = {r.id: r.team for r in snapshot.running}
         self.used: dict[tuple[str, str], float] = defaultdict(float)  # by the team's own jobs
         self.holding: dict[str, tuple[str, str, float]] = {}  # running job → (team, GPU type, GPUs)
@@ -162,8 +157,9 @@ def _gpus(job: Job) -> float:
     return job.request.gpus_per_node * job.request.nodes
 
 
-def _holding(allocations: Sequence[Allocation], type_at: dict[tuple[str, int], str]) -> tuple[str, float] | None:
+def _holding(allocations: Sequence[Allocation], type_at: Mapping[tuple[str, int], str]) -> tuple[str, float] | None:
     """(GPU type, GPUs) a running job holds; None for a CPU-only job."""
     gpus = sum(len(a.gpus) * a.gpu_fraction for a in allocations)
-    types = [type_at[(a.node, i)] for a in allocations for i in a.gpus if (a.node, i) in type_at]
-    return (types[0], gpus) if types and gpus > 0 else None
+    if gpus <= 0:
+        return None
+    return next(((t, gpus) for a in allocations for i in a.gpus if (t := type_at.get((a.node, i))) is not None), None)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from itertools import islice
 
 from corral.model import Job, Request
 from corral.sched import describe
 from corral.sched.feasibility import ClusterShapes
 from corral.sched.placement import candidates
-from corral.sched.plan import NEVER_FITS, NO_NODES, RESOURCES, Reason
+from corral.sched.plan import NEVER_FITS, NO_NODES, QUOTA, RESOURCES, Reason
 from corral.sched.snapshot import CapacityView, Snapshot
 
 
@@ -19,29 +19,45 @@ def explain(
     view: CapacityView,
     snapshot: Snapshot,
     known: Mapping[str, tuple[str, str]] | None = None,
+    requests: Sequence[Request] | None = None,
+    unchecked: Container[str] = (),
+    quota: Callable[[Job, Request], str | None] | None = None,
 ) -> dict[str, Reason]:
     """A reason per waiting job (given in queue order), judged on what is left free in ``view``.
 
     ``known`` gives the code and message of jobs whose reason the cycle already knows (their
-    queue position is added here, unless their request can never fit)."""
+    queue position is added here, unless their request can never fit). ``requests``, when given,
+    are the jobs' requests in the same order (equal ones best given as one object). ``quota`` says why
+    its team's quota keeps out a job of ``unchecked`` that has no known reason (asked once per team
+    and request: the answer is the same for all their jobs)."""
     if not waiting:
         return {}
     registered, unavailable = snapshot.shapes, snapshot.unavailable_shapes
     known = known or {}
-    by_request: dict[Request, Reason] = {}
+    # request → (code, message, never fits, team → its quota's code and message, None when it admits)
+    by_request: dict[Request, tuple[str, str, bool, dict[str, tuple[str, str] | None]]] = {}
     reasons: dict[str, Reason] = {}
     length = len(waiting)
-    for position, job in enumerate(waiting, start=1):
-        reason = by_request.get(job.request)
-        if reason is None:
-            reason = by_request[job.request] = _reason(job.request, view, snapshot, registered, unavailable)
+    if requests is None:
+        requests = [job.request for job in waiting]
+    for position, (job, request) in enumerate(zip(waiting, requests, strict=True), start=1):
+        base = by_request.get(request)
+        if base is None:
+            found = _reason(request, view, snapshot, registered, unavailable)
+            base = by_request[request] = (found.code, found.message, found.code == NEVER_FITS, {})
         own = known.get(job.id)
-        if own is not None:
-            at, of = (0, 0) if reason.code == NEVER_FITS else (position, length)
-            reason = Reason(own[0], own[1], at, of)
-        elif reason.code != NEVER_FITS:
-            reason = Reason(reason.code, reason.message, position, length)
-        reasons[job.id] = reason
+        if own is None and quota is not None and job.id in unchecked:
+            teams = base[3]
+            if job.team not in teams:
+                problem = quota(job, request)
+                teams[job.team] = None if problem is None else (QUOTA, problem)
+            own = teams[job.team]
+        if base[2]:
+            reasons[job.id] = Reason(base[0], base[1]) if own is None else Reason(own[0], own[1], 0, 0)
+        elif own is None:
+            reasons[job.id] = Reason(base[0], base[1], position, length)
+        else:
+            reasons[job.id] = Reason(own[0], own[1], position, length)
     return reasons
 
 

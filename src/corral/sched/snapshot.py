@@ -213,12 +213,15 @@ class CapacityView:
         for node in self.nodes.values():
             self._index(node)
         self.version = 0  # bumped by every change, so callers can keep results that depend on it
+        self._own = set(self.nodes)  # nodes no other view shares: changed in place
 
     def copy(self) -> CapacityView:
-        """An independent copy: changes to one never show in the other."""
+        """An independent copy: changes to one never show in the other. The two share their nodes until
+        one of them changes a node, which it copies first."""
         twin = CapacityView.__new__(CapacityView)
         twin._gpu_ranker, twin._cpu_ranker, twin.gpu_types = self._gpu_ranker, self._cpu_ranker, self.gpu_types
-        twin.nodes = {name: node.copy() for name, node in self.nodes.items()}
+        twin.nodes = dict(self.nodes)
+        twin._own, self._own = set(), set()
         twin._empty = {t: {count: list(entries) for count, entries in b.items()} for t, b in self._empty.items()}
         twin._shared = {t: list(entries) for t, entries in self._shared.items()}
         twin._hosts = list(self._hosts)
@@ -263,13 +266,23 @@ class CapacityView:
         self._change_allocations(placement.allocations, sign, placement.job_id)
 
     def _change_allocations(self, allocations: Iterable[Allocation], sign: int, job_id: str) -> None:
+        """Apply the allocations in order; each node they touch is re-indexed once, after all of them."""
         self.version += 1
+        allocations = list(allocations)
+        touched: dict[str, NodeCapacity] = {}
         for alloc in allocations:
             node = self.nodes.get(alloc.node)
             if node is None:
                 raise ValueError(f"placement of job {job_id} names {alloc.node!r}, which is not a READY node")
+            touched[alloc.node] = node
+        for name in [name for name in touched if name not in self._own]:
+            touched[name] = self.nodes[name] = touched[name].copy()
+            self._own.add(name)
+        for node in touched.values():
             self._unindex(node)
-            node._add(alloc, sign)
+        for alloc in allocations:
+            touched[alloc.node]._add(alloc, sign)
+        for node in touched.values():
             self._index(node)
 
     def _index(self, node: NodeCapacity) -> None:
