@@ -212,7 +212,10 @@ class Agent:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.changed.wait(), self.interval_s)
             self.changed.clear()
-            reports = self.tasks.reports()
+            # The reports and the version they answer for are taken together: the head takes a task of a
+            # version the agent has applied and does not report as one the agent does not run. (A desired
+            # state applied while this beat is on its way is reported with the next one.)
+            reports, applied = self.tasks.reports(), self.version
             if any(r.state == "EXITED" for r in reports):
                 await self._ship_logs()  # a task's last lines reach the head before its exit does
             samples = await self._samples_due()
@@ -221,7 +224,7 @@ class Agent:
                 desired = await self.api.heartbeat(
                     self.options.name,
                     HeartbeatRequest(
-                        tasks=reports, applied_version=self.version, samples=samples, health_problem=self.health_problem
+                        tasks=reports, applied_version=applied, samples=samples, health_problem=self.health_problem
                     ),
                 )
             except (ConflictError, NotFoundError, NotAllowedError) as exc:
