@@ -70,3 +70,25 @@ def test_a_desired_state_applied_while_a_heartbeat_is_built_is_not_claimed_by_it
     reported = {r.task_id for r in sent.tasks}
     # Claiming version 4 without its task would make the head take that task as lost.
     assert sent.applied_version == 3 and "j-7/0/0" not in reported
+
+
+def test_a_stale_desired_state_does_not_start_a_task_again_once_its_end_was_heard(tmp_path):
+    async def main() -> None:
+        agent = Agent(AgentOptions(name="n1", work_dir=tmp_path), RecordingHead(), Inventory(gpus=[], source="none"))  # type: ignore[arg-type]
+        task = _task(tmp_path).model_copy(update={"command": "true"})
+        agent._apply(DesiredState(version=1, tasks=[task], stop_grace_s={}))
+        for _ in range(500):
+            [report] = agent.tasks.reports()
+            if report.state == "EXITED" and agent.tasks.tasks[task.task_id].seen_running:
+                break
+            agent.tasks.acknowledge([report])  # the head hears it run, then end
+            await asyncio.sleep(0.01)
+        agent.tasks.acknowledge([report])
+        assert agent.tasks.tasks == {}
+        # A desired state read before the head released the task arrives after the end was heard.
+        agent._apply(DesiredState(version=2, tasks=[task], stop_grace_s={}))
+        assert agent.tasks.tasks == {}
+        started_again = list(tmp_path.glob("tasks/*"))
+        assert len(started_again) == 1  # the one directory of the run that ended
+
+    asyncio.run(main())

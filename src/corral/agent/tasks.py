@@ -63,6 +63,9 @@ class LocalTask:
         )
 
 
+ENDED_KEPT = 4096  # ended task ids remembered; a stale desired state is seconds old, not thousands of tasks
+
+
 class TaskSet:
     """Reconciles desired tasks with running ones; calls ``changed`` whenever a report is due."""
 
@@ -86,6 +89,9 @@ class TaskSet:
         self.runtime = runtime  # runs the tasks that have an image
         self.real_gpus = real_gpus  # the GPUs are this host's devices (passed into containers)
         self.tasks: dict[str, LocalTask] = {}
+        # Tasks whose end the head has heard, most recent last: a desired state read before the head
+        # released one may arrive after, and must not start it again (a task id names one attempt).
+        self.ended: dict[str, None] = {}
         self.index = LiveIndex(work_dir / INDEX)  # tasks whose end the head has not acknowledged (see ``adopt``)
 
     def reconcile(self, desired: list[DesiredTask], stop_grace_s: Mapping[str, float] | None = None) -> None:
@@ -95,7 +101,7 @@ class TaskSet:
         (a preempted or timed-out job gets time to checkpoint)."""
         wanted = {t.task_id: t for t in desired}
         for task_id, task in wanted.items():
-            if task_id not in self.tasks:
+            if task_id not in self.tasks and task_id not in self.ended:
                 self._start(task)
         for local in list(self.tasks.values()):
             if local.key not in wanted and local.state != "EXITED" and not local.stop_requested:
@@ -260,6 +266,9 @@ class TaskSet:
             if report.state == "EXITED" and local is not None and local.state == "EXITED":
                 del self.tasks[report.task_id]
                 forget(self.index, report.task_id)
+                self.ended[report.task_id] = None
+                if len(self.ended) > ENDED_KEPT:
+                    del self.ended[next(iter(self.ended))]
 
     def gpu_shares(self) -> dict[int, float]:
         """How much of each GPU the running tasks hold."""
