@@ -43,12 +43,14 @@ async def desired(
     token: Bearer,
     after: Annotated[int, Query(description="the version the agent has; answer when it changes")] = -1,
     wait: Annotated[float, Query(ge=0, le=MAX_WAIT_S)] = 0.0,
-) -> DesiredState:
+) -> Response:
     """Long-poll: returns as soon as the node's desired state differs from version `after`."""
     current = await asyncio.to_thread(service.current_version, rt, node, token)
     if rt.notifier is not None and wait > 0:
         await rt.notifier.wait_for_change(node, after, current, wait)
-    return await asyncio.to_thread(service.read_desired, rt, node, token)
+    desired = await asyncio.to_thread(service.read_desired, rt, node, token)
+    # Serialised here, once: the model was just built from the database and needs no validation again.
+    return Response(desired.model_dump_json(), media_type="application/json")
 
 
 @router.put("/{node}/logs/{job_id}/{generation}/{rank}")
