@@ -128,9 +128,6 @@ def find_task_processes(marker: str, roots: Iterable[ProcKey] = (), tracked: Ite
     Never includes this process or its ancestors. Reads all of ``/proc`` (blocking; meant for
     termination time, not for every poll).
     """
-    roots, tracked = list(roots), list(tracked)
-    if _nothing_left(roots, tracked):
-        return []
     procs = candidates(roots, tracked)
     protected = protected_pids(procs)
     seeds = {key.pid for key in tracked if matches(key, procs)}
