@@ -31,13 +31,9 @@ def share_tables(snapshot: Snapshot, fair: FairShare) -> tuple[dict[str, float],
     return teams, users
 
 
-def share_key(snapshot: Snapshot, fair: FairShare) -> Callable[[Job], tuple[float, float]]:
-    """A sort key: (team's weighted dominant share, user's dominant share); lower goes first."""
-    return share_key_of(*share_tables(snapshot, fair))
-
-
 def share_key_of(teams: Mapping[str, float], users: Mapping[str, float]) -> Callable[[Job], tuple[float, float]]:
-    """The sort key of ``share_key`` from the tables of ``share_tables``."""
+    """A sort key from the tables of ``share_tables``: (team's weighted dominant share, user's dominant
+    share); lower goes first."""
 
     def key(job: Job) -> tuple[float, float]:
         return (teams.get(job.team, 0.0), users.get(job.user, 0.0))
