@@ -89,3 +89,38 @@ def test_a_carried_view_is_a_copy_that_later_snapshots_do_not_change():
     taken = LiveAllocation("j", Allocation(gpu_node.name, (0,), 1.0))
     carry.pristine_view(Snapshot(nodes=nodes, live=(taken,)), policy.gpu_ranker, policy.cpu_ranker)
     assert state(first) == before
+
+
+def test_views_of_changing_node_subsets_equal_views_built_from_scratch():
+    """A different subset of nodes every snapshot, as the simulator passes: each view is assembled from
+    the nodes' kept capacities and must equal one built from scratch, as must the snapshot's orders."""
+    rng = random.Random(23)
+    policy = get_policy("default")
+    nodes = cluster(rng)
+    live: dict[str, LiveAllocation] = {}
+    used: dict[tuple[str, int], float] = {}
+    for step in range(200):
+        for job_id in rng.sample(sorted(live), min(len(live), rng.randint(0, 3))):
+            gone = live.pop(job_id).allocation
+            for index in gone.gpus:
+                used[(gone.node, index)] = round(used[(gone.node, index)] - gone.gpu_fraction, 12)
+        for _ in range(rng.randint(0, 4)):
+            made = allocation(rng, nodes, used)
+            if made is not None:
+                live[f"j{step}-{len(live)}"] = LiveAllocation(f"j{step}-{len(live)}", made)
+        subset = tuple(n for n in nodes if rng.random() < 0.6)
+        names = {n.name for n in subset}
+        held = [a for a in live.values() if a.allocation.node in names or rng.random() < 0.1]  # some stale
+        if held and rng.random() < 0.1:
+            held.append(held[0])  # the same allocation listed twice counts twice, as when built from scratch
+        rng.shuffle(held)
+        snapshot = Snapshot(nodes=subset, live=tuple(held))
+        carried = carry.pristine_view(snapshot, policy.gpu_ranker, policy.cpu_ranker)
+        built = CapacityView(Snapshot(nodes=subset, live=tuple(held)), policy.gpu_ranker, policy.cpu_ranker)
+        assert state(carried) == state(built), f"step {step}"
+        in_order = sorted(held, key=lambda a: (a.allocation.node, a.job_id, a.allocation.gpus))
+        assert list(snapshot.live_in_order) == in_order
+        grouped: dict[str, list[Allocation]] = {}
+        for a in in_order:
+            grouped.setdefault(a.job_id, []).append(a.allocation)
+        assert list(snapshot.allocations_of().items()) == [(k, tuple(v)) for k, v in grouped.items()]

@@ -12,8 +12,8 @@ from corral.cli.main import cli
 from corral.sched import get_policy
 from corral.sim import SimResult, Trace, TraceJob, build_nodes, prepare, simulate, summarize
 from corral.sim.costs import group_rates, spend, unrated
-from corral.sim.engine import JobRecord
 from corral.sim.fairness import bounded_slowdown, jain, team_fairness, team_figures
+from corral.sim.result import JobRecord
 from corral.spec import ClusterSpec, NodeGroupSpec
 
 

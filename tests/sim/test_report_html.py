@@ -13,8 +13,8 @@ from corral.cli.main import cli
 from corral.cli.sim import simulate_policies
 from corral.sched import get_policy
 from corral.sim import Trace, TraceJob, build_nodes, prepare, simulate
-from corral.sim.engine import Sample
 from corral.sim.plots import PLOTS, resample
+from corral.sim.result import Sample
 from corral.spec import ClusterSpec, NodeGroupSpec
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

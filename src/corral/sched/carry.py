@@ -3,37 +3,60 @@
 Consecutive snapshots mostly share their nodes (the same ``Node`` values, in the same order) and
 most of their live allocations. Building the view of 10,000 nodes from scratch costs far more
 than applying the allocations that changed since the last snapshot, so the last view built is
-kept (one per pair of rankers) and brought up to date. It is a memo: a view obtained through it
-equals one built from scratch (the tests compare them field by field), so a plan never depends
-on which snapshots came before.
+kept (one per pair of rankers) and brought up to date. A snapshot of other nodes (the simulator
+passes a different subset of them every cycle) is assembled from each node's capacity as last
+computed, recomputed only for the nodes whose allocations changed. It is a memo: a view obtained
+through it equals one built from scratch (the tests compare them field by field), so a plan never
+depends on which snapshots came before.
 """
 
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from corral.model import LiveAllocation, Node, NodeState
+from corral.model import Allocation, LiveAllocation, Node, NodeState
 
 if TYPE_CHECKING:
-    from corral.sched.feasibility import ClusterShapes
-    from corral.sched.snapshot import CapacityView, NodeRanker, Snapshot
+    from corral.sched.feasibility import ClusterShapes, _Shape
+    from corral.sched.snapshot import CapacityView, IndexEntries, NodeCapacity, NodeRanker, Snapshot
 
-_CHANGED_AT_MOST = 0.5  # past this share of allocations changed, building afresh is as cheap
+_CHANGED_AT_MOST = 0.5  # past this share of allocations changed, assembling from nodes is as cheap
+_NODES_KEPT = 200_000  # per-node memos are dropped past this many node names (a bound, never reached in one cluster)
 
 
 @dataclass
 class _Kept:
     nodes: tuple[Node, ...]
-    live: frozenset[LiveAllocation]
+    live: tuple[LiveAllocation, ...]
     view: CapacityView
+    live_set: frozenset[LiveAllocation] | None = None
+
+    def live_now(self) -> frozenset[LiveAllocation]:
+        if self.live_set is None:
+            self.live_set = frozenset(self.live)
+        return self.live_set
 
 
-_lock = threading.Lock()
+@dataclass
+class _NodeKept:
+    """One node's capacity under one pair of rankers, with the allocations it was computed from."""
+
+    node: Node
+    live: tuple[LiveAllocation, ...]  # in view order
+    capacity: NodeCapacity  # ranked; shared by the views assembled from it, which never change it
+    entries: IndexEntries
+
+
+_lock = threading.RLock()
 _views: dict[tuple[NodeRanker, NodeRanker], _Kept] = {}
+_capacities: dict[tuple[NodeRanker, NodeRanker], dict[str, _NodeKept]] = {}
+_ordered: dict[str, _OnNode] = {}
+_node_shapes: dict[str, tuple[Node, _Shape]] = {}
 _shapes: list[tuple[tuple[Node, ...], ClusterShapes]] = []
 _layouts: list[tuple[tuple[Node, ...], GpuLayout]] = []
 
@@ -43,39 +66,102 @@ GpuLayout = tuple[Mapping[tuple[str, int], str], Mapping[str, float]]
 
 def pristine_view(snapshot: Snapshot, gpu_ranker: NodeRanker, cpu_ranker: NodeRanker) -> CapacityView:
     """A view of what is free in ``snapshot``, as ``CapacityView(snapshot, …)`` builds it: a copy of
-    the kept one brought up to date when the nodes are the same, else built afresh (and kept)."""
-    from corral.sched.snapshot import CapacityView
-
+    the kept one brought up to date when the nodes are the same, else assembled from its nodes (and kept)."""
     key = (gpu_ranker, cpu_ranker)
-    live = frozenset(snapshot.live)
-    if len(live) != len(snapshot.live):  # the same allocation listed twice: build as given
-        return CapacityView(snapshot, gpu_ranker, cpu_ranker)
     with _lock:
         kept = _views.get(key)
         if kept is not None and _same_nodes(kept.nodes, snapshot.nodes):
-            gone, new = kept.live - live, live - kept.live
-            if len(gone) + len(new) <= _CHANGED_AT_MOST * max(1, len(live)):
+            live = frozenset(snapshot.live)
+            before = kept.live_now()
+            gone, new = before - live, live - before
+            # The same allocation listed twice counts twice in a view: only a set of distinct ones is a diff.
+            distinct = len(live) == len(snapshot.live) and len(before) == len(kept.live)
+            if distinct and len(gone) + len(new) <= _CHANGED_AT_MOST * max(1, len(live)):
                 kept.view.release(a.allocation for a in sorted(gone, key=_order))
                 kept.view.take(a.allocation for a in sorted(new, key=_order))
-                kept.live = live
+                kept.live, kept.live_set = snapshot.live, live
                 return kept.view.copy()
-        view = CapacityView(snapshot, gpu_ranker, cpu_ranker)
-        _views[key] = _Kept(snapshot.nodes, live, view)
+        view = _assembled(snapshot, gpu_ranker, cpu_ranker)
+        _views[key] = _Kept(snapshot.nodes, snapshot.live, view)
         return view.copy()
 
 
+def ordered_on_node(name: str, held: list[LiveAllocation]) -> tuple[LiveAllocation, ...]:
+    """One node's live allocations sorted by job and GPUs, reused while they are the same values."""
+    return _on_node(name, held).ordered
+
+
+def singles_on_node(name: str, held: list[LiveAllocation]) -> tuple[tuple[str, tuple[Allocation]], ...]:
+    """``(job id, (allocation,))`` for each of ``ordered_on_node``, reused as it is."""
+    return _on_node(name, held).singles
+
+
+@dataclass
+class _OnNode:
+    held: list[LiveAllocation]
+    ordered: tuple[LiveAllocation, ...]
+    singles: tuple[tuple[str, tuple[Allocation]], ...]
+
+
+def _on_node(name: str, held: list[LiveAllocation]) -> _OnNode:
+    with _lock:
+        kept = _ordered.get(name)
+        if kept is not None and (kept.held is held or kept.held == held):
+            return kept
+        ordered = tuple(sorted(held, key=_order))
+        if len(_ordered) >= _NODES_KEPT:
+            _ordered.clear()
+        kept = _ordered[name] = _OnNode(held, ordered, tuple((a.job_id, (a.allocation,)) for a in ordered))
+        return kept
+
+
+def _assembled(snapshot: Snapshot, gpu_ranker: NodeRanker, cpu_ranker: NodeRanker) -> CapacityView:
+    """The view assembled from each READY node's capacity, recomputed for the nodes whose allocations
+    (or the node itself) changed since it was last computed under these rankers."""
+    from corral.sched.snapshot import CapacityView, NodeCapacity
+
+    kept = _capacities.setdefault((gpu_ranker, cpu_ranker), {})
+    if len(kept) >= _NODES_KEPT:
+        kept.clear()
+    by_node = snapshot.live_by_node
+    ranked: list[tuple[NodeCapacity, IndexEntries]] = []
+    for node in sorted((n for n in snapshot.nodes if n.state == NodeState.READY), key=_name):
+        held = by_node.get(node.name)
+        live = ordered_on_node(node.name, held) if held else ()
+        known = kept.get(node.name)
+        if (
+            known is None
+            or not (known.live is live or known.live == live)
+            or not (known.node is node or known.node == node)
+        ):
+            capacity = NodeCapacity(node)
+            for allocation in live:
+                capacity._add(allocation.allocation, +1)
+            capacity.gpu_rank, capacity.cpu_rank = gpu_ranker(capacity), cpu_ranker(capacity)
+            known = kept[node.name] = _NodeKept(node, live, capacity, capacity.index_entries())
+        ranked.append((known.capacity, known.entries))
+    return CapacityView.assemble(ranked, gpu_ranker, cpu_ranker)
+
+
 def shapes_of(nodes: tuple[Node, ...]) -> ClusterShapes:
-    """``ClusterShapes(nodes)``, reused while the nodes are the same values."""
-    from corral.sched.feasibility import ClusterShapes
+    """``ClusterShapes(nodes)``, reused while the nodes are the same values (each node's shape is kept)."""
+    from corral.sched.feasibility import ClusterShapes, _Shape
 
     with _lock:
         for known, shapes in _shapes:
             if _same_nodes(known, nodes):
                 return shapes
-    shapes = ClusterShapes(nodes)
-    with _lock:
+        counts: Counter[_Shape] = Counter()
+        for node in nodes:
+            kept = _node_shapes.get(node.name)
+            if kept is None or not (kept[0] is node or kept[0] == node):
+                if len(_node_shapes) >= _NODES_KEPT:
+                    _node_shapes.clear()
+                kept = _node_shapes[node.name] = (node, _Shape.of(node))
+            counts[kept[1]] += 1
+        shapes = ClusterShapes(shapes=counts)
         _shapes[:] = [(nodes, shapes), *_shapes[:1]]  # the registered nodes, and the last not-ready subset
-    return shapes
+        return shapes
 
 
 def gpu_layout(nodes: tuple[Node, ...]) -> GpuLayout:
@@ -99,6 +185,10 @@ def gpu_layout(nodes: tuple[Node, ...]) -> GpuLayout:
 
 def _same_nodes(a: Sequence[Node], b: Sequence[Node]) -> bool:
     return len(a) == len(b) and all(x is y or x == y for x, y in zip(a, b, strict=True))
+
+
+def _name(node: Node) -> str:
+    return node.name
 
 
 def _order(live: LiveAllocation) -> tuple[str, str, tuple[int, ...]]:

@@ -42,8 +42,10 @@ _Option = tuple[Cost, str, tuple[str, ...]]  # (cost, node, victims on it)
 
 def lost_gpu_seconds(job: RunningJob, allocations: Sequence[Allocation], now: datetime) -> float:
     """Work lost by stopping the job now: seconds since its last checkpoint × GPUs it holds."""
-    gpus = sum(len(a.gpus) * a.gpu_fraction for a in allocations)
-    return round(job.unsaved_s(now) * gpus, 6)
+    unsaved = job.unsaved_s(now)
+    if unsaved == 0.0:
+        return 0.0
+    return round(unsaved * sum(len(a.gpus) * a.gpu_fraction for a in allocations), 6)
 
 
 class Preemptor:

@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from types import MappingProxyType
 from typing import TYPE_CHECKING, TypeVar
 
 from corral.model import (
@@ -80,21 +81,39 @@ class Snapshot:
     def _views(self) -> dict[tuple[NodeRanker, NodeRanker], CapacityView]:
         return {}
 
-    def allocations_of(self) -> dict[str, tuple[Allocation, ...]]:
-        """Live allocations grouped by job id, in a stable order (a fresh dict; the grouping is computed once)."""
-        return dict(self._grouped)
+    def allocations_of(self) -> Mapping[str, tuple[Allocation, ...]]:
+        """Live allocations grouped by job id, in a stable order (read-only; computed once)."""
+        return self._grouped_view
+
+    @cached_property
+    def live_by_node(self) -> dict[str, list[LiveAllocation]]:
+        """``live`` grouped by node name, each node's in the snapshot's order (computed once)."""
+        by_node: dict[str, list[LiveAllocation]] = {}
+        for live in self.live:
+            node = live.allocation.node
+            held = by_node.get(node)
+            if held is None:
+                by_node[node] = [live]
+            else:
+                held.append(live)
+        return by_node
 
     @cached_property
     def live_in_order(self) -> tuple[LiveAllocation, ...]:
-        """``live`` sorted by node, job and GPUs: the order every view applies them in (computed once)."""
-        return tuple(sorted(self.live, key=_live_order))
+        """``live`` sorted by node, job and GPUs: the order every view applies them in (computed once;
+        each node's part is reused from the last snapshot whose allocations there were the same)."""
+        by_node = self.live_by_node
+        return tuple(a for name in sorted(by_node) for a in carry.ordered_on_node(name, by_node[name]))
 
     @cached_property
-    def _grouped(self) -> dict[str, tuple[Allocation, ...]]:
-        held: dict[str, list[Allocation]] = {}
-        for live in self.live_in_order:
-            held.setdefault(live.job_id, []).append(live.allocation)
-        return {job_id: tuple(allocs) for job_id, allocs in held.items()}
+    def _grouped_view(self) -> Mapping[str, tuple[Allocation, ...]]:
+        held: dict[str, tuple[Allocation, ...]] = {}
+        by_node = self.live_by_node
+        for name in sorted(by_node):
+            for job_id, single in carry.singles_on_node(name, by_node[name]):
+                known = held.get(job_id)
+                held[job_id] = single if known is None else known + single
+        return MappingProxyType(held)
 
 
 def _check_unique(what: str, names: list[str]) -> None:
@@ -167,6 +186,17 @@ class NodeCapacity:
             and (not request.container or bool(self.node.container_runtime))
         )
 
+    def index_entries(self) -> tuple[tuple[tuple[str, int], ...], tuple[tuple[str, float, int], ...]]:
+        """What ``CapacityView`` indexes this node under: ``(type, empty GPUs)`` for each type with an
+        empty GPU, and ``(type, remaining, index)`` for each partly allocated GPU."""
+        empty: list[tuple[str, int]] = []
+        shared: list[tuple[str, float, int]] = []
+        for gpu_type in self.gpu_types:
+            if count := len(self.empty_gpus(gpu_type)):
+                empty.append((gpu_type, count))
+            shared.extend((gpu_type, remaining, index) for remaining, index in self.shared_gpus(gpu_type))
+        return tuple(empty), tuple(shared)
+
     def _add(self, alloc: Allocation, sign: int) -> None:
         for index in alloc.gpus:
             if index not in self.used:
@@ -184,6 +214,8 @@ def _round(value: float) -> float:
 
 _NodeEntry = tuple[Rank, str]
 _GpuEntry = tuple[float, Rank, str, int]
+IndexEntries = tuple[tuple[tuple[str, int], ...], tuple[tuple[str, float, int], ...]]
+"""``NodeCapacity.index_entries()``."""
 _T = TypeVar("_T", _NodeEntry, _GpuEntry)
 
 
@@ -214,6 +246,38 @@ class CapacityView:
             self._index(node)
         self.version = 0  # bumped by every change, so callers can keep results that depend on it
         self._own = set(self.nodes)  # nodes no other view shares: changed in place
+
+    @classmethod
+    def assemble(
+        cls, ranked: Iterable[tuple[NodeCapacity, IndexEntries]], gpu_ranker: NodeRanker, cpu_ranker: NodeRanker
+    ) -> CapacityView:
+        """The view of these nodes, in name order, each with its ranks set by these rankers and its
+        ``index_entries()``: as ``CapacityView(snapshot, …)`` builds it from the same nodes and allocations.
+        The nodes are shared, never changed: the view copies a node before changing it."""
+        view = cls.__new__(cls)
+        view._gpu_ranker, view._cpu_ranker = gpu_ranker, cpu_ranker
+        view.nodes = {}
+        empty: dict[str, dict[int, list[_NodeEntry]]] = {}
+        shared: dict[str, list[_GpuEntry]] = {}
+        hosts: list[_NodeEntry] = []
+        types: set[str] = set()
+        for node, (empties, shares) in ranked:
+            view.nodes[node.name] = node
+            types.update(node.gpu_types)
+            entry = (node.gpu_rank, node.name)
+            for gpu_type, count in empties:
+                empty.setdefault(gpu_type, {}).setdefault(count, []).append(entry)
+            for gpu_type, remaining, index in shares:
+                shared.setdefault(gpu_type, []).append((remaining, node.gpu_rank, node.name, index))
+            hosts.append((node.cpu_rank, node.name))
+        view.gpu_types = tuple(sorted(types))
+        view._empty = {t: {c: sorted(entries) for c, entries in empty.get(t, {}).items()} for t in view.gpu_types}
+        view._shared = {t: sorted(shared.get(t, ())) for t in view.gpu_types}
+        hosts.sort()
+        view._hosts = hosts
+        view.version = 0
+        view._own = set()
+        return view
 
     def copy(self) -> CapacityView:
         """An independent copy: changes to one never show in the other. The two share their nodes until
@@ -310,7 +374,3 @@ def _remove(entries: list[_T], entry: _T) -> None:
 
 def _remaining(entry: _GpuEntry) -> float:
     return entry[0]
-
-
-def _live_order(live: LiveAllocation) -> tuple[str, str, tuple[int, ...]]:
-    return (live.allocation.node, live.job_id, live.allocation.gpus)

@@ -1,8 +1,9 @@
 """Trace-driven simulation: replay a job trace on a virtual cluster with ``corral.sched`` unchanged."""
 
 from corral.sim.cluster import build_nodes, load_cluster
-from corral.sim.engine import JobRecord, SimResult, simulate
+from corral.sim.engine import simulate
 from corral.sim.metrics import Summary, percentile, summarize
+from corral.sim.result import JobRecord, SimResult
 from corral.sim.trace import NEVER_RAN, NO_GPUS, Trace, TraceError, TraceJob, load_trace, parse_window, read_trace
 from corral.sim.workload import EPOCH, NEVER_FITS, SimJob, Workload, gang_request, prepare
 

@@ -14,72 +14,19 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import NamedTuple
 
 from corral.model import Job, Node, Quotas, RunningJob
 from corral.sched import Placement, Plan, Policy, schedule
 from corral.sched.history import FinishedJobs
+from corral.sim.result import JobRecord, Sample, SimResult
 from corral.sim.state import ClusterState
 from corral.sim.victims import plan_cycle
 from corral.sim.workload import EPOCH, SimJob, Workload
 
 ROUNDS_PER_MOMENT = 10_000
 """Cycles at one moment after which a policy that keeps preempting is reported as looping."""
-
-
-@dataclass(frozen=True, slots=True)
-class JobRecord:
-    """What happened to one job in a simulation; ``start_s`` is its first start, ``nodes`` its last run's."""
-
-    id: str
-    submit_s: float
-    start_s: float
-    finish_s: float
-    gpus: int
-    gpu_type: str
-    nodes: tuple[str, ...]
-    busy_gpu_s: float = 0.0  # GPU-seconds held over all its runs, lost work included
-    preemptions: int = 0
-    lost_gpu_s: float = 0.0  # GPU-seconds of work lost to preemption (since the last checkpoint)
-    team: str = ""
-    run_s: float = 0.0  # run time alone on the GPU type it finished on: traced duration / that type's speed
-
-    @property
-    def jct_s(self) -> float:
-        return self.finish_s - self.submit_s
-
-    @property
-    def wait_s(self) -> float:
-        return self.start_s - self.submit_s
-
-    @property
-    def gpu_seconds(self) -> float:
-        return self.busy_gpu_s
-
-
-class Sample(NamedTuple):
-    """The cluster just after everything that happened at one moment."""
-
-    time_s: float
-    busy_gpus: int
-    pending_jobs: int
-
-
-@dataclass(frozen=True)
-class SimResult:
-    """One policy's run over a workload."""
-
-    policy: str
-    records: tuple[JobRecord, ...]  # in finish order
-    total_gpus: int
-    cycles: int
-    preemptions: int = 0
-    unfinished: int = 0
-    lost_gpu_s: float = 0.0
-    busy_gpu_s_by_group: Mapping[str, float] = field(default_factory=dict)  # node group (label ``group``) -> GPU-s
-    timeline: tuple[Sample, ...] = ()  # one sample per moment, when asked for
 
 
 class _Run:
@@ -196,6 +143,8 @@ class _Engine:
         self.busy_gpus = 0
         self.samples: list[Sample] | None = [] if timeline else None
         self.on_finish = on_finish
+        self.views: dict[str, tuple[int, float, RunningJob]] = {}  # job → (run, start, view) at ``views_at``
+        self.views_at = -math.inf
 
     def run(self) -> SimResult:
         arrivals = self.workload.jobs
@@ -370,28 +319,35 @@ class _Engine:
         )
 
     def _running(self, ids: Iterable[str], now: float) -> tuple[RunningJob, ...]:
-        """The scheduler's view of running jobs at ``now``."""
+        """The scheduler's view of running jobs at ``now``; each built once per moment and run."""
+        if now != self.views_at:
+            self.views.clear()
+            self.views_at = now
         views = []
         preemptible, oracle, checkpoint_s = self.policy.preemption, self.policy.simulation_only, self.checkpoint_s
         for job_id in ids:
             run = self.runs[job_id]
+            known = self.views.get(job_id)
+            if known is not None and known[0] == run.run_no and known[1] == run.started:
+                views.append(known[2])
+                continue
             job = run.item.job
             elapsed = now - run.started
-            views.append(
-                RunningJob(
-                    id=job_id,
-                    started_at=run.started_at,
-                    priority=job.priority,
-                    preemptible=preemptible,
-                    time_limit_s=job.time_limit_s,
-                    last_checkpoint_at=EPOCH + timedelta(seconds=run.started + run.saved_s(now, checkpoint_s)),
-                    user=job.user,
-                    team=job.team,
-                    attained_gpu_s=run.attained + elapsed * run.gpus,
-                    expected_gpu_s=run.expected,
-                    oracle_gpu_s=(
-                        max(0.0, run.work_left - elapsed * run.speed) * job.request.total_gpus if oracle else None
-                    ),
-                )
+            view = RunningJob(
+                id=job_id,
+                started_at=run.started_at,
+                priority=job.priority,
+                preemptible=preemptible,
+                time_limit_s=job.time_limit_s,
+                last_checkpoint_at=EPOCH + timedelta(seconds=run.started + run.saved_s(now, checkpoint_s)),
+                user=job.user,
+                team=job.team,
+                attained_gpu_s=run.attained + elapsed * run.gpus,
+                expected_gpu_s=run.expected,
+                oracle_gpu_s=(
+                    max(0.0, run.work_left - elapsed * run.speed) * job.request.total_gpus if oracle else None
+                ),
             )
+            self.views[job_id] = (run.run_no, run.started, view)
+            views.append(view)
         return tuple(views)

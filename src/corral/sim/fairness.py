@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from corral.sim.engine import JobRecord
+from corral.sim.result import JobRecord
 
 SLOWDOWN_FLOOR_S = 10.0
 NO_TEAM = "-"  # the team of jobs whose trace row names none

@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from corral.sim.engine import SimResult
 from corral.sim.plots import draw_all
+from corral.sim.result import SimResult
 
 REPORT = "report.html"
 _FIGURES = (

@@ -8,8 +8,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from corral.sim.costs import GroupRates, spend
-from corral.sim.engine import SimResult
 from corral.sim.fairness import team_fairness
+from corral.sim.result import SimResult
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ from pathlib import Path
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from corral.sim.engine import Sample, SimResult
 from corral.sim.fairness import team_figures
+from corral.sim.result import Sample, SimResult
 
 MAX_POINTS = 4000  # a longer timeline is resampled evenly: plots stay small and fast
 PLOTS = {

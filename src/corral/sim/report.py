@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from corral.sim.costs import cost_per_hour, group_rates
-from corral.sim.engine import SimResult
 from corral.sim.fairness import team_figures
 from corral.sim.metrics import Summary
+from corral.sim.result import SimResult
 from corral.spec import ClusterSpec
 
 _JOB_COLUMNS = (
