@@ -146,8 +146,9 @@ class RunningJob:
 
     def unsaved_s(self, now: datetime) -> float:
         """Seconds of work since its last checkpoint (or its start): what stopping it now loses."""
-        since = max(self.started_at, self.last_checkpoint_at or self.started_at)
-        return max(0.0, (now - since).total_seconds())
+        checkpoint = self.last_checkpoint_at
+        since = self.started_at if checkpoint is None or checkpoint < self.started_at else checkpoint
+        return 0.0 if since >= now else (now - since).total_seconds()
 
 
 @dataclass(frozen=True)

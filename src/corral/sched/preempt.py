@@ -71,7 +71,8 @@ class Preemptor:
         }
         self.on_node: dict[str, list[str]] = {}
         for job_id in sorted(self.jobs):
-            for node in sorted({a.node for a in self.held[job_id]}):
+            held = self.held[job_id]
+            for node in (held[0].node,) if len(held) == 1 else sorted({a.node for a in held}):
                 self.on_node.setdefault(node, []).append(job_id)
         self._stopping_on = {node for node, jobs in self.on_node.items() if any(self.jobs[v].stopping for v in jobs)}
         self._node_order = sorted((min(self.cost[v] for v in jobs), name) for name, jobs in self.on_node.items())

@@ -333,20 +333,21 @@ class _Engine:
                 continue
             job = run.item.job
             elapsed = now - run.started
+            # In field order (id, started, priority, preemptible, time limit, last checkpoint, stopping, user,
+            # team, attained, expected, oracle): positional arguments are cheaper, and a cycle makes thousands.
             view = RunningJob(
-                id=job_id,
-                started_at=run.started_at,
-                priority=job.priority,
-                preemptible=preemptible,
-                time_limit_s=job.time_limit_s,
-                last_checkpoint_at=EPOCH + timedelta(seconds=run.started + run.saved_s(now, checkpoint_s)),
-                user=job.user,
-                team=job.team,
-                attained_gpu_s=run.attained + elapsed * run.gpus,
-                expected_gpu_s=run.expected,
-                oracle_gpu_s=(
-                    max(0.0, run.work_left - elapsed * run.speed) * job.request.total_gpus if oracle else None
-                ),
+                job_id,
+                run.started_at,
+                job.priority,
+                preemptible,
+                job.time_limit_s,
+                EPOCH + timedelta(seconds=run.started + run.saved_s(now, checkpoint_s)),
+                False,
+                job.user,
+                job.team,
+                run.attained + elapsed * run.gpus,
+                run.expected,
+                max(0.0, run.work_left - elapsed * run.speed) * job.request.total_gpus if oracle else None,
             )
             self.views[job_id] = (run.run_no, run.started, view)
             views.append(view)

@@ -71,6 +71,7 @@ class ClusterState:
         self.queues: dict[Request, list[_QueueEntry]] = {}
         self.keys: dict[str, _QueueEntry] = {}
         self.pending_levels: Counter[int] = Counter()
+        self.queue_levels: dict[Request, Counter[int]] = {}  # per request, as ``pending_levels``
         self.running_nodes: dict[str, tuple[str, ...]] = {}  # job id -> nodes it runs on
         self.running_level: dict[str, int] = {}
         self.levels: dict[int, set[str]] = {}  # level -> running job ids
@@ -87,7 +88,9 @@ class ClusterState:
         insort(self.queues.setdefault(job.request, []), entry, key=_entry_key)
         self.keys[job.id] = entry
         if self.policy.preemption:
-            self.pending_levels[self.policy.level(job)] += 1
+            level = self.policy.level(job)
+            self.pending_levels[level] += 1
+            self.queue_levels.setdefault(job.request, Counter())[level] += 1
 
     def start(self, job: Job, placement: Placement, running: RunningJob) -> None:
         entry = self.keys.pop(job.id)
@@ -95,9 +98,10 @@ class ClusterState:
         del queue[bisect_left(queue, _entry_key(entry), key=_entry_key)]
         if self.policy.preemption:
             level = self.policy.level(job)
-            self.pending_levels[level] -= 1
-            if not self.pending_levels[level]:
-                del self.pending_levels[level]
+            for counts in (self.pending_levels, self.queue_levels[job.request]):
+                counts[level] -= 1
+                if not counts[level]:
+                    del counts[level]
             self.relevel(job.id, running)
         self.running_nodes[job.id] = tuple(a.node for a in placement.allocations)
         if job.time_limit_s is not None:
@@ -234,11 +238,19 @@ class ClusterState:
         jobs: list[Job] = []
         for request, queue in self.queues.items():
             room = self._room(request, slots) if queue else 0
-            if lowest is None:
+            above = 0 if lowest is None else sum(c for v, c in self.queue_levels[request].items() if v > lowest)
+            if lowest is None or not above:
                 jobs.extend(e[2] for e in queue[:room])
-            else:
-                level = self.policy.level
-                jobs.extend(e[2] for k, e in enumerate(queue) if k < room or level(e[2]) > lowest)
+                continue
+            level = self.policy.level
+            for k, (_, _, job) in enumerate(queue):  # policies rank high levels first: this stops early
+                if level(job) > lowest:
+                    jobs.append(job)
+                    above -= 1
+                elif k < room:
+                    jobs.append(job)
+                if not above and k + 1 >= room:
+                    break
         if not jobs:
             return None
         # A gang goes to the fewest topology domains that hold it, judged on every node with room for a
