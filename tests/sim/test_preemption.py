@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import random
 from datetime import datetime
+from typing import Any
 from unittest.mock import patch
 
 import pytest
 
 from corral.sched import Plan, Policy, Snapshot, get_policy, schedule
-from corral.sim import SimResult, Trace, TraceJob, build_nodes, prepare, simulate, summarize
+from corral.sim import SimResult, Trace, TraceJob, build_nodes, prepare, simulate, summarize, victims
 from corral.spec import ClusterSpec, NodeGroupSpec
 
 
@@ -178,3 +179,28 @@ def test_cycles_given_the_first_nodes_victims_give_the_same_run(
     full = run(jobs, "default", spec, prune=False)
     assert pruned.records == full.records
     assert pruned.preemptions > 0 and min(passed) <= first_nodes[0] * 8
+
+
+@pytest.mark.parametrize("first_nodes", [(1,), (3, 9)])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_cycles_given_the_cheapest_nodes_victims_give_the_same_run(
+    first_nodes: tuple[int, ...], seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Checkpoints every 900 s: victims lose work, so the search scans nodes by their cheapest victim's cost.
+    monkeypatch.setattr("corral.sim.victims.FIRST_NODES", first_nodes)
+    jobs, spec = random_jobs(seed, count=160), cluster(count=20, gpus=8)
+    cheapest = victims._first_by_cost
+    given: list[int] = []
+
+    def spy(*args: Any) -> tuple[list[str], set[str]] | None:
+        found = cheapest(*args)
+        if found is not None:
+            given.append(len(found[1]))
+        return found
+
+    monkeypatch.setattr("corral.sim.victims._first_by_cost", spy)
+    pruned = run(jobs, "default", spec, checkpoint=900)
+    full = run(jobs, "default", spec, checkpoint=900, prune=False)
+    assert pruned.records == full.records
+    assert (pruned.preemptions, pruned.lost_gpu_s) == (full.preemptions, full.lost_gpu_s) and pruned.lost_gpu_s > 0
+    assert given and max(given) <= max(first_nodes)  # cycles were given only the cheapest nodes' victims

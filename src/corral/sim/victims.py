@@ -6,22 +6,25 @@ view of their nodes) even though a search examines only a few. The scheduler's v
 (``corral.sched.preempt``) scans the nodes hosting possible victims by their cheapest victim's
 cost (``lost_gpu_seconds``: 0 when no work is lost, as with continuous checkpoints), then by
 name, and stops once no later node could do better. So a cycle first gets only the victims on
-the first nodes of that order (``FIRST_NODES``), found by walking the nodes in name order while
-their cheapest victim costs nothing. The plan is kept unless a search went through every node
+the first nodes of that order (``FIRST_NODES``). The plan is kept unless a search went through every node
 it was given (``Plan.exhausted_searches``) and could have ended differently with more (see
 ``_settled``): the searches then saw exactly what they would have seen with every victim passed,
 and the cycle made the same plan. Otherwise the cycle runs again with the next count of nodes,
 and at last with every possible victim, as ``ClusterState.snapshot`` builds it.
 
-The first nodes are taken only when they settle that order exactly: each is a node whose
-cheapest victim costs nothing, and every node those victims run on is among them (a gang's
-other nodes are included, or the whole set is passed). The victim search is skipped for a job
+The first nodes are taken only when they settle that order exactly: found by walking the nodes in
+name order while their cheapest victim costs nothing, else by costing every possible victim (as the
+full snapshot does, but the scheduler then sets up and scans only those nodes' victims), and every
+node those victims run on is among them (a gang's other nodes are included, or the whole set is
+passed). The victim search is skipped for a job
 no passed victim ranks below, so the victims passed must reach down to the lowest level of all
 possible victims whenever a pending job ranks between the two; otherwise all are passed.
 """
 
 from __future__ import annotations
 
+import heapq
+import math
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
@@ -75,13 +78,34 @@ def _first_victims(
     state: ClusterState, views: _Memo, at: datetime, count: int
 ) -> tuple[list[str], int, set[str]] | None:
     """The possible victims on the first ``count`` nodes of the victim search's order (sorted ids),
-    the lowest level of all possible victims, and those nodes; None when that takes more than a short walk."""
+    the lowest level of all possible victims, and those nodes; None when they are all of them, or when
+    a victim on those nodes also runs on a node further on."""
     top, lowest = state.top_pending(), min(state.levels, default=None)
     if top is None or lowest is None or lowest >= top:
         return None
+    found = _first_free(state, views, at, count, top)
+    if found is None:
+        found = _first_by_cost(state, views, at, count, top)
+    if found is None:
+        return None
+    chosen, first = found
+    # The index may hold a level from the job's start, below its level now (see ``ClusterState``): the
+    # lowest of all possible victims is at least ``lowest``, and the search reads the chosen ones' levels now.
+    reached = min(state.policy.level(view) for view in views(chosen))
+    if reached > lowest and any(lowest < pending <= reached for pending in state.pending_levels):
+        return None
+    return sorted(set(chosen)), lowest, first
+
+
+def _first_free(
+    state: ClusterState, views: _Memo, at: datetime, count: int, top: int
+) -> tuple[list[str], set[str]] | None:
+    """The first ``count`` nodes in name order whose cheapest possible victim costs nothing (they come
+    first in the search's order), and their possible victims; None when that takes more than a short walk
+    (more than ``count`` nodes whose victims all cost something on the way) or a victim runs on one of those."""
     level, live, placed = state.running_level, state.live, state.running_nodes
-    first: set[str] = set()  # nodes whose cheapest victim costs nothing, in name order
-    passed: set[str] = set()  # nodes hosting victims that all cost something: later in the order
+    first: set[str] = set()
+    passed: set[str] = set()  # nodes whose victims all cost something: later in the order
     touched: set[str] = set()  # nodes the chosen victims run on
     chosen: list[str] = []
     for name, here in live.items():  # name order
@@ -89,10 +113,8 @@ def _first_victims(
         if not victims:
             continue
         if not any(_cost(state, views, j, at) == 0.0 for j in victims):
-            if name in touched:
-                return None
             passed.add(name)
-            if len(passed) > count:  # victims that lose work (checkpoints taken now and then)
+            if name in touched or len(passed) > count:
                 return None
             continue
         first.add(name)
@@ -102,15 +124,33 @@ def _first_victims(
         if not touched.isdisjoint(passed):
             return None
         if len(first) >= count and touched <= first:
-            break
-    else:
+            return chosen, first
+    return None
+
+
+def _first_by_cost(
+    state: ClusterState, views: _Memo, at: datetime, count: int, top: int
+) -> tuple[list[str], set[str]] | None:
+    """The first ``count`` nodes of the search's order (their cheapest possible victim's cost, then name)
+    and their possible victims; None when that is every node hosting one, or a victim runs on a node
+    further on. It costs every possible victim, as the full snapshot does."""
+    level, live, placed = state.running_level, state.live, state.running_nodes
+    bound: dict[str, float] = {}
+    for lower, ids in state.levels.items():
+        if lower >= top:
+            continue
+        for j in ids:
+            cost = _cost(state, views, j, at)
+            for name in placed[j]:
+                if cost < bound.get(name, math.inf):
+                    bound[name] = cost
+    if len(bound) <= count:
         return None
-    # The index may hold a level from the job's start, below its level now (see ``ClusterState``): the
-    # lowest of all possible victims is at least ``lowest``, and the search reads the chosen ones' levels now.
-    reached = min(state.policy.level(view) for view in views(chosen))
-    if reached > lowest and any(lowest < pending <= reached for pending in state.pending_levels):
+    first = {name for _, name in heapq.nsmallest(count, ((cost, name) for name, cost in bound.items()))}
+    chosen = [j for name in sorted(first) for j in live[name] if level[j] < top]
+    if any(not set(placed[j]) <= first for j in chosen):
         return None
-    return sorted(set(chosen)), lowest, first
+    return chosen, first
 
 
 def _cost(state: ClusterState, views: _Memo, job_id: str, at: datetime) -> float:
