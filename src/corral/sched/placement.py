@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from corral.model import FULL_GPU, Allocation, Job, Request
 from corral.sched.plan import Placement
 from corral.sched.snapshot import CapacityView, NodeCapacity, Rank
+
+_T = TypeVar("_T")
 
 
 class Choice(NamedTuple):
@@ -24,16 +26,16 @@ def find_placement(view: CapacityView, job: Job) -> Placement | None:
     """The best placement for the job on what is free in the view now, or None."""
     request = job.request
     if request.gpus_per_node <= 0:
-        return _placement(job, None, _choose(candidates(view, request, None), request))  # CPU-only
+        return _placement(job, None, _choose_on(view, request, None))  # CPU-only
     if request.gpu_types:
         for gpu_type in request.gpu_types:  # the job's preference order
-            chosen = _choose(candidates(view, request, gpu_type), request)
+            chosen = _choose_on(view, request, gpu_type)
             if chosen:
                 return _placement(job, gpu_type, chosen)
         return None
     best: tuple[tuple[tuple[float, Rank, str], ...], str, list[Choice]] | None = None
     for gpu_type in view.gpu_types:  # any type: the one that fits tightest, then by name
-        chosen = _choose(candidates(view, request, gpu_type), request)
+        chosen = _choose_on(view, request, gpu_type)
         if chosen:
             option = (tuple(c.key for c in chosen), gpu_type, chosen)
             best = option if best is None or option[:2] < best[:2] else best
@@ -50,9 +52,18 @@ def candidates(view: CapacityView, request: Request, gpu_type: str | None) -> It
 
 
 def _whole(view: CapacityView, request: Request, gpu_type: str) -> Iterator[Choice]:
+    for node in _whole_nodes(view, request, gpu_type):
+        yield _whole_choice(node)  # indices picked once chosen
+
+
+def _whole_nodes(view: CapacityView, request: Request, gpu_type: str) -> Iterator[NodeCapacity]:
     for node in view.nodes_with_empty(gpu_type, request.gpu_slots_per_node):
         if node.fits_host(request):
-            yield Choice((0.0, node.gpu_rank, node.name), node, ())  # indices picked once chosen
+            yield node
+
+
+def _whole_choice(node: NodeCapacity) -> Choice:
+    return Choice((0.0, node.gpu_rank, node.name), node, ())
 
 
 def _fractional(view: CapacityView, request: Request, gpu_type: str) -> Iterator[Choice]:
@@ -73,6 +84,16 @@ def _hosts(view: CapacityView, request: Request) -> Iterator[Choice]:
             yield Choice((0.0, node.cpu_rank, node.name), node, ())
 
 
+def _choose_on(view: CapacityView, request: Request, gpu_type: str | None) -> list[Choice] | None:
+    """``_choose`` over the request's candidates; a whole-GPU gang's are grouped by domain as nodes, and
+    only the nodes chosen become ``Choice`` values (a gang may have thousands of candidates)."""
+    whole_gpus = gpu_type is not None and request.gpus_per_node > 0 and not request.fractional
+    if request.nodes > 1 and request.topology is not None and whole_gpus:
+        assert gpu_type is not None
+        return _by_domain(((n, n) for n in _whole_nodes(view, request, gpu_type)), request, _whole_choice)
+    return _choose(candidates(view, request, gpu_type), request)
+
+
 def _choose(choices: Iterator[Choice], request: Request) -> list[Choice] | None:
     """``request.nodes`` distinct nodes, or None when there are fewer: a gang is all or nothing.
 
@@ -86,17 +107,38 @@ def _choose(choices: Iterator[Choice], request: Request) -> list[Choice] | None:
     if count == 1 or request.topology is None:
         chosen = list(islice(choices, count))
         return chosen if len(chosen) == count else None
-    domains: dict[str, list[Choice]] = {}
-    for choice in choices:
-        value = choice.node.node.labels.get(request.topology)
-        domains.setdefault(f"={value}" if value is not None else f"node:{choice.node.name}", []).append(choice)
-    whole = [(len(c), c[0].key, name) for name, c in domains.items() if len(c) >= count]
+    return _by_domain(((c.node, c) for c in choices), request, _same)
+
+
+def _same(choice: Choice) -> Choice:
+    return choice
+
+
+def _by_domain(
+    items: Iterable[tuple[NodeCapacity, _T]], request: Request, choice_of: Callable[[_T], Choice]
+) -> list[Choice] | None:
+    """``_choose`` for a gang placed by topology domain, over candidates in best-fit order; each
+    domain keeps only its first ``request.nodes`` candidates, all a choice can take from it."""
+    count, label = request.nodes, request.topology
+    assert label is not None
+    sizes: dict[str, int] = {}
+    firsts: dict[str, list[_T]] = {}
+    for node, item in items:
+        value = node.node.labels.get(label)
+        name = "=" + value if value is not None else "node:" + node.name
+        size = sizes.get(name, 0)
+        sizes[name] = size + 1
+        if not size:
+            firsts[name] = [item]
+        elif size < count:
+            firsts[name].append(item)
+    whole = [(sizes[name], choice_of(first[0]).key, name) for name, first in firsts.items() if sizes[name] >= count]
     if whole:
-        return domains[min(whole)[2]][:count]
-    if request.topology_required:
+        return [choice_of(item) for item in firsts[min(whole)[2]][:count]]
+    if request.topology_required or sum(sizes.values()) < count:
         return None
-    chosen = [c for _, _, name in sorted((-len(c), c[0].key, n) for n, c in domains.items()) for c in domains[name]]
-    return chosen[:count] if len(chosen) >= count else None
+    ranked = sorted((-sizes[name], choice_of(first[0]).key, name) for name, first in firsts.items())
+    return [choice_of(item) for _, _, name in ranked for item in firsts[name]][:count]
 
 
 def _placement(job: Job, gpu_type: str | None, chosen: list[Choice] | None) -> Placement | None:
