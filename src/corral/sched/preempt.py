@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import math
 from bisect import insort
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from itertools import combinations, islice
 
-from corral.model import EPSILON, FULL_GPU, Allocation, Job, Request, RunningJob
+from corral.model import Allocation, Job, Request, RunningJob
 from corral.sched import describe
+from corral.sched.node_room import emptied, fits_without, gpus_short
 from corral.sched.placement import candidates, find_placement
 from corral.sched.plan import PREEMPTING, Placement, Preemption, Reason
 from corral.sched.quota import QuotaLedger
@@ -60,43 +61,68 @@ class Preemptor:
     ) -> None:
         self.level: Callable[[Job | RunningJob], int] = level or _priority
         self.quota = quota
-        self.held = snapshot.allocations_of()
-        self.jobs = {
-            r.id: r
-            for r in snapshot.running
-            if (r.preemptible or r.stopping or (quota is not None and quota.borrowing(r.id))) and self.held.get(r.id)
-        }
-        self.cost: dict[str, Cost] = {
-            r.id: (0.0, 0) if r.stopping else (lost_gpu_seconds(r, self.held[r.id], now), 1) for r in self.jobs.values()
-        }
+        self.held = held_by = snapshot.allocations_of()
+        level = self.level
+        # One pass over the running jobs for the tables the search reads (thousands of jobs per cycle).
+        self.jobs: dict[str, RunningJob] = {}
+        self.cost: dict[str, Cost] = {}
+        self._levels: dict[str, int] = {}
+        self._borrowing: dict[str, bool] = {}
+        self._by_team: dict[str, list[str]] = {}
+        lowest: int | None = None
+        any_stopping = reclaimable = False
+        for r in snapshot.running:
+            held = held_by.get(r.id)
+            if not held:
+                continue
+            borrowing = quota is not None and quota.borrowing(r.id)
+            if not (r.preemptible or r.stopping or borrowing):
+                continue
+            job_id = r.id
+            self.jobs[job_id] = r
+            self.cost[job_id] = (0.0, 0) if r.stopping else (lost_gpu_seconds(r, held, now), 1)
+            self._levels[job_id] = job_level = level(r)
+            self._borrowing[job_id] = borrowing
+            team = self._by_team.get(r.team)
+            if team is None:
+                self._by_team[r.team] = [job_id]
+            else:
+                team.append(job_id)
+            any_stopping = any_stopping or r.stopping
+            reclaimable = reclaimable or borrowing
+            if r.preemptible and not r.stopping and (lowest is None or job_level < lowest):
+                lowest = job_level
         self.on_node: dict[str, list[str]] = {}
         for job_id in sorted(self.jobs):
-            held = self.held[job_id]
+            held = held_by[job_id]
             for node in (held[0].node,) if len(held) == 1 else sorted({a.node for a in held}):
                 self.on_node.setdefault(node, []).append(job_id)
-        self._stopping_on = {node for node, jobs in self.on_node.items() if any(self.jobs[v].stopping for v in jobs)}
-        self._node_order = sorted((min(self.cost[v] for v in jobs), name) for name, jobs in self.on_node.items())
-        self._levels = {r.id: self.level(r) for r in self.jobs.values()}
-        self._borrowing = {r.id: quota is not None and quota.borrowing(r.id) for r in self.jobs.values()}
-        # Per node, the lowest level of its preemptible victims: a job at or below it that may not reclaim
-        # quota finds no victim there unless one is stopping (see ``_eligible``).
-        self._lowest_on: dict[str, float] = {
-            node: min((self._levels[v] for v in jobs if self.jobs[v].preemptible), default=math.inf)
-            for node, jobs in self.on_node.items()
-        }
-        self._by_team: dict[str, list[str]] = {}
-        for r in self.jobs.values():
-            self._by_team.setdefault(r.team, []).append(r.id)
+        self._stopping_on: set[str] = set()
+        self._lowest_on: dict[str, float] = {}  # per node, the lowest level of its preemptible victims: a job
+        # at or below it that may not reclaim quota finds no victim there unless one is stopping (``_eligible``)
+        order: list[tuple[Cost, str]] = []
+        for name, victims in self.on_node.items():
+            cheapest, lowest_here = self.cost[victims[0]], math.inf
+            for v in victims:
+                victim = self.jobs[v]
+                if victim.stopping:
+                    self._stopping_on.add(name)
+                if victim.preemptible and self._levels[v] < lowest_here:
+                    lowest_here = self._levels[v]
+                if (cost := self.cost[v]) < cheapest:
+                    cheapest = cost
+            self._lowest_on[name] = lowest_here
+            order.append((cheapest, name))
+        order.sort()
+        self._node_order = order
         self.searches = 0
         self.exhausted: dict[str, None] = {}  # jobs whose search scanned every node it was given (in order)
         self._orders: dict[str | None, list[tuple[Cost, str]]] = {}
         self._subsets: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
         self.taken: set[str] = set()
-        self._any_stopping = any(r.stopping for r in self.jobs.values())
-        self._lowest = min(
-            (self._levels[r.id] for r in self.jobs.values() if r.preemptible and not r.stopping), default=None
-        )
-        self._reclaimable = any(self._borrowing.values())
+        self._any_stopping = any_stopping
+        self._lowest = lowest
+        self._reclaimable = reclaimable
         self._own_team: str | None = None
         self._scope: str | None = None  # with ``_own_team``: borrowers under this level may be reclaimed too
         self._reach: int | None = None  # reclaim only from borrowers whose branch meets the job's this high up
@@ -321,11 +347,11 @@ class Preemptor:
         """The cheapest subset of the node's eligible victims whose removal fits one share, or None."""
         freed = {v: [a for a in self.held[v] if a.node == node.name] for v in eligible}
         if len(eligible) <= EXHAUSTIVE:
-            short, emptied = _gpus_short(node, request, gpu_type), _emptied(node, gpu_type, freed)
-            if sum(emptied.values()) < short:
+            short, frees = gpus_short(node, request, gpu_type), emptied(node, gpu_type, freed)
+            if sum(frees.values()) < short:
                 return None
             for subset in self._cheapest_first(tuple(eligible)):
-                if sum(emptied[v] for v in subset) >= short and _fits_without(
+                if sum(frees[v] for v in subset) >= short and fits_without(
                     node, request, gpu_type, [a for v in subset for a in freed[v]]
                 ):
                     return subset
@@ -333,53 +359,16 @@ class Preemptor:
         chosen: list[str] = []
         for v in sorted(eligible, key=lambda v: (self.cost[v], v)):
             chosen.append(v)
-            if _fits_without(node, request, gpu_type, [a for c in chosen for a in freed[c]]):
+            if fits_without(node, request, gpu_type, [a for c in chosen for a in freed[c]]):
                 break
         else:
             return None
         for v in sorted(chosen, key=lambda v: (self.cost[v], v), reverse=True):  # prune the costliest first
             rest = [c for c in chosen if c != v]
-            if _fits_without(node, request, gpu_type, [a for c in rest for a in freed[c]]):
+            if fits_without(node, request, gpu_type, [a for c in rest for a in freed[c]]):
                 chosen = rest
         return tuple(sorted(chosen))
 
 
 def _priority(job: Job | RunningJob) -> int:
     return job.priority
-
-
-def _gpus_short(node: NodeCapacity, request: Request, gpu_type: str | None) -> int:
-    """How many more empty GPUs of the type a whole-GPU share needs on the node (0 otherwise)."""
-    if request.gpus_per_node <= 0 or gpu_type is None or request.fractional:
-        return 0
-    return request.gpu_slots_per_node - len(node.empty_gpus(gpu_type))
-
-
-def _emptied(node: NodeCapacity, gpu_type: str | None, freed: Mapping[str, list[Allocation]]) -> dict[str, int]:
-    """Per victim, at most how many GPUs of the type its release could empty: the busy ones it holds."""
-    indices = set(node.indices(gpu_type)) if gpu_type is not None else set()
-    busy = {i for i in indices if node.used[i] > EPSILON}
-    return {v: len({i for a in allocs for i in a.gpus} & busy) for v, allocs in freed.items()}
-
-
-def _fits_without(node: NodeCapacity, request: Request, gpu_type: str | None, freed: Sequence[Allocation]) -> bool:
-    """Whether one share of the request fits the node once ``freed`` is given back."""
-    used = node.used
-    left: dict[int, float] = {}  # what stays allocated on the GPUs the freed allocations touch
-    cpus, memory = node.free_cpus, node.free_memory_mb
-    for alloc in freed:
-        for index in alloc.gpus:
-            if index in used:
-                left[index] = max(0.0, round(left.get(index, used[index]) - alloc.gpu_fraction, 12))
-        cpus += alloc.cpus
-        memory += alloc.memory_mb
-    if request.cpus_per_node is not None and request.cpus_per_node > cpus + EPSILON:
-        return False
-    if request.memory_mb_per_node is not None and request.memory_mb_per_node > memory:
-        return False
-    if request.gpus_per_node <= 0 or gpu_type is None:
-        return True
-    indices = node.indices(gpu_type)
-    if request.fractional:
-        return any(FULL_GPU - left.get(i, used[i]) >= request.gpus_per_node - EPSILON for i in indices)
-    return sum(1 for i in indices if left.get(i, used[i]) <= EPSILON) >= request.gpu_slots_per_node
