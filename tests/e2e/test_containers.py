@@ -261,9 +261,12 @@ def test_a_gang_meets_at_master_addr_across_containers(podman_gang_cluster):
     spec = {"name": "gang", "image": podman.image, "command": command, "nodes": 2, "resources": {"gpus": 1}}
     job_id = _submit(cluster, json.dumps(spec), "gang")
     cluster.wait_ok(job_id, timeout=60)
-    cluster.wait_for(
-        lambda: cluster.ok("logs", job_id) == "hello from rank 1 of 2\n", 15, "rank 0 to log what rank 1 sent"
+    logs = cluster.wait_for(
+        lambda: (text := cluster.ok("logs", job_id)) == "hello from rank 1 of 2\n" or text or None,
+        30,
+        "rank 0 to log what rank 1 sent",
     )
+    assert logs is True, f"rank 0 logged {logs!r}"
     assert sorted(a["node"] for a in cluster.show(job_id)["allocation"]) == ["g1", "g2"]  # never g0: no runtime
     _no_container_left(cluster, podman)
 
