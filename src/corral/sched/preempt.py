@@ -268,13 +268,14 @@ class Preemptor:
             parts.append(f"waiting for {describe.and_list(going)} to stop")
         return Reason(PREEMPTING, f"{' and '.join(parts)} to start", base.position, base.queue_length)
 
-    def _cheapest_first(self, eligible: tuple[str, ...]) -> Iterable[tuple[str, ...]]:
-        """Every subset of ``eligible``, cheapest first (victims' costs do not change within a cycle).
+    def _cheapest_first(self, eligible: tuple[str, ...], smallest: int = 0) -> Iterable[tuple[str, ...]]:
+        """Every subset of ``eligible``, cheapest first (victims' costs do not change within a cycle),
+        possibly without those of fewer than ``smallest`` victims.
 
         When the victims all cost the same, that order is by size, then by ids: ``combinations``
-        of the sorted ids yields it directly, one subset at a time."""
+        of the sorted ids yields it directly, one subset at a time, from ``smallest`` victims on."""
         if len({self.cost[v] for v in eligible}) <= 1 and list(eligible) == sorted(eligible):
-            return (s for k in range(len(eligible) + 1) for s in combinations(eligible, k))
+            return (s for k in range(smallest, len(eligible) + 1) for s in combinations(eligible, k))
         ordered = self._subsets.get(eligible)
         if ordered is None:
             subsets = [s for k in range(len(eligible) + 1) for s in combinations(eligible, k)]
@@ -350,7 +351,14 @@ class Preemptor:
             short, frees = gpus_short(node, request, gpu_type), emptied(node, gpu_type, freed)
             if sum(frees.values()) < short:
                 return None
-            for subset in self._cheapest_first(tuple(eligible)):
+            # Fewer victims than it takes to empty ``short`` GPUs, the largest first, cannot do.
+            smallest, left = 0, short
+            for count in sorted(frees.values(), reverse=True):
+                if left <= 0:
+                    break
+                left -= count
+                smallest += 1
+            for subset in self._cheapest_first(tuple(eligible), smallest):
                 if sum(frees[v] for v in subset) >= short and fits_without(
                     node, request, gpu_type, [a for v in subset for a in freed[v]]
                 ):
