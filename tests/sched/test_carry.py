@@ -48,6 +48,26 @@ def allocation(rng: random.Random, nodes: tuple[Node, ...], used: dict[tuple[str
     return Allocation(node.name, chosen, 1.0, cpus=4.0, memory_mb=8192)
 
 
+def churn(
+    rng: random.Random,
+    nodes: tuple[Node, ...],
+    live: dict[str, LiveAllocation],
+    used: dict[tuple[str, int], float],
+    step: int,
+    ends: int,
+    starts: int,
+) -> None:
+    """Up to ``ends`` allocations end and up to ``starts`` new ones start (``live`` and ``used`` updated)."""
+    for job_id in rng.sample(sorted(live), min(len(live), rng.randint(0, ends))):
+        gone = live.pop(job_id).allocation
+        for index in gone.gpus:
+            used[(gone.node, index)] = round(used[(gone.node, index)] - gone.gpu_fraction, 12)
+    for _ in range(rng.randint(0, starts)):
+        made = allocation(rng, nodes, used)
+        if made is not None:
+            live[f"j{step}-{len(live)}"] = LiveAllocation(f"j{step}-{len(live)}", made)
+
+
 def test_a_carried_view_equals_one_built_from_scratch_through_many_snapshots():
     rng = random.Random(11)
     for policy_name in ("default", "fifo"):
@@ -65,14 +85,7 @@ def test_a_carried_view_equals_one_built_from_scratch_through_many_snapshots():
                     Node(node.name, flipped, node.gpus, node.cpus, node.memory_mb, node.labels),
                     *nodes[i + 1 :],
                 )
-            for job_id in rng.sample(sorted(live), min(len(live), rng.randint(0, 4))):
-                gone = live.pop(job_id).allocation
-                for index in gone.gpus:
-                    used[(gone.node, index)] = round(used[(gone.node, index)] - gone.gpu_fraction, 12)
-            for _ in range(rng.randint(0, 5)):
-                made = allocation(rng, nodes, used)
-                if made is not None:
-                    live[f"j{step}-{len(live)}"] = LiveAllocation(f"j{step}-{len(live)}", made)
+            churn(rng, nodes, live, used, step, ends=4, starts=5)
             snapshot = Snapshot(nodes=nodes, live=tuple(live.values()))
             carried = carry.pristine_view(snapshot, policy.gpu_ranker, policy.cpu_ranker)
             built = CapacityView(snapshot, policy.gpu_ranker, policy.cpu_ranker)
@@ -100,14 +113,7 @@ def test_views_of_changing_node_subsets_equal_views_built_from_scratch():
     live: dict[str, LiveAllocation] = {}
     used: dict[tuple[str, int], float] = {}
     for step in range(200):
-        for job_id in rng.sample(sorted(live), min(len(live), rng.randint(0, 3))):
-            gone = live.pop(job_id).allocation
-            for index in gone.gpus:
-                used[(gone.node, index)] = round(used[(gone.node, index)] - gone.gpu_fraction, 12)
-        for _ in range(rng.randint(0, 4)):
-            made = allocation(rng, nodes, used)
-            if made is not None:
-                live[f"j{step}-{len(live)}"] = LiveAllocation(f"j{step}-{len(live)}", made)
+        churn(rng, nodes, live, used, step, ends=3, starts=4)
         subset = tuple(n for n in nodes if rng.random() < 0.6)
         names = {n.name for n in subset}
         held = [a for a in live.values() if a.allocation.node in names or rng.random() < 0.1]  # some stale
