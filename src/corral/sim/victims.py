@@ -42,10 +42,10 @@ on the 100,000-job synthetic trace of ``bench/sim_speed.py`` at load 1.5, with 8
 Views = Callable[[Iterable[str]], tuple[RunningJob, ...]]
 
 
-def plan_cycle(state: ClusterState, policy: Policy, running: Views, at: datetime) -> Plan | None:
+def plan_cycle(state: ClusterState, policy: Policy, views: Views, at: datetime) -> Plan | None:
     """The plan of one cycle with every possible victim passed (as ``state.snapshot`` does), or None
-    when there is nothing to schedule; computed with the first nodes' victims alone when that is the same."""
-    views = _Memo(running)
+    when there is nothing to schedule; computed with the first nodes' victims alone when that is the same.
+    ``views`` gives the scheduler's views of running jobs (the engine builds each once per moment)."""
     for count in FIRST_NODES if state.prunes() else ():
         few = _first_victims(state, views, at, count)
         if few is None:
@@ -61,23 +61,8 @@ def plan_cycle(state: ClusterState, policy: Policy, running: Views, at: datetime
     return None if snapshot is None else schedule(snapshot, policy, at)
 
 
-class _Memo:
-    """The scheduler's views of running jobs at one moment, each built once."""
-
-    def __init__(self, running: Views) -> None:
-        self.running = running
-        self.known: dict[str, RunningJob] = {}
-
-    def __call__(self, ids: Iterable[str]) -> tuple[RunningJob, ...]:
-        wanted = list(ids)
-        missing = [i for i in wanted if i not in self.known]
-        if missing:
-            self.known.update(zip(missing, self.running(missing), strict=True))
-        return tuple(self.known[i] for i in wanted)
-
-
 def _first_victims(
-    state: ClusterState, views: _Memo, at: datetime, count: int
+    state: ClusterState, views: Views, at: datetime, count: int
 ) -> tuple[list[str], int, set[str]] | None:
     """The possible victims on the first ``count`` nodes of the victim search's order (sorted ids),
     the lowest level of all possible victims, and those nodes; None when they are all of them, or when
@@ -100,7 +85,7 @@ def _first_victims(
 
 
 def _first_free(
-    state: ClusterState, views: _Memo, at: datetime, count: int, top: int
+    state: ClusterState, views: Views, at: datetime, count: int, top: int
 ) -> tuple[list[str], set[str]] | None:
     """The first ``count`` nodes in name order whose cheapest possible victim costs nothing (they come
     first in the search's order), and their possible victims; None when that takes more than a short walk
@@ -131,7 +116,7 @@ def _first_free(
 
 
 def _first_by_cost(
-    state: ClusterState, views: _Memo, at: datetime, count: int, top: int
+    state: ClusterState, views: Views, at: datetime, count: int, top: int
 ) -> tuple[list[str], set[str]] | None:
     """The first ``count`` nodes of the search's order (their cheapest possible victim's cost, then name)
     and their possible victims; None when that is every node hosting one, or a victim runs on a node
@@ -155,7 +140,7 @@ def _first_by_cost(
     return chosen, first
 
 
-def _cost(state: ClusterState, views: _Memo, job_id: str, at: datetime) -> float:
+def _cost(state: ClusterState, views: Views, job_id: str, at: datetime) -> float:
     """GPU-seconds lost by stopping the job now, exactly as the victim search computes it."""
     allocations: list[Allocation] = sorted(
         (state.live[node][job_id].allocation for node in state.running_nodes[job_id]), key=_order
@@ -167,7 +152,7 @@ def _order(allocation: Allocation) -> tuple[str, tuple[int, ...]]:
     return (allocation.node, allocation.gpus)
 
 
-def _settled(state: ClusterState, views: _Memo, plan: Plan, job_id: str, first: set[str], at: datetime) -> bool:
+def _settled(state: ClusterState, views: Views, plan: Plan, job_id: str, first: set[str], at: datetime) -> bool:
     """Whether a search that went through every node passed (those in ``first``) found what it finds with
     every possible victim passed.
 
