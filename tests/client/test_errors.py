@@ -1,6 +1,9 @@
 """HTTP errors become client exceptions with readable messages and the CLI's exit codes."""
 
 import json
+import socket
+import threading
+import time
 
 import pytest
 
@@ -13,7 +16,7 @@ from corral.client import (
     NotFoundError,
     Unreachable,
 )
-from corral.client.errors import error_for
+from corral.client.errors import NothingListening, error_for
 from corral.client.light import LightTransport
 from corral.client.sdk import Client, HttpxTransport
 from corral.head.security import Role
@@ -149,6 +152,40 @@ def test_a_closed_port_is_unreachable_and_says_how_to_start_a_head(closed_port_u
 def test_a_closed_port_is_unreachable_when_streaming(closed_port_url, api):
     with pytest.raises(Unreachable):
         b"".join(api(closed_port_url, "t").logs("j-x"))
+
+
+def test_a_submission_where_no_head_listens_fails_at_once(closed_port_url, api):
+    """Nothing listens and no head answered before: there is no head to wait for (a keyed submission
+    otherwise rides out a head restart)."""
+    started = time.monotonic()
+    with pytest.raises(NothingListening, match="corral up") as info:
+        api(closed_port_url, "t").submit({"command": "true"}, idempotency_key="k")
+    assert time.monotonic() - started < 5
+    assert info.value.exit_code == 3
+
+
+def test_a_head_that_takes_the_connection_and_drops_it_is_unreachable_but_listening(api):
+    """The request may have reached a head: a keyed submission would be sent again, so this is not
+    the error for a URL where nothing listens."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+
+        def drop_each_connection() -> None:
+            server.settimeout(10)
+            for _ in range(2):
+                try:
+                    conn, _ = server.accept()
+                except OSError:
+                    return
+                conn.recv(65536)
+                conn.close()
+
+        thread = threading.Thread(target=drop_each_connection, daemon=True)
+        thread.start()
+        with pytest.raises(Unreachable) as info:
+            api(f"http://127.0.0.1:{port}", "t").status()
+        assert not isinstance(info.value, NothingListening)
+        thread.join(0)
 
 
 @pytest.mark.parametrize("url", ["localhost:8470", "ftp://head:21", "http://"])

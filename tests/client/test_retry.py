@@ -8,16 +8,17 @@ from typing import Any
 import pytest
 
 from corral.client.calls import Call
-from corral.client.errors import CorralError, InvalidRequest, Unreachable
+from corral.client.errors import CorralError, InvalidRequest, NothingListening, Unreachable
 from corral.client.retry import send_repeatable
 
 
 class Scripted:
     """A transport that answers from a script: an exception to raise or a value to return."""
 
-    def __init__(self, *outcomes: Any) -> None:
+    def __init__(self, *outcomes: Any, answered: bool = True) -> None:
         self.outcomes = list(outcomes)
         self.sent: list[Call] = []
+        self.answered = answered  # as the real transports say: a head answered through it before
 
     def send(self, call: Call) -> Any:
         self.sent.append(call)
@@ -65,3 +66,25 @@ def test_it_gives_up_after_its_time_with_the_last_error():
         send_repeatable(transport, CALL, retry_for_s=10.0, sleep=time.sleep, clock=lambda: time.now)
     assert time.pauses == [0.1, 0.2, 0.4, 0.8, 1.6, 2.0, 2.0, 2.0]  # the next pause would end past 10 s
     assert len(transport.sent) == 9
+
+
+def test_where_nothing_listens_and_no_head_ever_answered_it_gives_up_at_once():
+    transport = Scripted(NothingListening("refused"), {"id": "j1"}, answered=False)
+    time = FakeTime()
+    with pytest.raises(NothingListening):
+        send_repeatable(transport, CALL, sleep=time.sleep, clock=lambda: time.now)
+    assert len(transport.sent) == 1 and time.pauses == []
+
+
+def test_a_head_that_answered_before_is_waited_for_while_it_restarts():
+    transport = Scripted(NothingListening("refused"), NothingListening("refused"), {"id": "j1"}, answered=True)
+    time = FakeTime()
+    assert send_repeatable(transport, CALL, sleep=time.sleep, clock=lambda: time.now) == {"id": "j1"}
+    assert len(transport.sent) == 3
+
+
+def test_a_request_that_may_have_reached_a_head_is_sent_again_even_before_any_answer():
+    transport = Scripted(Unreachable("connection reset"), {"id": "j1"}, answered=False)
+    time = FakeTime()
+    assert send_repeatable(transport, CALL, sleep=time.sleep, clock=lambda: time.now) == {"id": "j1"}
+    assert len(transport.sent) == 2

@@ -36,8 +36,10 @@ def test_unknown_job_is_not_found(cluster):
 def test_unreachable_head_exits_3_and_says_how_to_start_one(cluster, tmp_path):
     closed = f"http://127.0.0.1:{cluster.free_port()}"
     for args in (["jobs"], ["show", "j-x"], ["status", "-o", "json"], ["run", "--", "true"]):
+        started = time.monotonic()
         result = cluster.cli(*args, env=cluster.env(CORRAL_HEAD=closed))
         assert result.returncode == 3, (args, result.stderr)
+        assert time.monotonic() - started < 10, args  # nothing to wait for: no head listens there
         assert "corral up" in result.stderr, result.stderr
         assert result.stdout == ""
     nothing = tmp_path / "empty-home"  # no head configured at all

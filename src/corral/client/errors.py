@@ -19,6 +19,20 @@ class Unreachable(CorralError):
     exit_code = 3
 
 
+class NothingListening(Unreachable):
+    """Every head URL refused the connection: no head listens there, so the request was never sent."""
+
+
+def refused(exc: BaseException) -> bool:
+    """Whether a connection failed because nothing listens at the address (anywhere in its chain)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ConnectionRefusedError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 class InvalidRequest(CorralError):
     """HTTP 422 or 400: the message names each bad field."""
 

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 from corral.client.calls import Call
 from corral.client.config import HOW_TO_START, head_urls
-from corral.client.errors import Unreachable, error_for
+from corral.client.errors import NothingListening, Unreachable, error_for, refused
 
 
 class LightTransport:
@@ -21,6 +21,7 @@ class LightTransport:
         self._heads = [_Head.parse(url) for url in head_urls(head_url) or [head_url]]
         self._token = token
         self._timeout = timeout_s
+        self.answered = False  # whether a head has answered a call through this transport
 
     @property
     def head_url(self) -> str:
@@ -36,7 +37,7 @@ class LightTransport:
         if call.json is not None:
             body = json.dumps(call.json).encode()
             headers["Content-Type"] = "application/json"
-        failures = []
+        failures, all_refused = [], True
         for head in list(self._heads):
             conn = head.connection(timeout)
             try:
@@ -45,12 +46,15 @@ class LightTransport:
             except (TimeoutError, ConnectionError, socket.gaierror, OSError) as exc:
                 conn.close()
                 failures.append(f"{head.url} ({exc})")
+                all_refused = all_refused and refused(exc)
                 continue
+            self.answered = True
             if head is not self._heads[0]:  # remember the head that answered
                 self._heads.remove(head)
                 self._heads.insert(0, head)
             return conn, response
-        raise Unreachable(f"cannot reach the Corral head at {'; '.join(failures)}; {HOW_TO_START}")
+        kind = NothingListening if all_refused else Unreachable
+        raise kind(f"cannot reach the Corral head at {'; '.join(failures)}; {HOW_TO_START}")
 
     def send(self, call: Call) -> Any:
         conn, response = self._request(call, self._timeout)

@@ -10,7 +10,7 @@ import httpx
 
 from corral.client.calls import Call, HeadApi
 from corral.client.config import HOW_TO_START, head_urls, load_config
-from corral.client.errors import Unreachable, error_for
+from corral.client.errors import NothingListening, Unreachable, error_for, refused
 
 
 class HttpxTransport:
@@ -23,9 +23,10 @@ class HttpxTransport:
         self._urls = head_urls(head_url) or [head_url]
         self.head_url = self._urls[0]
         self._http = httpx.Client(headers=headers, timeout=timeout_s, transport=transport)
+        self.answered = False  # whether a head has answered a call through this transport
 
     def send(self, call: Call) -> Any:
-        failures = []
+        failures, all_refused = [], True
         for url in list(self._urls):
             try:
                 response = self._http.request(
@@ -33,12 +34,15 @@ class HttpxTransport:
                 )
             except httpx.TransportError as exc:
                 failures.append(f"{url} ({exc})")
+                all_refused = all_refused and refused(exc)
                 continue
+            self.answered = True
             self._prefer(url)
             if response.status_code >= 400:
                 raise error_for(response.status_code, response.content)
             return json.loads(response.content) if response.content else None
-        raise Unreachable(f"cannot reach the Corral head at {'; '.join(failures)}; {HOW_TO_START}")
+        kind = NothingListening if all_refused else Unreachable
+        raise kind(f"cannot reach the Corral head at {'; '.join(failures)}; {HOW_TO_START}")
 
     def _prefer(self, url: str) -> None:
         if url != self._urls[0]:
