@@ -16,9 +16,9 @@ GPU types no team has a quota for are not governed: any team may use them freely
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
-from corral.model import Allocation, Job, RunningJob, TeamQuota
+from corral.model import Job, RunningJob, TeamQuota
 from corral.sched import carry, describe
 from corral.sched.quota_tree import TeamTree, TypeQuotas
 from corral.sched.snapshot import Snapshot
@@ -33,17 +33,18 @@ class QuotaLedger:
         self.quotas = snapshot.quotas
         self.tree = TeamTree(snapshot.team_parents)
         self.governed = {gpu_type for team in self.quotas.values() for gpu_type in team}
-        type_at, capacity = carry.gpu_layout(snapshot.nodes)
+        layout = carry.gpu_layout(snapshot.nodes)
+        capacity = layout[1]
         self.capacity: dict[str, float] = defaultdict(float, capacity)
         teams = {r.id: r.team for r in snapshot.running}
         self.used: dict[tuple[str, str], float] = defaultdict(float)  # by the team's own jobs
         self.holding: dict[str, tuple[str, str, float]] = {}  # running job → (team, GPU type, GPUs)
         self._levels: dict[str, TypeQuotas] = {}  # per GPU type, built on first use, then kept current
-        for job_id, allocations in snapshot.allocations_of().items():
-            held = _holding(allocations, type_at)
-            if held is not None and job_id in teams:
-                self.holding[job_id] = (teams[job_id], held[0], held[1])
-                self.used[(teams[job_id], held[0])] += held[1]
+        for job_id, held in carry.held_gpus(snapshot.allocations_of(), layout).items():
+            team = teams.get(job_id)
+            if team is not None:
+                self.holding[job_id] = (team, held[0], held[1])
+                self.used[(team, held[0])] += held[1]
 
     def quota(self, team: str, gpu_type: str) -> TeamQuota:
         return self.quotas.get(team, {}).get(gpu_type, _NONE)
@@ -155,11 +156,3 @@ class QuotaLedger:
 
 def _gpus(job: Job) -> float:
     return job.request.gpus_per_node * job.request.nodes
-
-
-def _holding(allocations: Sequence[Allocation], type_at: Mapping[tuple[str, int], str]) -> tuple[str, float] | None:
-    """(GPU type, GPUs) a running job holds; None for a CPU-only job."""
-    gpus = sum(len(a.gpus) * a.gpu_fraction for a in allocations)
-    if gpus <= 0:
-        return None
-    return next(((t, gpus) for a in allocations for i in a.gpus if (t := type_at.get((a.node, i))) is not None), None)
