@@ -24,6 +24,7 @@ import statistics
 import time
 from datetime import UTC, datetime, timedelta
 
+from corral.collector import collections_paused
 from corral.head.main import GC_YOUNG_THRESHOLD
 from corral.model import FairShare, Gpu, Job, LiveAllocation, Node, NodeState, Request, RunningJob, TeamQuota
 from corral.sched import Snapshot, get_policy, schedule
@@ -90,7 +91,7 @@ def main() -> None:
     args = parser.parse_args()
 
     # The garbage collector runs as in a head (whose scheduling loop this stands for): young
-    # collections every GC_YOUNG_THRESHOLD allocations.
+    # collections every GC_YOUNG_THRESHOLD allocations, none during a cycle.
     gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
     rng = random.Random(args.seed)
     policy = get_policy(args.policy)
@@ -114,7 +115,8 @@ def main() -> None:
             fair_share=fair,
         )
         start, cpu_start = time.perf_counter(), time.process_time()
-        plan = schedule(snap, policy, now)
+        with collections_paused():  # as the head's scheduling loop runs it
+            plan = schedule(snap, policy, now)
         elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
         times.append(elapsed)
         cpu_times.append(cpu)

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from corral.collector import collections_paused
 from corral.head.config import quotas_of, team_parents_of
 from corral.head.plan_apply import apply_plan
 from corral.head.runtime import HeadRuntime
@@ -129,7 +130,8 @@ def run_cycle(rt: HeadRuntime, policy: Policy) -> CycleResult:
         if held:
             apply_plan(rt, Plan(reasons=held), reasons)
         return CycleResult(pending=0, placed=0)
-    plan = schedule(snapshot, policy, rt.clock.now())
+    with collections_paused():
+        plan = schedule(snapshot, policy, rt.clock.now())
     if held:
         plan = replace(plan, reasons={**plan.reasons, **held})
     rt.queue_positions = {
