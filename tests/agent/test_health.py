@@ -1,6 +1,9 @@
 """The node health command."""
 
 import asyncio
+import time
+
+import psutil
 
 from corral.agent.health import run_health_command
 
@@ -14,6 +17,10 @@ def test_a_failing_command_reports_its_exit_and_last_line():
     assert problem == "health command `echo checking; echo 'disk /data is full'; exit 3` exited 3: disk /data is full"
 
 
-def test_a_hanging_command_is_killed_and_reported():
-    problem = asyncio.run(run_health_command("sleep 30", 0.3))
+def test_a_hanging_command_is_killed_with_what_it_started_and_reported():
+    started = time.monotonic()
+    problem = asyncio.run(run_health_command("sleep 37.25; true", 0.3))
     assert "did not finish within 0.3s" in problem
+    assert time.monotonic() - started < 10  # nothing it started holds its output open
+    left = [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "37.25"]]
+    assert left == []

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import signal
 
 
 async def run_health_command(command: str, timeout_s: float) -> str:
@@ -14,14 +16,16 @@ async def run_health_command(command: str, timeout_s: float) -> str:
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,  # its own process group: what it starts is killed with it
         )
     except OSError as exc:
         return f"health command could not start: {exc}"
     try:
         output, _ = await asyncio.wait_for(process.communicate(), timeout_s)
     except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
+        # The whole group: a shell killed alone leaves its children running, holding the output pipe open.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
         await process.wait()
         return f"health command `{command}` did not finish within {timeout_s:g}s"
     if process.returncode == 0:
