@@ -147,10 +147,10 @@ class _Cycle:
         tables = share_tables(self.snapshot, fair) if policy.fair_share and fair is not None else None
         borrows = self._borrows(gpu_types) if self.quota is not None else None
         # A policy's order is a function of the job alone, so with these inputs equal a job's key is the
-        # same from cycle to cycle, save for its borrowing.
+        # same from cycle to cycle.
         shares = None if tables is None else tuple(tuple(sorted(table.items())) for table in tables)
-        inputs = (policy.job_order, borrows is None, shares)
-        return ordered(self.snapshot.pending, _order_key(policy.job_order, tables, borrows), inputs, borrows)
+        inputs = (policy.job_order, shares)
+        return ordered(self.snapshot.pending, _order_key(policy.job_order, tables), inputs, borrows)
 
     def _borrows(self, gpu_types: tuple[str, ...]) -> Callable[[Job], bool]:
         """Whether a job would borrow (past its team's nominal quota on every type it accepts), as usage
@@ -159,6 +159,14 @@ class _Cycle:
         quota = self.quota
         assert quota is not None
         known: dict[tuple[str, tuple[str, ...], float], bool] = {}
+        within: dict[tuple[str, str, float], bool] = {}  # (team, GPU type, GPUs) → within its nominal
+
+        def within_nominal(job: Job, gpu_type: str) -> bool:
+            key = (job.team, gpu_type, job.request.total_gpus)
+            found = within.get(key)
+            if found is None:
+                found = within[key] = quota.within_nominal(job, gpu_type)
+            return found
 
         def borrows(job: Job) -> bool:
             request = job.request
@@ -168,7 +176,7 @@ class _Cycle:
             found = known.get(key)
             if found is None:
                 types = request.gpu_types or gpu_types
-                found = known[key] = bool(types) and not any(quota.within_nominal(job, t) for t in types)
+                found = known[key] = bool(types) and not any(within_nominal(job, t) for t in types)
             return found
 
         return borrows
@@ -285,19 +293,13 @@ class _Cycle:
 
 
 def _order_key(
-    order: Callable[[Job], tuple[int, ...]],
-    tables: tuple[dict[str, float], dict[str, float]] | None,
-    borrows: Callable[[Job], bool] | None,
+    order: Callable[[Job], tuple[int, ...]], tables: tuple[dict[str, float], dict[str, float]] | None
 ) -> Callable[[Job], tuple[object, ...]]:
-    """The queue's sort key; with ``borrows``, it starts with ``borrows(job)``, as ``ordered`` needs."""
+    """The queue's sort key (``ordered`` puts jobs that would borrow after the others)."""
     if tables is None:
-        if borrows is None:
-            return lambda job: (order(job), job.id)
-        return lambda job: (borrows(job), order(job), job.id)
+        return lambda job: (order(job), job.id)
     share = share_key_of(*tables)
-    if borrows is None:
-        return lambda job: (-job.priority, share(job), order(job), job.id)
-    return lambda job: (borrows(job), -job.priority, share(job), order(job), job.id)
+    return lambda job: (-job.priority, share(job), order(job), job.id)
 
 
 def _quota_problems(quota: QuotaLedger, job: Job, view: CapacityView) -> dict[str, str | None]:

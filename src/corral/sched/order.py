@@ -1,13 +1,14 @@
 """The order a cycle tries pending jobs in, carried from one cycle to the next.
 
 Sorting 100,000 pending jobs by a key built per job costs far more than the few jobs that come
-and go between two cycles. A job's key is its policy order and id (fixed for a ``Job`` value),
+and go between two cycles. A job's key is its policy order and id (fixed for a ``Job`` value) and
 its team's and user's fair share (the same tables from cycle to cycle unless usage or capacity
-changed) and whether it would borrow (the same for all jobs of one team, GPU types and size, and
-mostly the same as last cycle). So the last order is kept with every job's key: a job that is the
-same object as then, in a group whose borrowing did not change, keeps its key and its place; the
-others get their key again and are merged in. Like ``carry``, this is a memo: the order equals a
-fresh sort by the cycle's key, whatever came before.
+changed). So the last order is kept with every job's key: a job that is the same object as then
+keeps its key and its place; new ones get their key and are put in their places. Jobs that would
+borrow quota go after all others; whether a job borrows is the same for all jobs of one team, GPU
+types and size (a ``Group``), so it is asked once per group each cycle and the kept order is split
+in two, each part in key order, with no sort. Like ``carry``, this is a memo: the order equals a
+fresh sort, whatever came before.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import threading
 from bisect import bisect_left
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from operator import itemgetter
+from itertools import compress
+from operator import itemgetter, not_
 
 from corral.model import Job, Request
 
@@ -29,14 +31,12 @@ _key_of = itemgetter(0)
 
 @dataclass
 class _Kept:
-    inputs: Hashable  # all the keys depend on besides each job and its group's borrowing
+    inputs: Hashable  # all the keys depend on besides each job
     jobs: dict[int, Job]  # the jobs of ``items`` by ``id()`` (held here, so that an id stays theirs)
     items: list[Item]  # sorted by key
     item_of: dict[int, Item]  # by the job's ``id()``
     same: dict[Request, Request]  # each request value's one object
-    keyed_with: Callable[[Job], bool] | None  # ``borrows`` of the cycle that sorted them all
     members: dict[Group, set[int]] | None = None  # each group's jobs, once needed
-    borrowing: dict[Group, tuple[Job, bool]] | None = None  # a job of each group and its ``borrows`` in the keys
 
 
 _lock = threading.Lock()
@@ -47,23 +47,23 @@ def ordered(
     pending: Sequence[Job], key: Callable[[Job], Key], inputs: Hashable, borrows: Callable[[Job], bool] | None
 ) -> list[Item]:
     """The pending jobs as ``sorted(pending, key=key)`` orders them, each with its key and request
-    (equal requests as one object); the list is shared with the next call, so leave it as it is.
+    (equal requests as one object); with ``borrows`` (a function of the job's ``Group`` only), those
+    for which it is true come after all the others, each part in that order. The list may be shared
+    with the next call, so leave it as it is.
 
-    ``inputs`` must be equal whenever ``key`` gives every job the same key save for ``borrows``
-    (a function of the job's ``Group`` only), and differ otherwise. With ``borrows``, a job's key
-    starts with ``borrows(job)``."""
+    ``inputs`` must be equal whenever ``key`` gives every job the same key, and differ otherwise."""
     now = dict(zip(map(id, pending), pending, strict=True))
     with _lock:
         kept = _kept.pop(inputs, None)
-        if kept is None or not _update(kept, now, key, borrows):
+        if kept is None or not _update(kept, now, key):
             same: dict[Request, Request] = {}
             items = [(key(job), job, same.setdefault(job.request, job.request)) for job in pending]
             items.sort(key=_key_of)
-            kept = _Kept(inputs, now, items, {id(item[1]): item for item in items}, same, borrows)
+            kept = _Kept(inputs, now, items, {id(item[1]): item for item in items}, same)
         _kept[inputs] = kept
         if len(_kept) > 4:  # callers with other policies or share tables: keep the latest few
             del _kept[next(iter(_kept))]
-        return kept.items
+        return kept.items if borrows is None else _borrowers_last(kept, borrows)
 
 
 def forget() -> None:
@@ -72,16 +72,14 @@ def forget() -> None:
         _kept.clear()
 
 
-def _update(kept: _Kept, now: dict[int, Job], key: Callable[[Job], Key], borrows: Callable[[Job], bool] | None) -> bool:
+def _update(kept: _Kept, now: dict[int, Job], key: Callable[[Job], Key]) -> bool:
     """Bring ``kept`` to the jobs ``now``; False (and ``kept`` unusable) where sorting afresh is as cheap."""
     gone, new = kept.jobs.keys() - now.keys(), now.keys() - kept.jobs.keys()
-    rekey = _regroup(kept, gone, new, now, borrows) if borrows is not None else {}
-    if len(gone) + len(new) + len(rekey) > len(now) // 2:
+    if len(gone) + len(new) > len(now) // 2:
         return False
     items, item_of, same = kept.items, kept.item_of, kept.same
-    out = gone.union(rekey)
-    if len(out) * 32 < len(items):  # a few: find each one by its key
-        at = sorted(bisect_left(items, item_of[i][0], key=_key_of) for i in out)
+    if len(gone) * 32 < len(items):  # a few: find each one by its key
+        at = sorted(bisect_left(items, item_of[i][0], key=_key_of) for i in gone)
         kept_items: list[Item] = []
         start = 0
         for i in at:
@@ -89,56 +87,74 @@ def _update(kept: _Kept, now: dict[int, Job], key: Callable[[Job], Key], borrows
             start = i + 1
         kept_items.extend(items[start:])
     else:
-        kept_items = [item for item in items if id(item[1]) not in out]
+        kept_items = [item for item in items if id(item[1]) not in gone]
     fresh = [(key(job), job, same.setdefault(job.request, job.request)) for job in (now[i] for i in new)]
-    for i, borrowing in rekey.items():  # the rest of the key stays
-        key_, job, request = item_of[i]
-        fresh.append(((borrowing, *key_[1:]), job, request))
+    if kept.members is not None:
+        _leave(kept.members, ((i, kept.jobs[i]) for i in gone))
+        _join(kept.members, ((i, now[i]) for i in new))
     for i in gone:
         del item_of[i]
     fresh.sort(key=_key_of)
     item_of.update((id(item[1]), item) for item in fresh)
-    kept_items.extend(fresh)
-    kept_items.sort(key=_key_of)  # two sorted runs: one merge
+    kept_items = _merged(kept_items, fresh)
     if len(same) > 2 * len(kept_items) + 1024:  # forget the requests of jobs gone
         kept.same = {item[2]: item[2] for item in kept_items}
     kept.jobs, kept.items = now, kept_items
     return True
 
 
-def _regroup(
-    kept: _Kept, gone: set[int], new: set[int], now: dict[int, Job], borrows: Callable[[Job], bool]
-) -> dict[int, bool]:
-    """Update the groups for the jobs gone and new; the jobs kept whose group's borrowing changed, with
-    its value now."""
-    if kept.members is None or kept.borrowing is None:
-        kept.members, kept.borrowing = {}, {}
-        _join(kept, kept.jobs.items(), kept.keyed_with or borrows)
-        kept.keyed_with = None
-    members, borrowing = kept.members, kept.borrowing
-    for i in gone:
-        group = _group_of(kept.jobs[i])
-        if group is not None:
-            members[group].discard(i)
-            if not members[group]:
-                del members[group], borrowing[group]
-    changed: dict[int, bool] = {}
-    for group, (member, was) in borrowing.items():
-        if (now_borrowing := borrows(member)) != was:
-            borrowing[group] = (member, now_borrowing)
-            changed.update(dict.fromkeys(members[group], now_borrowing))
-    _join(kept, ((i, now[i]) for i in new), borrows)
-    return changed
+def _merged(items: list[Item], fresh: list[Item]) -> list[Item]:
+    """Two lists sorted by key (no key in both) as one. A few fresh items are put in their places, found
+    by bisection, so the long list is not compared item by item again (as a sort would, to find it sorted)."""
+    if len(fresh) * 32 >= len(items):
+        items.extend(fresh)
+        items.sort(key=_key_of)  # two sorted runs: one merge
+        return items
+    merged: list[Item] = []
+    start = 0
+    for item in fresh:
+        at = bisect_left(items, item[0], lo=start, key=_key_of)
+        merged += items[start:at]
+        merged.append(item)
+        start = at
+    merged += items[start:]
+    return merged
 
 
-def _join(kept: _Kept, jobs: Iterable[tuple[int, Job]], borrows: Callable[[Job], bool]) -> None:
-    assert kept.members is not None and kept.borrowing is not None
+def _borrowers_last(kept: _Kept, borrows: Callable[[Job], bool]) -> list[Item]:
+    """The kept order with the jobs of groups that borrow now moved after all others (a stable split)."""
+    if kept.members is None:
+        kept.members = {}
+        _join(kept.members, kept.jobs.items())
+    jobs = kept.jobs
+    late = [members for members in kept.members.values() if borrows(jobs[next(iter(members))])]
+    if not late:
+        return kept.items
+    last = set().union(*late)
+    items = kept.items
+    borrowing = [id(item[1]) in last for item in items]
+    return [*compress(items, map(not_, borrowing)), *compress(items, borrowing)]
+
+
+def _join(members: dict[Group, set[int]], jobs: Iterable[tuple[int, Job]]) -> None:
     for i, job in jobs:
         group = _group_of(job)
         if group is not None:
-            kept.members.setdefault(group, set()).add(i)
-            if group not in kept.borrowing:
-                kept.borrowing[group] = (job, borrows(job))
+            found = members.get(group)
+            if found is None:
+                members[group] = {i}
+            else:
+                found.add(i)
+
+
+def _leave(members: dict[Group, set[int]], jobs: Iterable[tuple[int, Job]]) -> None:
+    for i, job in jobs:
+        group = _group_of(job)
+        if group is not None:
+            found = members[group]
+            found.discard(i)
+            if not found:
+                del members[group]
 
 
 def _group_of(job: Job) -> Group | None:
