@@ -1,6 +1,10 @@
+import random
 from datetime import UTC, datetime, timedelta
 
-from corral.sched import BACKFILL_BLOCKED, RESERVED, RESOURCES, Plan, Snapshot, get_policy, schedule
+from corral.model import Job, LiveAllocation, Node, RunningJob
+from corral.sched import BACKFILL_BLOCKED, RESERVED, RESOURCES, Plan, Reservation, Snapshot, get_policy, schedule
+from corral.sched.backfill import find_reservation, release_times
+from corral.sched.placement import find_placement
 from corral.testing import JobBuilder, live_alloc, make_job, make_node, running_job, snapshot
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
@@ -113,3 +117,47 @@ def test_only_the_first_blocked_job_is_reserved() -> None:
 def test_a_job_that_never_fits_is_not_reserved() -> None:
     plan = run(half_busy(make_job("huge").gpus(16).priority(9), make_job("big").gpus(8)))
     assert [r.job_id for r in plan.reservations] == ["big"]
+
+
+def _reservation_releasing_everything(job: Job, snap: Snapshot) -> Reservation | None:
+    """The reservation as the timeline defines it: every release, on every node, in time order."""
+    view = snap.view(get_policy("default").gpu_ranker, get_policy("default").cpu_ranker)
+    held = snap.allocations_of()
+    events = release_times(snap, NOW)
+    for when in sorted({when for when, _ in events}):
+        view.release(a for at, job_id in events if at == when for a in held.get(job_id, ()))
+        placement = find_placement(view, job)
+        if placement is not None:
+            return Reservation(job.id, when, placement.gpu_type, placement.allocations)
+    return None
+
+
+def test_a_reservation_for_some_gpu_types_equals_one_releasing_every_node() -> None:
+    """Releases on nodes without the job's types are skipped; the reservation must not change."""
+    rng = random.Random(17)
+    types = ("H100", "A100", "L4")
+    for trial in range(150):
+        nodes: list[Node] = []
+        for i in range(rng.randint(1, 6)):
+            built = make_node(f"n{i}").gpus(rng.choice((2, 4, 8)), rng.choice(types)).cpus(16)
+            if rng.random() < 0.2:  # a node with two types
+                built = built.gpus(2, rng.choice(types))
+            nodes.append(built.build())
+        live: list[LiveAllocation] = []
+        running: list[RunningJob] = []
+        for n, node in enumerate(nodes):
+            free = [g.index for g in node.gpus]
+            rng.shuffle(free)
+            while free and rng.random() < 0.8:
+                taken = [free.pop() for _ in range(min(len(free), rng.randint(1, 4)))]
+                job_id = f"r{n}-{len(live)}"
+                live.append(live_alloc(job_id, node.name, sorted(taken), cpus=rng.choice((0, 2, 8))))
+                limit = rng.choice((None, HOUR, 2 * HOUR, 3 * HOUR))
+                running.append(running_job(job_id, NOW, ran_s=rng.choice((0.0, 600.0)), time_limit_s=limit))
+        builder = make_job("blocked").gpus(rng.choice((1, 2, 4, 8))).nodes(rng.choice((1, 1, 2)))
+        builder = builder.types(*rng.sample(types, rng.randint(0, 2)))
+        job = (builder.cpus(4) if rng.random() < 0.5 else builder).build()
+        snap = snapshot(nodes=nodes, live=live, running=running, pending=[job])
+        expected = _reservation_releasing_everything(job, snap)
+        got = find_reservation(job, snap, get_policy("default"), NOW, taken=())
+        assert got == expected, f"trial {trial}"

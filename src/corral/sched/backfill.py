@@ -12,7 +12,8 @@ reservation's allocations. The guard is conservative: a job fitting it leaves th
 reservation's resources untouched at every time.
 
 Bound: one reservation per cycle; finding it costs one ``find_placement`` per distinct
-release time of the running jobs, and building the two views costs one pass over the nodes.
+release time of the running jobs (that frees anything on the nodes the job could use), and
+building the two views costs one pass over the nodes.
 """
 
 from __future__ import annotations
@@ -59,13 +60,28 @@ def find_reservation(
     held = snapshot.allocations_of()
     future = _less(snapshot, policy, taken, free)
     events = release_times(snapshot, now, stopped)
-    i = 0
+    request = job.request
+    # A job limited to some GPU types can only be placed on nodes with GPUs of one of them: what is
+    # released elsewhere cannot change where (or whether) it fits, so it is not released at all.
+    types = frozenset(request.gpu_types) if request.gpus_per_node > 0 and request.gpu_types else None
+    nodes = future.nodes
+    i, tried = 0, False
     while i < len(events):
         when, freed = events[i][0], list[Allocation]()
         while i < len(events) and events[i][0] == when:
-            freed.extend(held.get(events[i][1], ()))
+            if types is None:
+                freed.extend(held.get(events[i][1], ()))
+            else:
+                freed.extend(
+                    a
+                    for a in held.get(events[i][1], ())
+                    if (node := nodes.get(a.node)) is not None and not types.isdisjoint(node.gpu_types)
+                )
             i += 1
+        if tried and not freed:
+            continue  # nothing it could use was released: it still does not fit
         future.release(freed)
+        tried = True
         placement = find_placement(future, job)
         if placement is not None:
             return Reservation(job.id, when, placement.gpu_type, placement.allocations)
