@@ -1,6 +1,9 @@
 from datetime import UTC, datetime
 
+from corral.model import TeamQuota
 from corral.sched import PREEMPTING, Plan, Preemption, Snapshot, get_policy, schedule
+from corral.sched.preempt import Preemptor
+from corral.sched.quota import QuotaLedger
 from corral.testing import JobBuilder, live_alloc, make_job, make_node, running_job, snapshot
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
@@ -174,3 +177,29 @@ def test_a_plan_names_the_searches_that_went_through_every_node() -> None:
         pending=[make_job("high").gpus(8).priority(5)],
     )
     assert run(pinned).exhausted_searches == ("high",)
+
+
+def test_nodes_passed_over_by_level_still_end_a_search_early_when_they_could_not_do_better() -> None:
+    """A job over its team's nominal quota scans only nodes with a victim below its level; a node passed
+    over that comes after the best option in cost order still means the search did not need the rest."""
+
+    def search(high_ran_s: float) -> tuple[str, ...]:
+        snap = snapshot(
+            nodes=[make_node("n1").gpus(8), make_node("n2").gpus(8)],
+            live=[live_alloc("low", "n1", range(8)), live_alloc("higher", "n2", range(8))],
+            running=[
+                running_job("low", NOW, ran_s=HOUR, preemptible=True, team="t"),
+                running_job("higher", NOW, ran_s=high_ran_s, priority=9, preemptible=True, team="t"),
+            ],
+            quotas={"t": {"H100": TeamQuota(nominal=0.0)}},  # every job of t borrows
+        )
+        job = make_job("high").gpus(8).priority(5).team("t").build()
+        quota = QuotaLedger(snap)
+        assert not quota.within_nominal(job, "H100")
+        preemptor = Preemptor(snap, NOW, get_policy("default").level, quota)
+        found = preemptor.find(snap.view(get_policy("default").gpu_ranker, get_policy("default").cpu_ranker), job)
+        assert found is not None and found[1] == ("low",)
+        return tuple(preemptor.exhausted)
+
+    assert search(high_ran_s=2 * HOUR) == ()  # n2 (passed over) costs more: the scan would stop there
+    assert search(high_ran_s=HOUR / 2) == ("high",)  # n2 comes first: after n1 the nodes ran out

@@ -32,12 +32,12 @@ from corral.sched.placement import candidates, find_placement
 from corral.sched.plan import PREEMPTING, Placement, Preemption, Reason
 from corral.sched.quota import QuotaLedger
 from corral.sched.snapshot import CapacityView, NodeCapacity, Snapshot
+from corral.sched.victim_scan import Cost, ScanOrder
 
 EXHAUSTIVE = 8  # victims on one node up to which every subset is tried
 _NEAREST = 1 << 30  # the reach of a search open to any victim: after every narrower reach
 SEARCHES_PER_CYCLE = 64  # victim searches per cycle; jobs blocked after that wait for the next cycle
 
-Cost = tuple[float, int]  # (GPU-seconds lost, jobs newly preempted)
 _Option = tuple[Cost, str, tuple[str, ...]]  # (cost, node, victims on it)
 
 
@@ -97,27 +97,25 @@ class Preemptor:
             held = held_by[job_id]
             for node in (held[0].node,) if len(held) == 1 else sorted({a.node for a in held}):
                 self.on_node.setdefault(node, []).append(job_id)
-        self._stopping_on: set[str] = set()
-        self._lowest_on: dict[str, float] = {}  # per node, the lowest level of its preemptible victims: a job
-        # at or below it that may not reclaim quota finds no victim there unless one is stopping (``_eligible``)
+        stopping_on: set[str] = set()
+        lowest_on: dict[str, float] = {}  # per node, the lowest level of its preemptible victims
         order: list[tuple[Cost, str]] = []
         for name, victims in self.on_node.items():
             cheapest, lowest_here = self.cost[victims[0]], math.inf
             for v in victims:
                 victim = self.jobs[v]
                 if victim.stopping:
-                    self._stopping_on.add(name)
+                    stopping_on.add(name)
                 if victim.preemptible and self._levels[v] < lowest_here:
                     lowest_here = self._levels[v]
                 if (cost := self.cost[v]) < cheapest:
                     cheapest = cost
-            self._lowest_on[name] = lowest_here
+            lowest_on[name] = lowest_here
             order.append((cheapest, name))
         order.sort()
-        self._node_order = order
+        self._scan = ScanOrder(order, lowest_on, stopping_on)
         self.searches = 0
         self.exhausted: dict[str, None] = {}  # jobs whose search scanned every node it was given (in order)
-        self._orders: dict[str | None, list[tuple[Cost, str]]] = {}
         self._subsets: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
         self.taken: set[str] = set()
         self._any_stopping = any_stopping
@@ -310,13 +308,13 @@ class Preemptor:
         within = self.quota is None or self.quota.within_nominal(job, gpu_type)
         if self._own_team is not None and self.quota is not None:
             self._scope = self.quota.blocking_level(job, gpu_type)
-        for bound, name in self._order_for(view, gpu_type):
-            if len(costs) >= request.nodes and bound >= costs[request.nodes - 1]:
+        nodes, need, last = view.nodes, request.nodes, -1
+        scan = self._scan.every(view, gpu_type) if within else self._scan.below(view, gpu_type, level)
+        for bound, name, of_type, at in scan:
+            if len(costs) >= need and bound >= costs[need - 1]:
                 break
-            node = view.nodes.get(name)
-            if name in free or node is None or (gpu_type is not None and len(node.indices(gpu_type)) < slots):
-                continue
-            if not within and name not in self._stopping_on and self._lowest_on[name] >= level:
+            last = at
+            if of_type < slots or name in free or (node := nodes.get(name)) is None:
                 continue
             eligible = [v for v in self.on_node[name] if self._eligible(v, job.team, level, within)]
             found = self._cheapest_on_node(node, request, gpu_type, eligible) if eligible else None
@@ -325,22 +323,15 @@ class Preemptor:
                 options.append((total, name, found))
                 insort(costs, total)
         else:
-            self.exhausted[job.id] = None
+            # Reaching the end of the nodes passed over some (``below``) only: the scan stopped short
+            # when the last of those left could not beat the options found (the order rises by cost).
+            every = self._scan.every(view, gpu_type)
+            if not (last + 1 < len(every) and len(costs) >= need and every[-1][0] >= costs[need - 1]):
+                self.exhausted[job.id] = None
         if len(options) < request.nodes:
             return None
         chosen = sorted(options)[: request.nodes]
         return tuple(sorted({v for _, _, victims in chosen for v in victims}))
-
-    def _order_for(self, view: CapacityView, gpu_type: str | None) -> list[tuple[Cost, str]]:
-        """The nodes hosting victims that have GPUs of the type, cheapest victim first (kept for the cycle)."""
-        order = self._orders.get(gpu_type)
-        if order is None:
-            order = self._orders[gpu_type] = [
-                (bound, name)
-                for bound, name in self._node_order
-                if gpu_type is None or ((node := view.nodes.get(name)) is not None and node.indices(gpu_type))
-            ]
-        return order
 
     def _cheapest_on_node(
         self, node: NodeCapacity, request: Request, gpu_type: str | None, eligible: list[str]
@@ -359,7 +350,7 @@ class Preemptor:
                 left -= count
                 smallest += 1
             for subset in self._cheapest_first(tuple(eligible), smallest):
-                if sum(frees[v] for v in subset) >= short and fits_without(
+                if sum(map(frees.__getitem__, subset)) >= short and fits_without(
                     node, request, gpu_type, [a for v in subset for a in freed[v]]
                 ):
                     return subset
