@@ -90,7 +90,10 @@ def _choose_on(view: CapacityView, request: Request, gpu_type: str | None) -> li
     whole_gpus = gpu_type is not None and request.gpus_per_node > 0 and not request.fractional
     if request.nodes > 1 and request.topology is not None and whole_gpus:
         assert gpu_type is not None
-        return _by_domain(((n, n) for n in _whole_nodes(view, request, gpu_type)), request, _whole_choice)
+        nodes = view.nodes_with_empty(gpu_type, request.gpu_slots_per_node)
+        if NodeCapacity.host_matters(request):
+            nodes = (n for n in nodes if n.fits_host(request))
+        return _by_domain(((n, n) for n in nodes), request, _whole_choice)
     return _choose(candidates(view, request, gpu_type), request)
 
 

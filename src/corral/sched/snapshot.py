@@ -186,6 +186,11 @@ class NodeCapacity:
             and (not request.container or bool(self.node.container_runtime))
         )
 
+    @staticmethod
+    def host_matters(request: Request) -> bool:
+        """Whether ``fits_host`` can turn any node away for this request (else it is always true)."""
+        return request.cpus_per_node is not None or request.memory_mb_per_node is not None or request.container
+
     def index_entries(self) -> tuple[tuple[tuple[str, int], ...], tuple[tuple[str, float, int], ...]]:
         """What ``CapacityView`` indexes this node under: ``(type, empty GPUs)`` for each type with an
         empty GPU, and ``(type, remaining, index)`` for each partly allocated GPU."""
