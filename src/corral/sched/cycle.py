@@ -202,8 +202,19 @@ class _Cycle:
         if quota is None:
             return None
 
+        said: dict[tuple[str, float, str], str | None] = {}  # the quota's answer depends on these alone
+
+        def admits(job: Job, gpu_type: str) -> str | None:
+            key = (job.team, job.request.total_gpus, gpu_type)
+            if key not in said:
+                said[key] = quota.admits(job, gpu_type)
+            return said[key]
+
         def reason(job: Job, request: Request) -> str | None:
-            problems = _quota_problems(quota, job, view) if request.gpus_per_node > 0 else {}
+            if request.gpus_per_node <= 0:
+                return None
+            types = job.request.gpu_types or view.gpu_types
+            problems = {t: admits(job, t) for t in types if t in view.gpu_types}
             blocked = bool(problems) and all(problem is not None for problem in problems.values())
             return _over_quota(problems) if blocked else None
 
