@@ -252,8 +252,10 @@ def test_a_service_replica_serves_from_its_container_through_the_gateway(podman_
 @pytest.mark.timeout(90)
 def test_a_gang_meets_at_master_addr_across_containers(podman_gang_cluster):
     cluster, podman = podman_gang_cluster
+    # Rank 0 hands the connection to `cat`: a bare `nc -l` with no input half-closes the connection at
+    # once, and a client that sees that before it has read its own input exits 0 without sending.
     command = (
-        'if [ "$NODE_RANK" = 0 ]; then nc -l -p "$MASTER_PORT"; '
+        'if [ "$NODE_RANK" = 0 ]; then nc -l -p "$MASTER_PORT" -e sh -c "cat >&2"; '
         "else for i in $(seq 1 300); do "
         'echo "hello from rank $RANK of $WORLD_SIZE" | nc "$MASTER_ADDR" "$MASTER_PORT" && exit 0; sleep 0.2; '
         "done; exit 1; fi"
