@@ -306,11 +306,12 @@ class _Cycle:
 def _order_key(
     order: Callable[[Job], tuple[int, ...]], tables: tuple[dict[str, float], dict[str, float]] | None
 ) -> Callable[[Job], tuple[object, ...]]:
-    """The queue's sort key (``ordered`` puts jobs that would borrow after the others)."""
+    """The queue's sort key (``ordered`` puts jobs that would borrow after the others): one flat tuple,
+    which compares faster than nested ones (a policy's order has the same length for every job)."""
     if tables is None:
-        return lambda job: (order(job), job.id)
+        return lambda job: (*order(job), job.id)
     share = share_key_of(*tables)
-    return lambda job: (-job.priority, share(job), order(job), job.id)
+    return lambda job: (-job.priority, *share(job), *order(job), job.id)
 
 
 def _quota_problems(quota: QuotaLedger, job: Job, view: CapacityView) -> dict[str, str | None]:

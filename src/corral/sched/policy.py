@@ -23,7 +23,8 @@ class Policy:
     """The knobs of one scheduling policy.
 
     ``job_order`` sorts pending jobs (lowest first; the job id breaks ties); it reads the job
-    alone, so a job keeps its place from one cycle to the next (``order``). The rankers
+    alone, so a job keeps its place from one cycle to the next (``order``), and gives every job a
+    tuple of the same length. The rankers
     order candidate nodes (lowest first; the node name breaks ties) from the node's own
     free capacity, for GPU jobs and for CPU-only jobs. ``backfill`` reserves resources for
     the highest-priority blocked job (EASY backfill); ``preemption`` stops lower-priority,
