@@ -71,11 +71,12 @@ class Preemptor:
         self._by_team: dict[str, list[str]] = {}
         lowest: int | None = None
         any_stopping = reclaimable = False
+        borrows = _borrowing_of(quota)
         for r in snapshot.running:
             held = held_by.get(r.id)
             if not held:
                 continue
-            borrowing = quota is not None and quota.borrowing(r.id)
+            borrowing = borrows is not None and borrows(r.id)
             if not (r.preemptible or r.stopping or borrowing):
                 continue
             job_id = r.id
@@ -367,6 +368,25 @@ class Preemptor:
             if fits_without(node, request, gpu_type, [a for c in rest for a in freed[c]]):
                 chosen = rest
         return tuple(sorted(chosen))
+
+
+def _borrowing_of(quota: QuotaLedger | None) -> Callable[[str], bool] | None:
+    """``quota.borrowing``, asked once per team and GPU type (what its answer depends on)."""
+    if quota is None:
+        return None
+    holding, known = quota.holding, dict[tuple[str, str], bool]()
+
+    def borrowing(running_job_id: str) -> bool:
+        held = holding.get(running_job_id)
+        if held is None:
+            return False
+        key = (held[0], held[1])
+        found = known.get(key)
+        if found is None:
+            found = known[key] = quota.borrowing(running_job_id)
+        return found
+
+    return borrowing
 
 
 def _priority(job: Job | RunningJob) -> int:
