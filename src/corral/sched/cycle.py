@@ -186,7 +186,7 @@ class _Cycle:
         quota, request = self.quota, job.request
         if quota is None or request.gpus_per_node <= 0:
             return job
-        problems = _quota_problems(quota, job, view)
+        problems = _quota_problems(quota.admits, job, view)
         allowed = tuple(t for t, problem in problems.items() if problem is None)
         if problems and not allowed:
             self.over_quota[job.id] = _over_quota(problems)
@@ -211,10 +211,7 @@ class _Cycle:
             return said[key]
 
         def reason(job: Job, request: Request) -> str | None:
-            if request.gpus_per_node <= 0:
-                return None
-            types = job.request.gpu_types or view.gpu_types
-            problems = {t: admits(job, t) for t in types if t in view.gpu_types}
+            problems = _quota_problems(admits, job, view) if request.gpus_per_node > 0 else {}
             blocked = bool(problems) and all(problem is not None for problem in problems.values())
             return _over_quota(problems) if blocked else None
 
@@ -314,11 +311,11 @@ def _order_key(
     return lambda job: (-job.priority, *share(job), *order(job), job.id)
 
 
-def _quota_problems(quota: QuotaLedger, job: Job, view: CapacityView) -> dict[str, str | None]:
+def _quota_problems(admits: Callable[[Job, str], str | None], job: Job, view: CapacityView) -> dict[str, str | None]:
     """Per GPU type the job accepts (of those the cluster has, in its order): None where its team's
-    quota admits it now, else why not."""
+    quota admits it now (``QuotaLedger.admits``), else why not."""
     request = job.request
-    return {t: quota.admits(job, t) for t in (request.gpu_types or view.gpu_types) if t in view.gpu_types}
+    return {t: admits(job, t) for t in (request.gpu_types or view.gpu_types) if t in view.gpu_types}
 
 
 def _over_quota(problems: dict[str, str | None]) -> str:

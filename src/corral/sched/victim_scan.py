@@ -28,10 +28,9 @@ class ScanOrder:
         if order is None:
             order = []
             for bound, name in self._by_cost:
-                node = view.nodes.get(name)
                 if gpu_type is None:
                     order.append((bound, name, 0, len(order)))
-                elif node is not None and (of_type := len(node.indices(gpu_type))):
+                elif (node := view.nodes.get(name)) is not None and (of_type := len(node.indices(gpu_type))):
                     order.append((bound, name, of_type, len(order)))
             self._every[gpu_type] = order
         return order
