@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 pytestmark = pytest.mark.e2e
+
+NODE_TIMEOUT_S = 10.0  # the head's default, as `corral up` starts it
 
 
 def _daemons(cluster) -> dict[int, str]:
@@ -32,11 +36,18 @@ def test_up_is_idempotent_and_down_up_keeps_finished_jobs(cluster):
     assert again.stdout.strip() == cluster.url
     assert _daemons(cluster) == daemons, "a second `corral up` must not start anything"
 
+    survivor = cluster.run("--gpus", "1", "--max-restarts", "0", command="sleep 3")
+    deadline = time.monotonic() + 30
+    while cluster.show(survivor)["state"] != "RUNNING":
+        assert time.monotonic() < deadline, cluster.show(survivor)
+        time.sleep(0.2)
+
     down = cluster.cli("down")
     assert down.returncode == 0, down.stderr
     assert cluster.processes() == {}, "corral down left processes running"
     assert cluster.cli("jobs").returncode == 3
 
+    time.sleep(NODE_TIMEOUT_S + 0.5)  # down for longer than the node timeout: no node may be declared lost for it
     up = cluster.cli("up")  # no options: the same port, agents and GPUs as before
     assert up.returncode == 0, up.stderr
     assert up.stdout.strip() == cluster.url
@@ -50,6 +61,11 @@ def test_up_is_idempotent_and_down_up_keeps_finished_jobs(cluster):
     assert (shown["state"], shown["exit_code"]) == ("FAILED", 3)
     assert "exit code 3" in shown["reason"]
     assert cluster.ok("logs", ok) == "kept\n"
+
+    # Stopped by `down`, it runs again after `up`: an interruption spends no restart budget, and no
+    # attempt was placed on a node whose agent was leaving.
+    cluster.wait_ok(survivor)
+    assert cluster.show(survivor)["restarts"] == 1
 
     nodes = cluster.json("nodes")
     assert sorted(n["name"] for n in nodes) == ["local-1", "local-2"]

@@ -105,9 +105,9 @@ class Agent:
     async def _final_report(self) -> None:
         await self._ship_logs()
         reports = self.tasks.reports(hold_exit=False)
-        if reports:
-            await self.api.heartbeat(self.options.name, HeartbeatRequest(tasks=reports, applied_version=self.version))
-            self.tasks.acknowledge(reports)  # the next agent need not report them again
+        farewell = HeartbeatRequest(tasks=reports, applied_version=self.version, leaving=True)
+        await self.api.heartbeat(self.options.name, farewell)  # the head places nothing more here
+        self.tasks.acknowledge(reports)  # the next agent need not report them again
 
     async def _find_earlier_tasks(self) -> Found:
         """Tasks an earlier agent on this node ran, to report when registering: those still running

@@ -119,3 +119,7 @@ class HeartbeatRequest(BaseModel):
     applied_version: int = Field(default=-1, description="the newest desired-state version the agent has acted on")
     samples: list[GpuSample] = Field(default_factory=list, description="the latest reading of every GPU")
     health_problem: str = Field(default="", description="why the node's health command failed; empty if it passed")
+    leaving: bool = Field(
+        default=False,
+        description="the agent is shutting down: its node takes no new work until an agent registers again",
+    )

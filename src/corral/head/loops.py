@@ -50,9 +50,11 @@ async def schedule_loop(rt: HeadRuntime, policy: Policy) -> None:
 
 
 async def liveness_loop(rt: HeadRuntime, interval_s: float = 1.0) -> None:
+    """Runs while this head leads; nodes are judged on their silence since it began to."""
+    watching_since = rt.clock.now()
     while True:
         try:
-            await asyncio.to_thread(check_nodes, rt)
+            await asyncio.to_thread(check_nodes, rt, watching_since)
             await asyncio.to_thread(check_time_limits, rt)
         except Exception:
             log.exception("liveness check failed")

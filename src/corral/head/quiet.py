@@ -29,7 +29,7 @@ def fingerprint(req: HeartbeatRequest) -> tuple[tuple[Any, ...], tuple[Any, ...]
     """What in a heartbeat can change the head's state: the task reports, and the node's health."""
     reports = tuple(sorted(report_key(r) for r in req.tasks))
     errors = tuple(sorted((s.index, s.ecc_uncorrectable, s.xid_errors) for s in req.samples))
-    return reports, (req.health_problem, bool(req.samples), errors)
+    return reports, (req.health_problem, bool(req.samples), errors, req.leaving)
 
 
 @dataclass(frozen=True)

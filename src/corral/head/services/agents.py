@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import UTC, datetime
 from typing import cast
 
@@ -143,8 +144,13 @@ def heartbeat(rt: HeadRuntime, node: str, token: str, req: HeartbeatRequest) -> 
                 release(session, task, TaskState.EXITED, now, None, "stopped before it started")
             else:
                 _lose(session, task, now, f"the agent on {node} does not run it")
+        if req.leaving:
+            _leave(session, row, now, reported)
         version = session.info.get("bumped_nodes", {}).get(node, row.desired_version)
         token_hash = row.token_hash
+    if req.leaving:
+        rt.quiet.forget(node)
+        return DesiredState(version=version, tasks=[], stop_grace_s={}).model_dump_json().encode()
     if version <= req.applied_version:
         # An agent applies a desired state only when its version is newer than the one it has: the tasks
         # of a version it has applied would be read, sent and parsed for nothing. (A change committed
@@ -252,6 +258,23 @@ def _apply_report(
         task_running(session, task, job, now)
     else:
         task_exited(session, task, job, now, report.exit_code, report.detail, report.interrupted)
+
+
+def _leave(session: Session, row: NodeRow, now: datetime, reported: Collection[str]) -> None:
+    """The node's agent is shutting down: the node takes no work until an agent registers again, and the
+    jobs of tasks it will not run (handed out, not started) are queued again, as its stopped ones are."""
+    why = "its agent shut down; the node takes work again once an agent registers"
+    row.state = NodeState.NOT_READY.value
+    row.reason = why
+    bump_node(session, row.name)
+    record_event(session, now, "node.not_ready", why, node=row.name)
+    for task in _live_tasks(session, row.name):
+        if task.id in reported:
+            continue
+        job = session.scalar(select(JobRow).where(JobRow.id == task.job_id))
+        if job is not None:
+            task_exited(session, task, job, now, None, "its agent shut down before starting it", interrupted=True)
+    wake_scheduler(session)
 
 
 def _lose(session: Session, task: TaskRow, now: datetime, why: str) -> None:

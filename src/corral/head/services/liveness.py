@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import select
 
@@ -15,11 +15,17 @@ from corral.head.store.tables import JobRow, NodeRow, TaskRow
 from corral.model import JobState, NodeState
 
 
-def check_nodes(rt: HeadRuntime) -> list[str]:
-    """Declare nodes without a heartbeat for the node timeout NOT_READY; their tasks are lost."""
+def check_nodes(rt: HeadRuntime, watching_since: datetime | None = None) -> list[str]:
+    """Declare nodes without a heartbeat for the node timeout NOT_READY; their tasks are lost.
+
+    ``watching_since``: when this head began to watch (it started, or took over the lead). Silence
+    counts only from then: while no head ran, agents had no one to answer them, and a head that was
+    down longer than the node timeout must not declare every node lost before they reach it again."""
     write_heard(rt)  # quiet heartbeats this head answered from memory count too
     now = rt.clock.now()
     deadline = now - timedelta(seconds=rt.settings.node_timeout_s)
+    if watching_since is not None and watching_since > deadline:
+        return []
     with rt.read() as session:
         late = list(
             session.scalars(
