@@ -42,3 +42,11 @@ def test_nodes_show_one_mark_per_gpu_and_the_queue_says_why():
     assert "waiting for 2 free GPUs" in text
     assert "j-3" not in text
     assert "1 running, 1 pending" in text
+
+
+def test_names_and_reasons_are_shown_as_they_are_not_read_as_markup():
+    nodes = [{"name": "n[1]", "state": "NOT_READY", "reason": "[/] lost", "gpus": [gpu(0)]}]
+    pending = {**job("j-1", "PENDING", "waiting [bold]x"), "name": "[/]train", "user": "[red]ada"}
+    text = render(nodes, [pending])
+    for shown in ("n[1]", "[/] lost", "waiting [bold]x", "[/]train", "[red]ada"):
+        assert shown in text

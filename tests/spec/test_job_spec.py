@@ -285,3 +285,22 @@ def test_yaml_scalars_in_a_command_become_strings():
         "--epochs",
         "3",
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "key"),
+    [
+        ("name: a\ncommand: echo a\ncommand: echo b\n", "line 3, column 1", "'command' is given twice (first on line 2)"),
+        ("command: x\nresources: {gpus: 1, gpus: 2}\n", "line 2, column 22", "'gpus' is given twice (first on line 2)"),
+    ],
+)
+def test_a_key_given_twice_is_refused_not_silently_overwritten(text, where, key):
+    with pytest.raises(SpecError) as refused:
+        load_job_yaml(text, "train.yaml")
+    message = str(refused.value)
+    assert f"train.yaml is not valid YAML at {where}" in message and key in message
+
+
+def test_keys_merged_in_may_still_be_overridden():
+    spec = load_job_yaml("command: x\nenv:\n  <<: {A: '1', B: '2'}\n  A: '3'\n")
+    assert spec.env == {"A": "3", "B": "2"}

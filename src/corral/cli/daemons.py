@@ -15,7 +15,7 @@ DEFAULT_PORT = 8470
 
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="address to listen on (0.0.0.0 for all)")
-@click.option("--port", type=int, default=DEFAULT_PORT, show_default=True)
+@click.option("--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, show_default=True)
 @click.option("--db", "db_url", help="database URL (default: SQLite under CORRAL_HOME; postgresql+psycopg://…)")
 @click.option("--public-url", help="URL clients and agents use to reach this head (default: from host and port)")
 @click.option("--heartbeat-interval", type=float, default=2.0, show_default=True, help="seconds, told to agents")
@@ -206,12 +206,29 @@ def parse_prices(text: str) -> dict[str, float]:
     return prices
 
 
+def _head_urls(value: str) -> str:
+    """The --head value, each URL checked: http(s)://HOST[:PORT], PORT 1-65535."""
+    from urllib.parse import urlsplit
+
+    for url in value.split(","):
+        url = url.strip()
+        try:
+            parts = urlsplit(url)
+            port = parts.port
+        except ValueError as exc:
+            raise click.BadParameter(f"{url!r}: {exc}; expected http://HOST:PORT") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
+            raise click.BadParameter(f"{url!r}: expected http://HOST:PORT (or https://)")
+    return value
+
+
 @click.command()
 @click.option(
     "--head",
     "head_url",
     required=True,
     envvar="CORRAL_HEAD",
+    callback=lambda _ctx, _param, value: _head_urls(value),
     help="the head's URL; several heads sharing one database: URL1,URL2,… (fails over between them)",
 )
 @click.option("--token", required=True, envvar="CORRAL_JOIN_TOKEN", help="the join token (`corral join-token`)")

@@ -140,7 +140,9 @@ def _wait_nodes(api: HeadApi, names: list[str], fresh: set[str], since: datetime
     help="agents (nodes) to run  [default: as many as the last `up`, or 1]",
 )
 @click.option("--fake-gpus", help="GPUs every agent pretends to have: 8xH100:80GB or 4xA100:40GB,2xL4:24GB")
-@click.option("--port", type=int, help=f"head port (default {DEFAULT_PORT}, or a free one if taken)")
+@click.option(
+    "--port", type=click.IntRange(1, 65535), help=f"head port (default {DEFAULT_PORT}, or a free one if taken)"
+)
 @click.option("--db", "db_url", help="database URL (default: SQLite under CORRAL_HOME)")
 @click.option(
     "--storage-root",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -25,16 +26,41 @@ def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
 
 
+class Styled(str):
+    """Text with rich markup of Corral's own (``styled_state``); every other value is printed as it is."""
+
+
+UNBOUNDED_WIDTH = 100_000  # not a terminal: one line per row, whatever its length, for reading back
+
+
 def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     from rich.console import Console  # imported on use: it is the slowest import of a short command
+    from rich.markup import escape
     from rich.table import Table
 
-    grid = Table(title=title, box=None, header_style="bold", pad_edge=False, title_justify="left")
+    def cell(value: Any) -> str:
+        if value is None:
+            return ""
+        return value if isinstance(value, Styled) else escape(str(value))
+
+    grid = Table(
+        title=None if title is None else escape(title),
+        box=None,
+        header_style="bold",
+        pad_edge=False,
+        title_justify="left",
+    )
     for column in columns:
-        grid.add_column(column, overflow="fold")
+        grid.add_column(escape(column), overflow="fold")
     for row in rows:
-        grid.add_row(*("" if v is None else str(v) for v in row))
-    Console(soft_wrap=False).print(grid)
+        grid.add_row(*(cell(v) for v in row))
+    Console(soft_wrap=False, width=output_width()).print(grid)
+
+
+def output_width() -> int | None:
+    """None (the terminal's width) on a terminal; when stdout is a file or a pipe, no limit, so that
+    rows are never folded across lines (unless COLUMNS sets one)."""
+    return None if sys.stdout.isatty() or os.environ.get("COLUMNS") else UNBOUNDED_WIDTH
 
 
 def ago(value: str | None, now: datetime | None = None) -> str:
@@ -90,9 +116,11 @@ STATE_STYLE = {
 }
 
 
-def styled_state(state: str) -> str:
+def styled_state(state: str) -> Styled:
+    from rich.markup import escape
+
     style = STATE_STYLE.get(state)
-    return f"[{style}]{state}[/]" if style else state
+    return Styled(f"[{style}]{state}[/]" if style else escape(state))
 
 
 def render(output: str, data: Any, as_table: Callable[[Any], None]) -> None:

@@ -151,7 +151,7 @@ def delete(name: str) -> None:
 @click.option("--head", "head_url", help="the head's URL (default: CORRAL_HEAD, or CORRAL_HOME's config)")
 @click.option("--token", help="a token to read the head with (default: CORRAL_TOKEN, or CORRAL_HOME's config)")
 @click.option("--host", default="127.0.0.1", show_default=True, help="address to listen on (0.0.0.0 for all)")
-@click.option("--port", type=int, default=8480, show_default=True)
+@click.option("--port", type=click.IntRange(1, 65535), default=8480, show_default=True)
 def gateway(head_url: str | None, token: str | None, host: str, port: int) -> None:
     """Run a gateway apart from the head: HOST:PORT/s/SERVICE/... goes to a ready replica.
 

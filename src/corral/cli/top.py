@@ -26,6 +26,7 @@ def _gpu_cell(gpu: dict[str, Any]) -> str:
 
 def frame(nodes: list[dict[str, Any]], jobs: list[dict[str, Any]], now: str) -> Any:
     from rich.console import Group
+    from rich.markup import escape
     from rich.table import Table
     from rich.text import Text
 
@@ -39,12 +40,12 @@ def frame(nodes: list[dict[str, Any]], jobs: list[dict[str, Any]], now: str) -> 
         mean = f"{sum(readings) / len(readings):.0f}%" if readings else "-"
         style = STATE_STYLE.get(node["state"], "")
         grid.add_row(
-            node["name"],
+            escape(node["name"]),
             f"[{style}]{node['state']}[/]" if style else node["state"],
             "".join(_gpu_cell(g) for g in gpus) or "-",
             mean,
             f"{used}/{len(gpus)}",
-            node.get("reason", ""),
+            escape(node.get("reason", "")),
         )
     queue = Table(title="queue", title_justify="left", box=None, header_style="bold", expand=True)
     for column in ("JOB", "NAME", "STATE", "USER", "GPUS", "PRIO"):
@@ -56,12 +57,12 @@ def frame(nodes: list[dict[str, Any]], jobs: list[dict[str, Any]], now: str) -> 
         style = STATE_STYLE.get(job["state"], "")
         queue.add_row(
             job["id"],
-            job["name"],
+            escape(job["name"]),
             f"[{style}]{job['state']}[/]",
-            job["user"],
+            escape(job["user"]),
             f"{job['nodes']}×{job['gpus_per_node']}",
             str(job["priority"]),
-            where,
+            escape(where),
         )
     counts = {s: sum(1 for j in jobs if j["state"] == s) for s in ("RUNNING", "PENDING")}
     summary = Text(

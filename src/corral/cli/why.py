@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from corral.cli.context import api
-from corral.cli.render import output_option, render, styled_state, table
+from corral.cli.render import output_option, render, table
 
 _SHOWN_NODES = 4
 
@@ -19,7 +19,7 @@ def _nodes_text(nodes: list[str]) -> str:
 
 
 def _why_table(out: dict[str, Any]) -> None:
-    click.echo(f"{out['job_id']} {styled_state(out['state'])}: {out['reason']}")
+    click.echo(f"{out['job_id']} {out['state']}: {out['reason']}")
     need = out["nodes_needed"]
     click.echo(f"needs {need} node{'s' if need != 1 else ''} that fit at once")
     table(

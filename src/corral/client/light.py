@@ -88,11 +88,16 @@ class _Head:
 
     @classmethod
     def parse(cls, head_url: str) -> _Head:
-        parts = urlsplit(head_url)
+        expected = f"bad head URL {head_url!r}: expected http://HOST:PORT"
+        try:
+            parts = urlsplit(head_url)
+            port = parts.port
+        except ValueError as exc:  # a port past 65535 or not a number, an unclosed IPv6 bracket
+            raise Unreachable(f"{expected} ({exc})") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise Unreachable(f"bad head URL {head_url!r}: expected http://HOST:PORT")
+            raise Unreachable(expected)
         https = parts.scheme == "https"
-        return cls(head_url, https, parts.hostname, parts.port or (443 if https else 80))
+        return cls(head_url, https, parts.hostname, port or (443 if https else 80))
 
     def connection(self, timeout: float | None) -> http.client.HTTPConnection:
         kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection

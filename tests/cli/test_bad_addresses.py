@@ -1,0 +1,36 @@
+"""Ports and head URLs that cannot be used are refused with the option named, never a traceback."""
+
+import pytest
+
+from corral.cli.main import main
+
+
+def exit_code(argv, capsys):
+    with pytest.raises(SystemExit) as ended:
+        main(argv)
+    return ended.value.code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["up", "--agents", "0"], ["head"], ["gateway", "--head", "http://h:1"]])
+@pytest.mark.parametrize("port", ["70000", "0", "-1"])
+def test_a_port_out_of_range_is_bad_usage(command, port, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("CORRAL_HOME", str(tmp_path))
+    code, err = exit_code([*command, "--port", port], capsys)
+    assert code == 2
+    assert "--port" in err and "65535" in err
+
+
+@pytest.mark.parametrize("url", ["http://localhost:99999", "http://localhost:abc", "http://[::1", "ftp://h:1"])
+def test_an_agent_refuses_a_head_url_it_cannot_use(url, capsys):
+    code, err = exit_code(["agent", "--head", f"http://ok:1,{url}", "--token", "t"], capsys)
+    assert code == 2
+    assert "--head" in err and url in err and "http://HOST:PORT" in err
+
+
+@pytest.mark.parametrize("url", ["http://localhost:99999", "http://localhost:abc", "http://[::1"])
+def test_a_client_names_a_head_url_it_cannot_use(url, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("CORRAL_HOME", str(tmp_path))
+    monkeypatch.setenv("CORRAL_HEAD", url)
+    code, err = exit_code(["status"], capsys)
+    assert code == 3
+    assert f"bad head URL {url!r}" in err

@@ -1,0 +1,64 @@
+"""Tables print every value as it is, one line per row when stdout is not a terminal."""
+
+from corral.cli.jobs import _show_table
+from corral.cli.render import styled_state, table
+from corral.cli.why import _why_table
+
+
+def test_values_that_look_like_markup_are_printed_verbatim(capsys):
+    table("[b]title", ["[COL]"], [["[/] [bold]x"], ["[red]y[/]"], [None]])
+    out = capsys.readouterr().out
+    assert "[b]title" in out and "[COL]" in out
+    assert "[/] [bold]x" in out and "[red]y[/]" in out
+
+
+def test_a_state_is_styled_not_printed_as_markup(capsys):
+    table(None, ["STATE"], [[styled_state("PENDING")], [styled_state("[odd]")]])
+    out = capsys.readouterr().out
+    assert "PENDING" in out and "[yellow]" not in out and "[/]" not in out
+    assert "[odd]" in out  # an unknown state is shown as it is
+
+
+def test_rows_are_not_folded_when_stdout_is_not_a_terminal(capsys, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    long = "x" * 300
+    table(None, ["ID", "REASON"], [["j-123456789", long]])
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and long in lines[1]
+
+
+def test_columns_still_sets_the_width(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "60")
+    table(None, ["ID", "REASON"], [["j-1", "x" * 300]])
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) > 2 and all(len(line) <= 60 for line in lines)
+
+
+def show_job(**changes):
+    job = {
+        "id": "j-1",
+        "name": "n",
+        "state": "RUNNING",
+        "user": "u",
+        "team": "t",
+        "priority": 0,
+        "nodes": 1,
+        "gpus_per_node": 1,
+        "gpu_types": [],
+        "command": "sh -c 'echo \"[/] [bold]x\"'",
+        "submitted_at": None,
+        "restarts": 0,
+        "allocation": [],
+    }
+    return {**job, **changes}
+
+
+def test_show_prints_a_command_with_brackets_as_it_is(capsys):
+    _show_table(show_job())
+    assert "sh -c 'echo \"[/] [bold]x\"'" in capsys.readouterr().out
+
+
+def test_why_prints_the_state_without_markup(capsys):
+    _why_table({"job_id": "j-1", "state": "PENDING", "reason": "waiting [x]", "nodes_needed": 1, "groups": []})
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == "j-1 PENDING: waiting [x]"
