@@ -290,7 +290,7 @@ def test_yaml_scalars_in_a_command_become_strings():
 @pytest.mark.parametrize(
     ("text", "where", "key"),
     [
-        ("name: a\ncommand: echo a\ncommand: echo b\n", "line 3, column 1", "'command' is given twice (first on line 2)"),
+        ("name: a\ncommand: a\ncommand: b\n", "line 3, column 1", "'command' is given twice (first on line 2)"),
         ("command: x\nresources: {gpus: 1, gpus: 2}\n", "line 2, column 22", "'gpus' is given twice (first on line 2)"),
     ],
 )
@@ -304,3 +304,23 @@ def test_a_key_given_twice_is_refused_not_silently_overwritten(text, where, key)
 def test_keys_merged_in_may_still_be_overridden():
     spec = load_job_yaml("command: x\nenv:\n  <<: {A: '1', B: '2'}\n  A: '3'\n")
     assert spec.env == {"A": "3", "B": "2"}
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "hint"),
+    [
+        ("command: x\narray: 3\n", "array", "such as 0-99, 1,3,5-7 or 0-99%8, got 3"),
+        ("command: x\narray: [1, 2]\n", "array", "such as 0-99, 1,3,5-7 or 0-99%8, got [1, 2]"),
+        ("command: x\nafter_any: 5\n", "after_any", "a job id or a list of them, such as [j-3fk2a9qz], got 5"),
+        ("command: x\nresources: {gpu_type: 5}\n", "resources.gpu_type", "such as H100 or [H100, A100], got 5"),
+    ],
+)
+def test_a_value_of_the_wrong_kind_is_told_the_form_that_is_valid(text, field, hint):
+    with pytest.raises(SpecError) as refused:
+        load_job_yaml(text)
+    assert str(refused.value).startswith(f"{field}: expected ")
+    assert hint in str(refused.value)
+
+
+def test_one_dependency_may_be_given_without_a_list():
+    assert load_job_yaml("command: x\nafter_ok: j-3fk2a9qz\n").after_ok == ["j-3fk2a9qz"]

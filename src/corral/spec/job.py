@@ -90,6 +90,8 @@ class ResourcesSpec(BaseModel):
             return []
         if isinstance(value, str):
             return [t.strip() for t in value.split(",") if t.strip()]
+        if not isinstance(value, list):
+            raise ValueError(f"expected a GPU type or a list of them, such as H100 or [H100, A100], got {value!r}")
         return value
 
     @field_validator("gpu_type")
@@ -224,6 +226,22 @@ class JobSpec(BaseModel):
     @property
     def mounts(self) -> list[Volume]:
         return [parse_volume(v) for v in self.volumes]
+
+    @field_validator("array", mode="before")
+    @classmethod
+    def _array_text(cls, value: Any) -> Any:
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"expected indices as text, such as 0-99, 1,3,5-7 or 0-99%8, got {value!r}")
+        return value
+
+    @field_validator("after_ok", "after_any", mode="before")
+    @classmethod
+    def _one_or_more_ids(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [value]  # one job, given without a list
+        if value is not None and not isinstance(value, list):
+            raise ValueError(f"expected a job id or a list of them, such as [j-3fk2a9qz], got {value!r}")
+        return value
 
     @field_validator("array")
     @classmethod
