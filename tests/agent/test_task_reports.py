@@ -14,8 +14,8 @@ from corral.api import DesiredTask
 pytestmark = pytest.mark.timeout(20)
 
 
-def _desired(tmp_path: Path, command: str) -> DesiredTask:
-    return DesiredTask(
+def _desired(tmp_path: Path, command: str, **changes: object) -> DesiredTask:
+    desired = DesiredTask(
         task_id="j-1/0/0",
         job_id="j-1",
         generation=0,
@@ -29,12 +29,13 @@ def _desired(tmp_path: Path, command: str) -> DesiredTask:
         checkpoint_dir=str(tmp_path / "ckpt"),
         grace_s=1.0,
     )
+    return desired.model_copy(update=changes)
 
 
-async def _run_to_exit(tmp_path: Path, command: str) -> tuple[TaskSet, asyncio.Event]:
+async def _run_to_exit(tmp_path: Path, command: str, **changes: object) -> tuple[TaskSet, asyncio.Event]:
     changed = asyncio.Event()
     tasks = TaskSet("n1", tmp_path / "work", changed, launch.DescendantTracker())
-    tasks.reconcile([_desired(tmp_path, command)])
+    tasks.reconcile([_desired(tmp_path, command, **changes)])
     [local] = tasks.tasks.values()
     assert local.supervisor is not None
     await asyncio.wait_for(local.supervisor, 10)
@@ -70,5 +71,16 @@ def test_a_task_that_could_not_start_is_reported_exited_at_once(tmp_path):
         await asyncio.wait_for(local.supervisor, 10)
         [report] = tasks.reports()
         assert (report.state, report.exit_code) == ("EXITED", 127)
+
+    asyncio.run(scenario())
+
+
+def test_of_several_processes_on_a_node_the_one_that_failed_is_named_by_its_rank(tmp_path):
+    async def scenario() -> None:
+        command = 'if [ "$RANK" = 5 ]; then exit 9; fi; sleep 5'
+        tasks, _ = await _run_to_exit(tmp_path, command, launcher="per-gpu", rank_offset=4, processes=2)
+        [report] = tasks.reports(hold_exit=False)
+        assert (report.state, report.exit_code) == ("EXITED", 9)
+        assert report.detail == "exit code 9 (the process with RANK 5)"
 
     asyncio.run(scenario())

@@ -460,3 +460,12 @@ def test_a_task_interrupted_by_its_agent_shutting_down_is_requeued_whatever_the_
     assert job["restarts"] == 1
     assert "agent is shutting down" in job["reason"]
     assert head.cycle().placed == 1
+
+
+def test_the_agent_naming_the_failed_process_is_part_of_the_reason_not_repeated(head, pair):
+    job_id = gang(head)
+    start_all(head, job_id)
+    failed_agent, failed_task = by_rank(head, job_id)[1]
+    failed_agent.beat([head.exited(failed_task, 9, "exit code 9 (the process with RANK 3)")])
+    job = head.job(job_id)
+    assert job["reason"] == f"rank 1 on node {failed_agent.name} failed: exit code 9 (the process with RANK 3)"

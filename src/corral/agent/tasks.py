@@ -164,7 +164,7 @@ class TaskSet:
         """From the moment every rank runs until the task is over and reported."""
         local.state, local.ran = "RUNNING", True
         self.changed.set()
-        first_failure = await self._wait_all(local)
+        first_failure, failed_at = await self._wait_all(local)
         if local.stopper is not None:
             # A rank that exits on SIGTERM (a shell wrapper) must not cut its children's grace period
             # short: the stop's own SIGTERM, grace and SIGKILL end them.
@@ -175,6 +175,8 @@ class TaskSet:
         local.exit_code = first_failure or 0
         if not local.stop_requested and first_failure:
             local.detail = launch.describe_exit(first_failure)
+            if len(local.processes) > 1:  # one process per GPU: say which one failed first
+                local.detail += f" (the process with RANK {local.desired.rank_offset + failed_at})"
         local.state = "EXITED"
         self.changed.set()
 
@@ -227,24 +229,25 @@ class TaskSet:
             marker=local.marker,
         )
 
-    async def _wait_all(self, local: LocalTask) -> int | None:
+    async def _wait_all(self, local: LocalTask) -> tuple[int | None, int]:
         """Wait for every process; when one fails, the others on this node are stopped too.
 
-        Returns the exit status of the first process to fail, or None if all exited 0.
+        Returns the exit status of the first process to fail (None if all exited 0) and its place
+        among the task's processes (its local rank).
         """
-        waits = {asyncio.create_task(p.wait()): p for p in local.processes}
+        waits = {asyncio.create_task(p.wait()): (i, p) for i, p in enumerate(local.processes)}
         pending = set(waits)
-        first_failure: int | None = None
+        first_failure: tuple[int, int] | None = None  # (exit status, local rank)
         while pending:
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            failures = sorted(t.result() for t in done if t.result() != 0)
+            failures = sorted((t.result(), waits[t][0]) for t in done if t.result() != 0)
             if failures and first_failure is None:
                 first_failure = failures[0]
                 if pending and not local.stop_requested:
                     await launch.terminate_tree(
-                        [waits[t] for t in pending], local.marker, local.desired.grace_s, tracker=self.tracker
+                        [waits[t][1] for t in pending], local.marker, local.desired.grace_s, tracker=self.tracker
                     )
-        return first_failure
+        return (None, 0) if first_failure is None else first_failure
 
     async def _remove_containers(self, local: LocalTask) -> None:
         """The rank's processes are gone; a container the runtime still keeps goes too."""

@@ -209,8 +209,11 @@ def task_exited(
             job.exit_code = 0
             set_job_state(session, job, JobState.SUCCEEDED, now, "all tasks exited 0")
         return
-    why = f"rank {task.node_rank} on node {task.node} failed: {describe_exit(exit_code)}"
-    if detail and detail != describe_exit(exit_code):
+    said = describe_exit(exit_code)
+    why = f"rank {task.node_rank} on node {task.node} failed: {said}"
+    if detail.startswith(said):
+        why += detail[len(said) :]  # the agent's detail adds to the same words (which process failed)
+    elif detail:
         why += f" ({detail})"
     fail_or_requeue(session, job, now, why, exit_code)
 
