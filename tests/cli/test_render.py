@@ -62,3 +62,9 @@ def test_why_prints_the_state_without_markup(capsys):
     _why_table({"job_id": "j-1", "state": "PENDING", "reason": "waiting [x]", "nodes_needed": 1, "groups": []})
     first = capsys.readouterr().out.splitlines()[0]
     assert first == "j-1 PENDING: waiting [x]"
+
+
+def test_why_says_when_a_job_is_not_waiting(capsys):
+    _why_table({"job_id": "j-1", "state": "RUNNING", "reason": "running on n1", "nodes_needed": 1, "groups": []})
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == "it is not waiting; below, where it would fit now if it were submitted again"

@@ -20,6 +20,8 @@ def _nodes_text(nodes: list[str]) -> str:
 
 def _why_table(out: dict[str, Any]) -> None:
     click.echo(f"{out['job_id']} {out['state']}: {out['reason']}")
+    if out["state"] != "PENDING":
+        click.echo("it is not waiting; below, where it would fit now if it were submitted again")
     need = out["nodes_needed"]
     click.echo(f"needs {need} node{'s' if need != 1 else ''} that fit at once")
     table(
