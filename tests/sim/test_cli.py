@@ -29,6 +29,7 @@ FIGURES = {
     "cost",
     "busy_cost",
     "energy_kwh",
+    "unfinished_jobs",
 }
 TRACE = """job_id,submit_time_s,duration_s,num_gpus,gpu_type,user,vc,status
 a,0,3600,8,,,vc1,

@@ -4,12 +4,23 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from unittest.mock import patch
 
 import pytest
 from click.testing import CliRunner
+from pydantic import ValidationError
 
 from corral.cli.main import cli
-from corral.sim.whatif import WhatIfError, add_gpus, apply_what_if, parse_amount, remove_gpus, scale_cluster
+from corral.sim.whatif import (
+    MAX_GROUP_NODES,
+    MAX_NODES,
+    WhatIfError,
+    add_gpus,
+    apply_what_if,
+    parse_amount,
+    remove_gpus,
+    scale_cluster,
+)
 from corral.spec import ClusterSpec, NodeGroupSpec
 
 
@@ -157,3 +168,41 @@ def test_bad_what_if_flags_exit_2_naming_the_flag(files: tuple[Path, Path], args
     code, out = sim(files, *args)
     assert code == 2
     assert text in " ".join(out.split())
+
+
+@pytest.mark.parametrize(
+    ("args", "text"),
+    [
+        (
+            ["--cluster-scale", "inf"],
+            "'--cluster-scale': 'inf': expected a finite number at least 0 and at most 100,000",
+        ),
+        (["--cluster-scale", "1e7"], "'--cluster-scale': '1e7'"),
+        (["--add", "8000000000xV100"], "--add 8000000000xV100: node group v100 would have 1,000,000,001 nodes;"),
+        (["--add", "8000000xH100"], "--add 8000000xH100: the new H100 node group would have 1,000,000 nodes;"),
+        (["--cluster-scale", "100001"], "--cluster-scale"),
+    ],
+)
+def test_what_if_sizes_beyond_the_cluster_files_bound_exit_2_before_building(
+    files: tuple[Path, Path], args: list[str], text: str
+) -> None:
+    with patch("corral.sim.build_nodes", side_effect=AssertionError("built")):
+        code, out = sim(files, *args)
+    assert code == 2, out
+    assert text in " ".join(out.split())
+    if args[0] == "--add":
+        assert f"a node group has at most {MAX_GROUP_NODES:,}" in out
+
+
+def test_the_group_bound_is_the_cluster_files() -> None:
+    NodeGroupSpec(count=MAX_GROUP_NODES, gpus_per_node=8, gpu_type="V100")
+    with pytest.raises(ValidationError):
+        NodeGroupSpec(count=MAX_GROUP_NODES + 1, gpus_per_node=8, gpu_type="V100")
+
+
+def test_the_whole_cluster_is_bounded_too() -> None:
+    groups = [(f"g{i}", MAX_GROUP_NODES, 8, "V100") for i in range(MAX_NODES // MAX_GROUP_NODES)]
+    with pytest.raises(WhatIfError, match=f"--add 8xH100: the cluster would have {MAX_NODES + 1:,} nodes"):
+        apply_what_if(spec(*groups), add=["8xH100"])
+    with pytest.raises(WhatIfError, match="--cluster-scale 2: node group g0 would have 200,000 nodes"):
+        scale_cluster(spec(*groups), 2)

@@ -14,7 +14,16 @@ from typing import IO, TYPE_CHECKING
 import click
 
 from corral.cli.render import emit_json, output_option, table
-from corral.cli.simargs import HeadConfig, check_policies, input_options, load_head_config, load_inputs
+from corral.cli.simargs import (
+    MAX_CLUSTER_SCALE,
+    FiniteFloat,
+    HeadConfig,
+    check_out_dir,
+    check_policies,
+    input_options,
+    load_head_config,
+    load_inputs,
+)
 from corral.cli.simplan import plan
 
 if TYPE_CHECKING:
@@ -38,7 +47,7 @@ _DEFAULT = click.core.ParameterSource.DEFAULT
 )
 @click.option(
     "--cluster-scale",
-    type=click.FloatRange(min=0),
+    type=FiniteFloat(0, MAX_CLUSTER_SCALE),
     default=1.0,
     show_default=True,
     metavar="X",
@@ -90,8 +99,8 @@ def sim(
     Prints job completion time (JCT = finish - submit) percentiles, wait, makespan, GPU
     utilization, preemptions and the GPU-hours they lost, fairness between teams, cost and
     energy for each policy. Rows that never ran, ask for no GPUs or can never fit the cluster
-    are skipped and counted. `corral sim plan` searches the cheapest cluster for a target
-    wait. See docs/sim.md.
+    are skipped and counted; jobs that never finish (held back by a --config quota) are counted
+    and named. `corral sim plan` searches the cheapest cluster for a target wait. See docs/sim.md.
     """
     if ctx.invoked_subcommand is not None:
         given = [p for p in ctx.command.params if ctx.get_parameter_source(p.name or "") != _DEFAULT]
@@ -138,7 +147,16 @@ def _run(
     from corral.sim import build_nodes, prepare, summarize
     from corral.sim.cluster import describe
     from corral.sim.costs import group_rates, unrated
-    from corral.sim.report import SPEND_COLUMNS, TABLE_COLUMNS, report_document, spend_rows, table_rows, write_out
+    from corral.sim.engine import SimulationError
+    from corral.sim.report import (
+        SPEND_COLUMNS,
+        TABLE_COLUMNS,
+        report_document,
+        spend_rows,
+        table_rows,
+        unfinished_note,
+        write_out,
+    )
     from corral.sim.whatif import WhatIfError, apply_what_if
 
     check_policies(names)
@@ -147,40 +165,53 @@ def _run(
         spec = apply_what_if(spec, *what_if)
     except WhatIfError as exc:
         raise click.UsageError(str(exc)) from None
+    config = load_head_config(config_path) if config_path is not None else None
+    if out_dir is not None:
+        check_out_dir(out_dir)
     nodes = build_nodes(spec)
     workload = prepare(trace, nodes)
     progress = sys.stderr if sys.stderr.isatty() else None
-    results = simulate_policies(
-        workload,
-        nodes,
-        names,
-        spec.gpu_speed,
-        checkpoint_interval,
-        timeline=out_dir is not None,
-        progress=progress,
-        config=load_head_config(config_path) if config_path is not None else None,
-    )
+    try:
+        results = simulate_policies(
+            workload,
+            nodes,
+            names,
+            spec.gpu_speed,
+            checkpoint_interval,
+            timeline=out_dir is not None,
+            progress=progress,
+            config=config,
+        )
+    except SimulationError as exc:
+        raise click.BadParameter(str(exc), param_hint="--trace") from None
     rates = group_rates(spec)
     summaries = {name: summarize(result, rates) for name, result in results.items()}
     document = report_document(summaries, workload.skipped_total, spec, results)
     for missing in unrated(spec):
         click.echo(f"note: {missing} in the cluster file or the GPU catalogue; counted as 0", err=True)
+    if output == "json":
+        emit_json(document)
+    else:
+        shape = f"{len(nodes)} nodes, {spec.total_gpus} GPUs: {describe(spec)}"
+        click.echo(f"{len(workload.jobs)} jobs from {trace_path.name} on {shape}")
+        table(None, TABLE_COLUMNS, table_rows(summaries))
+        table(None, SPEND_COLUMNS, spend_rows(summaries))
+        if workload.skipped:
+            click.echo("skipped: " + ", ".join(f"{count} {reason}" for reason, count in workload.skipped.items()))
+        for line in unfinished_note(results, quotas=config is not None):
+            click.echo(line)
     if out_dir is not None:
         from corral.sim.htmlreport import write_html_report  # matplotlib loads only when plots are asked for
 
-        write_out(out_dir, document, results)
-        write_html_report(out_dir, document, results)
-    if output == "json":
-        emit_json(document)
-        return
-    shape = f"{len(nodes)} nodes, {spec.total_gpus} GPUs: {describe(spec)}"
-    click.echo(f"{len(workload.jobs)} jobs from {trace_path.name} on {shape}")
-    table(None, TABLE_COLUMNS, table_rows(summaries))
-    table(None, SPEND_COLUMNS, spend_rows(summaries))
-    if workload.skipped:
-        click.echo("skipped: " + ", ".join(f"{count} {reason}" for reason, count in workload.skipped.items()))
-    if out_dir is not None:
-        click.echo(f"wrote {out_dir}/summary.json, jobs-POLICY.csv, report.html and its plots")
+        try:
+            write_out(out_dir, document, results)
+            write_html_report(out_dir, document, results)
+        except OSError as exc:
+            raise click.BadParameter(
+                f"{out_dir}: cannot write the report ({exc.strerror or exc})", param_hint="--out"
+            ) from None
+        if output != "json":
+            click.echo(f"wrote {out_dir}/summary.json, jobs-POLICY.csv, report.html and its plots")
 
 
 def simulate_policies(

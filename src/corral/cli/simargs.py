@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,34 @@ if TYPE_CHECKING:
     from corral.spec import ClusterSpec
 
 F = TypeVar("F", bound=Callable[..., object])
+
+MIN_SCALE_LOAD, MAX_SCALE_LOAD = 1e-6, 1_000_000.0
+MAX_CHECKPOINT_S = 100 * 365 * 86_400  # the trace's limit on times (corral.sim.trace.MAX_SECONDS)
+MAX_CLUSTER_SCALE = 100_000.0  # any larger factor takes a group past its 100,000 nodes (sim.whatif.MAX_GROUP_NODES)
+
+
+class FiniteFloat(click.ParamType[float, object]):
+    """A finite number from ``low`` to ``high``; the error names the option and the range."""
+
+    name = "number"
+
+    def __init__(self, low: float, high: float) -> None:
+        self.low, self.high = float(low), float(high)
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        try:
+            number = float(str(value))
+        except ValueError:
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not (math.isfinite(number) and self.low <= number <= self.high):
+            low, high = _plain(self.low), _plain(self.high)
+            self.fail(f"{value!r}: expected a finite number at least {low} and at most {high}", param, ctx)
+        return number
+
+
+def _plain(number: float) -> str:
+    """``0.000001`` and ``3,153,600,000`` rather than ``1e-06`` and ``3.1536e+09``."""
+    return f"{int(number):,}" if number.is_integer() else f"{number:f}".rstrip("0")
 
 
 def input_options(required: bool) -> Callable[[F], F]:
@@ -40,7 +69,7 @@ def input_options(required: bool) -> Callable[[F], F]:
         ),
         click.option(
             "--scale-load",
-            type=click.FloatRange(min=0, min_open=True),
+            type=FiniteFloat(MIN_SCALE_LOAD, MAX_SCALE_LOAD),
             default=1.0,
             show_default=True,
             metavar="X",
@@ -48,7 +77,7 @@ def input_options(required: bool) -> Callable[[F], F]:
         ),
         click.option(
             "--checkpoint-interval",
-            type=click.FloatRange(min=0),
+            type=FiniteFloat(0, MAX_CHECKPOINT_S),
             default=0.0,
             show_default=True,
             metavar="SECONDS",
@@ -81,11 +110,25 @@ def load_inputs(
         spec = load_cluster(cluster_path)
     except SpecError as exc:
         raise click.BadParameter(str(exc), param_hint="--cluster") from None
+    except UnicodeDecodeError:
+        raise click.BadParameter(f"{cluster_path}: not UTF-8 text", param_hint="--cluster") from None
     try:
         trace = read_trace(trace_path, limit=limit, window=span, scale_load=scale_load)
     except TraceError as exc:
         raise click.BadParameter(str(exc), param_hint="--trace") from None
     return spec, trace
+
+
+def check_out_dir(out_dir: Path) -> None:
+    """Create ``--out`` and make sure files can be written there, before any simulation runs."""
+    import tempfile
+
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out_dir, prefix=".corral-sim-"):
+            pass
+    except OSError as exc:
+        raise click.BadParameter(f"{out_dir}: cannot write there ({exc.strerror or exc})", param_hint="--out") from None
 
 
 def check_policies(names: list[str]) -> None:
@@ -113,7 +156,9 @@ def load_head_config(config_path: Path) -> HeadConfig:
     from corral.spec import SpecError, load_cluster_config_yaml
 
     try:
-        config = load_cluster_config_yaml(config_path.read_text(), source=str(config_path))
+        config = load_cluster_config_yaml(config_path.read_text(encoding="utf-8"), source=str(config_path))
     except SpecError as exc:
         raise click.BadParameter(str(exc), param_hint="--config") from None
+    except UnicodeDecodeError:
+        raise click.BadParameter(f"{config_path}: not UTF-8 text", param_hint="--config") from None
     return HeadConfig(dict(config.gpu_speed), quotas_of(config), team_parents_of(config))

@@ -63,6 +63,7 @@ def plan(
     """
     from corral.sched import get_policy
     from corral.sim import Trace, build_nodes, prepare
+    from corral.sim.engine import SimulationError
     from corral.sim.families import PlanError, families
     from corral.sim.plan import plan as search
 
@@ -76,15 +77,18 @@ def plan(
     except PlanError as exc:
         raise click.UsageError(str(exc)) from None
     with _status(sys.stderr.isatty()) as on_trial:
-        result = search(
-            jobs,
-            candidates,
-            get_policy(policy),
-            target_s,
-            max_gpus=max_gpus,
-            checkpoint_s=checkpoint_interval,
-            on_trial=on_trial,
-        )
+        try:
+            result = search(
+                jobs,
+                candidates,
+                get_policy(policy),
+                target_s,
+                max_gpus=max_gpus,
+                checkpoint_s=checkpoint_interval,
+                on_trial=on_trial,
+            )
+        except SimulationError as exc:
+            raise click.BadParameter(str(exc), param_hint="--trace") from None
     document = plan_document(result, policy, len(jobs.jobs), reference.skipped_total)
     if output == "json":
         emit_json(document)

@@ -10,7 +10,7 @@ from corral.spec import ClusterSpec, load_cluster_yaml
 
 def load_cluster(path: Path | str) -> ClusterSpec:
     """Read and validate a cluster file; ``SpecError`` names the bad field."""
-    return load_cluster_yaml(Path(path).read_text(), source=str(path))
+    return load_cluster_yaml(Path(path).read_text(encoding="utf-8"), source=str(path))
 
 
 def build_nodes(spec: ClusterSpec) -> tuple[Node, ...]:

@@ -20,13 +20,20 @@ from datetime import datetime, timedelta
 from corral.model import Job, Node, Quotas, RunningJob
 from corral.sched import Placement, Plan, Policy, schedule
 from corral.sched.history import FinishedJobs
-from corral.sim.result import JobRecord, Sample, SimResult
+from corral.sim.result import JobRecord, Sample, SimResult, Unfinished
 from corral.sim.state import ClusterState
 from corral.sim.victims import plan_cycle
 from corral.sim.workload import EPOCH, SimJob, Workload
 
 ROUNDS_PER_MOMENT = 10_000
 """Cycles at one moment after which a policy that keeps preempting is reported as looping."""
+
+CLOCK_LIMIT_S = 5_000 * 365 * 86_400
+"""The simulated clock stops here (5,000 years after the trace's origin), well before dates overflow."""
+
+
+class SimulationError(ValueError):
+    """A workload the simulator cannot replay: its simulated time would run past ``CLOCK_LIMIT_S``."""
 
 
 class _Run:
@@ -157,6 +164,11 @@ class _Engine:
             )
             if now == math.inf:
                 break
+            if now > CLOCK_LIMIT_S:
+                raise SimulationError(
+                    f"the simulated clock reached {now:.4g} s, past its limit of {CLOCK_LIMIT_S} s (5,000 years):"
+                    " the trace's jobs take longer than that on this cluster"
+                )
             while self._next(self.finishes) <= now:
                 self._finish(heapq.heappop(self.finishes)[2], now)
             while self._next(self.marks) <= now:
@@ -167,16 +179,35 @@ class _Engine:
             self._plan(now)
             if self.samples is not None:
                 self.samples.append(Sample(now, self.busy_gpus, self.state.pending_count))
+        unfinished = self._unfinished()
         return SimResult(
             policy=self.policy.name,
             records=tuple(self.records),
             total_gpus=self.total_gpus,
             cycles=self.cycles,
             preemptions=self.preemptions,
-            unfinished=self.state.pending_count,
-            lost_gpu_s=sum(r.lost_gpu_s for r in self.records),
+            unfinished=len(unfinished),
+            unfinished_jobs=unfinished,
+            lost_gpu_s=sum(r.lost_gpu_s for r in self.records) + sum(u.lost_gpu_s for u in unfinished),
             busy_gpu_s_by_group=dict(sorted(self.busy_by_group.items())),
             timeline=tuple(self.samples or ()),
+        )
+
+    def _unfinished(self) -> tuple[Unfinished, ...]:
+        """The jobs still queued when no event is left: the scheduler never placed them again."""
+        finished = {r.id for r in self.records}
+        return tuple(
+            Unfinished(
+                id=job_id,
+                submit_s=run.item.trace.submit_s,
+                gpus=run.item.trace.gpus,
+                start_s=run.first_start,
+                preemptions=run.preempted,
+                lost_gpu_s=run.lost,
+                team=run.item.job.team,
+            )
+            for job_id, run in self.runs.items()
+            if job_id not in finished
         )
 
     def _next(self, events: list[tuple[float, int, str, int]]) -> float:

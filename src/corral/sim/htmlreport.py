@@ -27,6 +27,7 @@ _FIGURES = (
     ("cost", "cost", "{:,.0f}"),
     ("busy_cost", "busy cost", "{:,.0f}"),
     ("energy_kwh", "energy (kWh)", "{:,.0f}"),
+    ("unfinished_jobs", "unfinished jobs", "{:d}"),
 )
 _CAPTIONS = {
     "utilization": "Busy GPUs over all GPUs, after each moment something happened.",

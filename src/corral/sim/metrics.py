@@ -36,6 +36,7 @@ class Summary:
     cost: float = 0.0
     busy_cost: float = 0.0
     energy_kwh: float = 0.0
+    unfinished_jobs: int = 0  # jobs still waiting when nothing more could happen (not in the figures above)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -54,7 +55,19 @@ def summarize(result: SimResult, rates: Sequence[GroupRates] = ()) -> Summary:
     """The figures of one run (all zero when no job ran); ``rates`` price and power its node groups."""
     records = result.records
     if not records:
-        return Summary(0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, result.preemptions, result.lost_gpu_s / 3600)
+        return Summary(
+            0,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            result.preemptions,
+            result.lost_gpu_s / 3600,
+            unfinished_jobs=result.unfinished,
+        )
     jct = sorted(r.jct_s for r in records)
     waits = sorted(r.wait_s for r in records)
     makespan = max(r.finish_s for r in records) - min(r.submit_s for r in records)
@@ -77,4 +90,5 @@ def summarize(result: SimResult, rates: Sequence[GroupRates] = ()) -> Summary:
         cost=money.cost,
         busy_cost=money.busy_cost,
         energy_kwh=money.energy_kwh,
+        unfinished_jobs=result.unfinished,
     )

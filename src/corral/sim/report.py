@@ -139,11 +139,18 @@ TABLE_COLUMNS = (
 
 
 def write_out(directory: Path, document: Mapping[str, Any], results: Mapping[str, SimResult]) -> list[Path]:
-    """``summary.json`` and one ``jobs-POLICY.csv`` per policy (a row per finished job, by finish)."""
+    """``summary.json`` and one ``jobs-POLICY.csv`` per policy: a row per finished job (by finish), then
+    one per unfinished job (by submit, no finish). A ``jobs-POLICY.csv`` of a policy not in ``results``
+    is removed, so the folder shows one run."""
+    from corral.sched import POLICIES
+
     directory.mkdir(parents=True, exist_ok=True)
     summary = directory / "summary.json"
     summary.write_text(json.dumps(document, indent=2) + "\n")
     written = [summary]
+    for name in POLICIES:
+        if name not in results:
+            (directory / f"jobs-{name}.csv").unlink(missing_ok=True)
     for name, result in results.items():
         path = directory / f"jobs-{name}.csv"
         with path.open("w", newline="") as stream:
@@ -152,5 +159,28 @@ def write_out(directory: Path, document: Mapping[str, Any], results: Mapping[str
             for r in result.records:
                 times = [r.submit_s, r.start_s, r.finish_s, r.jct_s, r.wait_s]
                 writer.writerow([r.id, *times, r.gpus, r.gpu_type, " ".join(r.nodes), r.preemptions, r.lost_gpu_s])
+            for u in result.unfinished_jobs:
+                start: float | str = "" if u.start_s is None else u.start_s
+                wait: float | str = "" if u.start_s is None else u.start_s - u.submit_s
+                writer.writerow([u.id, u.submit_s, start, "", "", wait, u.gpus, "", "", u.preemptions, u.lost_gpu_s])
         written.append(path)
     return written
+
+
+def unfinished_note(results: Mapping[str, SimResult], quotas: bool, shown: int = 5) -> list[str]:
+    """A line per policy that left jobs unfinished: how many, the first ``shown`` ids, and why."""
+    why = "still waiting when nothing more could happen"
+    if quotas:
+        why += " (a team's quota and borrowing limit in --config below what a job asks keep it from starting)"
+    lines = []
+    for name, result in results.items():
+        jobs = result.unfinished_jobs
+        if not jobs:
+            continue
+        ids = ", ".join(u.id for u in jobs[:shown]) + (f" and {len(jobs) - shown} more" if len(jobs) > shown else "")
+        many = len(jobs) > 1
+        lines.append(
+            f"unfinished under {name}: {len(jobs)} job{'s' if many else ''} never finished"
+            f" ({'they are' if many else 'it is'} left out of the figures): {ids}; {why}"
+        )
+    return lines

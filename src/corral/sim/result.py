@@ -37,6 +37,20 @@ class JobRecord:
         return self.busy_gpu_s
 
 
+@dataclass(frozen=True, slots=True)
+class Unfinished:
+    """A job still waiting when nothing more could happen, so it never finished (``start_s``: a first
+    start, when it ran before it was preempted)."""
+
+    id: str
+    submit_s: float
+    gpus: int  # GPUs it asked for
+    start_s: float | None = None
+    preemptions: int = 0
+    lost_gpu_s: float = 0.0
+    team: str = ""
+
+
 class Sample(NamedTuple):
     """The cluster just after everything that happened at one moment."""
 
@@ -55,6 +69,7 @@ class SimResult:
     cycles: int
     preemptions: int = 0
     unfinished: int = 0
+    unfinished_jobs: tuple[Unfinished, ...] = ()  # in submit order
     lost_gpu_s: float = 0.0
     busy_gpu_s_by_group: Mapping[str, float] = field(default_factory=dict)  # node group (label ``group``) -> GPU-s
     timeline: tuple[Sample, ...] = ()  # one sample per moment, when asked for

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -15,6 +16,10 @@ REQUIRED_COLUMNS = ("job_id", "submit_time_s", "duration_s", "num_gpus")
 
 NEVER_RAN = "never ran (no duration)"
 NO_GPUS = "CPU-only (0 GPUs)"
+
+MAX_SECONDS = 100 * 365 * 86_400
+"""The largest time a trace may give (submit time after ``--scale-load``, duration, checkpoint interval,
+time limit): 100 years, 3,153,600,000 s, which keeps the simulated clock within what dates can hold."""
 
 
 class TraceError(ValueError):
@@ -58,6 +63,9 @@ def parse_window(text: str) -> tuple[float, float]:
         end = float(end_text) if end_text.strip() else math.inf
     except ValueError:
         raise ValueError(f"expected START:END in seconds, such as 0:43200, got {text!r}") from None
+    for side, value in (("start", start_text), ("end", end_text)):
+        if value.strip() and not math.isfinite(float(value)):
+            raise ValueError(f"the window's {side} must be a finite number of seconds or empty, got {text!r}")
     if start >= end:
         raise ValueError(f"window start must be below its end, got {text!r}")
     return start, end
@@ -70,13 +78,22 @@ def read_trace(
     window: tuple[float, float] | None = None,
     scale_load: float = 1.0,
 ) -> Trace:
-    """Read a trace CSV file; see ``load_trace`` for the options."""
-    with Path(path).open(newline="") as stream:
-        reader = csv.DictReader(stream)
+    """Read a trace CSV file (UTF-8, a byte order mark allowed); see ``load_trace`` for the options."""
+    data = Path(path).read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        bad = data[exc.start : exc.start + 1].hex()
+        raise TraceError(f"{path}, line {line}: not UTF-8 text (byte 0x{bad}); save the file as UTF-8") from None
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
         missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or ())]
         if missing:
             raise TraceError(f"{path}: missing column(s) {', '.join(missing)}; expected {', '.join(COLUMNS)}")
         return load_trace(reader, limit=limit, window=window, scale_load=scale_load, source=str(path))
+    except csv.Error as exc:
+        raise TraceError(f"{path}, line {reader.line_num}: not a readable CSV row ({exc})") from None
 
 
 def load_trace(
@@ -92,40 +109,46 @@ def load_trace(
     ``window`` keeps rows with START <= submit_time_s < END; ``limit`` then keeps the first
     N of those rows (skipped ones included); ``scale_load`` divides every submit time, so
     jobs arrive that many times faster. Rows that never ran or ask for no GPUs are skipped.
+    Numbers must be finite and times within ``MAX_SECONDS``; a job_id may appear once (a row without
+    one is called ``line-N``). Anything else raises ``TraceError`` naming the line and column.
     """
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be 0 or more, got {limit}")
-    if not scale_load > 0:
-        raise ValueError(f"scale-load must be above 0, got {scale_load}")
+    if not (scale_load > 0 and math.isfinite(scale_load)):
+        raise ValueError(f"scale-load must be a finite number above 0, got {scale_load}")
     start, end = window if window is not None else (-math.inf, math.inf)
     jobs: list[TraceJob] = []
     skipped: Counter[str] = Counter()
+    seen: dict[str, int] = {}  # job name -> its line
     taken = 0
     for line, row in enumerate(rows, start=2):
         if limit is not None and taken >= limit:
             break
-        submit = _number(row, "submit_time_s", line, source)
+        submit = _seconds(row, "submit_time_s", line, source, signed=True)
         if not start <= submit < end:
             continue
         taken += 1
-        duration_text = (row.get("duration_s") or "").strip()
-        gpus = _number(row, "num_gpus", line, source)
-        if not duration_text:
+        job_id = _job_id(row, line, seen, source)
+        gpus = _gpus(row, line, source)
+        if not (row.get("duration_s") or "").strip():
             skipped[NEVER_RAN] += 1
             continue
-        duration = _number(row, "duration_s", line, source)
-        if gpus <= 0:
+        duration = _seconds(row, "duration_s", line, source)
+        if gpus == 0:
             skipped[NO_GPUS] += 1
             continue
-        if not float(gpus).is_integer() or duration < 0:
-            raise TraceError(f"{source}, line {line}: num_gpus must be a whole number and duration_s 0 or more")
+        if abs(submit / scale_load) > MAX_SECONDS:
+            raise TraceError(
+                f"{source}, line {line}: submit_time_s {submit:g} / --scale-load {scale_load:g} ="
+                f" {submit / scale_load:g} s, beyond the limit of {MAX_SECONDS} s (100 years)"
+            )
         types = tuple(dict.fromkeys(t.strip() for t in (row.get("gpu_type") or "").split("|") if t.strip()))
         jobs.append(
             TraceJob(
-                id=(row.get("job_id") or "").strip() or f"line-{line}",
+                id=job_id,
                 submit_s=submit / scale_load,
                 duration_s=duration,
-                gpus=int(gpus),
+                gpus=gpus,
                 gpu_types=types,
                 user=(row.get("user") or "").strip(),
                 vc=(row.get("vc") or "").strip(),
@@ -137,27 +160,63 @@ def load_trace(
     return Trace(jobs=tuple(jobs), skipped=dict(sorted(skipped.items())))
 
 
+def _job_id(row: Mapping[str, str | None], line: int, seen: dict[str, int], source: str) -> str:
+    """The row's job_id, or ``line-N`` when it has none; a repeat names the line it repeats."""
+    given = (row.get("job_id") or "").strip()
+    name = given or f"line-{line}"
+    where = f"{source}, line {line}"
+    if given and given in seen:
+        raise TraceError(
+            f"{where}: job_id {given!r} is already the job on line {seen[given]}; every job_id must be unique"
+        )
+    if not given and name in seen:
+        raise TraceError(f"{where}: job_id is empty, and its name {name!r} is already the job on line {seen[name]}")
+    seen[name] = line
+    return name
+
+
+def _gpus(row: Mapping[str, str | None], line: int, source: str) -> int:
+    gpus = _number(row, "num_gpus", line, source)
+    if gpus < 0 or not gpus.is_integer():
+        text = (row.get("num_gpus") or "").strip()
+        raise TraceError(
+            f"{source}, line {line}: num_gpus must be a whole number, 0 or more (0 = CPU-only), got {text!r}"
+        )
+    return int(gpus)
+
+
 def _checkpoint(row: Mapping[str, str | None], line: int, source: str) -> float | None:
     if not (row.get("checkpoint_interval_s") or "").strip():
         return None
-    interval = _number(row, "checkpoint_interval_s", line, source)
-    if interval < 0:
-        raise TraceError(f"{source}, line {line}: checkpoint_interval_s must be 0 or more (0 = no work lost)")
-    return interval
+    return _seconds(row, "checkpoint_interval_s", line, source)
 
 
 def _time_limit(row: Mapping[str, str | None], line: int, source: str) -> float | None:
     if not (row.get("time_limit_s") or "").strip():
         return None
-    limit = _number(row, "time_limit_s", line, source)
+    limit = _seconds(row, "time_limit_s", line, source)
     if not limit > 0:
         raise TraceError(f"{source}, line {line}: time_limit_s must be above 0 (empty = no time limit)")
     return limit
 
 
+def _seconds(row: Mapping[str, str | None], column: str, line: int, source: str, *, signed: bool = False) -> float:
+    """A time in seconds: 0 or more unless ``signed``, and at most ``MAX_SECONDS`` either way."""
+    value = _number(row, column, line, source)
+    text = (row.get(column) or "").strip()
+    if value < 0 and not signed:
+        raise TraceError(f"{source}, line {line}: {column} must be 0 or more, got {text!r}")
+    if abs(value) > MAX_SECONDS:
+        raise TraceError(f"{source}, line {line}: {column} {text!r} is beyond the limit of {MAX_SECONDS} s (100 years)")
+    return value
+
+
 def _number(row: Mapping[str, str | None], column: str, line: int, source: str) -> float:
     text = (row.get(column) or "").strip()
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise TraceError(f"{source}, line {line}: {column} must be a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise TraceError(f"{source}, line {line}: {column} must be a finite number, got {text!r}")
+    return value

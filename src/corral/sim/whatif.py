@@ -4,6 +4,8 @@
 grows), or, for a type the cluster file does not have, in new 8-GPU nodes (one node of N GPUs
 when N < 8) priced and powered from the built-in catalogue. Removing takes whole nodes, from
 the last group of that type backwards. Every error names the flag and what would be valid.
+A node group keeps the cluster file's bound of ``MAX_GROUP_NODES`` nodes, and the whole cluster
+has at most ``MAX_NODES``, checked before any node is built.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from corral.sim.catalogue import GpuDefaults, known_types, lookup
 from corral.spec import ClusterSpec, NodeGroupSpec
 
 NEW_NODE_GPUS = 8
+MAX_GROUP_NODES = 100_000  # as a cluster file allows (NodeGroupSpec.count)
+MAX_NODES = 1_000_000
 _AMOUNT_RE = re.compile(r"^\s*(\d+)\s*[xX×]\s*([A-Za-z0-9][A-Za-z0-9_.\-]*)\s*$")
 
 
@@ -48,14 +52,16 @@ def apply_what_if(
 
 def scale_cluster(spec: ClusterSpec, factor: float) -> ClusterSpec:
     """Every group's node count times ``factor``, rounded to the nearest (halves up); groups at 0 go."""
-    if not factor >= 0:
-        raise WhatIfError(f"--cluster-scale {factor}: expected a number 0 or above, such as 0.5 or 2")
+    flag = f"--cluster-scale {factor:g}"
+    if not (factor >= 0 and math.isfinite(factor)):
+        raise WhatIfError(f"{flag}: expected a finite number 0 or above, such as 0.5 or 2")
     groups = []
     for group in spec.node_groups:
         count = math.floor(group.count * factor + 0.5)
+        _check_group(f"node group {group.group_name}", count, flag)
         if count > 0:
             groups.append(group.model_copy(update={"count": count}))
-    return _with_groups(spec, groups, f"--cluster-scale {factor:g}")
+    return _with_groups(spec, groups, flag)
 
 
 def add_gpus(spec: ClusterSpec, count: int, gpu_type: str, flag: str) -> ClusterSpec:
@@ -71,8 +77,9 @@ def add_gpus(spec: ClusterSpec, count: int, gpu_type: str, flag: str) -> Cluster
                 f"{flag}: {group.gpu_type} nodes (group {group.group_name}) have {per_node} GPUs;"
                 f" add a multiple of {per_node}"
             )
+        _check_group(f"node group {group.group_name}", group.count + count // per_node, flag)
         groups[index] = group.model_copy(update={"count": group.count + count // per_node})
-        return spec.model_copy(update={"node_groups": groups})
+        return _with_groups(spec, groups, flag)
     defaults = lookup(gpu_type)
     if defaults is None:
         raise WhatIfError(
@@ -85,10 +92,11 @@ def add_gpus(spec: ClusterSpec, count: int, gpu_type: str, flag: str) -> Cluster
             f"{flag}: new {defaults.gpu_type} nodes have {NEW_NODE_GPUS} GPUs;"
             f" add a multiple of {NEW_NODE_GPUS}, or fewer than {NEW_NODE_GPUS} for one node"
         )
+    _check_group(f"the new {defaults.gpu_type} node group", count // per_node, flag)
     groups.append(new_group(defaults, count // per_node, per_node, {g.group_name for g in groups}))
     speeds = dict(spec.gpu_speed)
     speeds.setdefault(defaults.gpu_type, defaults.speed)
-    return spec.model_copy(update={"node_groups": groups, "gpu_speed": speeds})
+    return _with_groups(spec, groups, flag).model_copy(update={"gpu_speed": speeds})
 
 
 def new_group(defaults: GpuDefaults, count: int, gpus_per_node: int, taken: set[str]) -> NodeGroupSpec:
@@ -145,7 +153,15 @@ def _groups_of(spec: ClusterSpec, gpu_type: str) -> list[int]:
     return exact or [i for i, g in enumerate(spec.node_groups) if g.gpu_type.lower() == gpu_type.lower()]
 
 
+def _check_group(label: str, count: int, flag: str) -> None:
+    if count > MAX_GROUP_NODES:
+        raise WhatIfError(f"{flag}: {label} would have {count:,} nodes; a node group has at most {MAX_GROUP_NODES:,}")
+
+
 def _with_groups(spec: ClusterSpec, groups: list[NodeGroupSpec], flag: str) -> ClusterSpec:
     if not groups:
         raise WhatIfError(f"{flag}: no node would be left in the cluster")
+    total = sum(g.count for g in groups)
+    if total > MAX_NODES:
+        raise WhatIfError(f"{flag}: the cluster would have {total:,} nodes; at most {MAX_NODES:,} can be simulated")
     return spec.model_copy(update={"node_groups": groups})
