@@ -161,3 +161,20 @@ def test_a_reservation_for_some_gpu_types_equals_one_releasing_every_node() -> N
         expected = _reservation_releasing_everything(job, snap)
         got = find_reservation(job, snap, get_policy("default"), NOW, taken=())
         assert got == expected, f"trial {trial}"
+
+
+def test_a_job_placed_earlier_in_the_cycle_frees_its_gpus_at_its_time_limit_for_the_reservation() -> None:
+    snap = snapshot(
+        nodes=[make_node("n1").gpus(2)],
+        pending=[
+            make_job("a").gpus(1).time_limit(600).seq(1),
+            make_job("b").gpus(2).seq(2),
+            make_job("c").gpus(1).seq(3),  # no time limit: it would hold a GPU past b's start
+        ],
+    )
+    plan = run(snap)
+    assert placed(plan) == {"a": [("n1", (0,))]}
+    (reservation,) = plan.reservations
+    assert (reservation.job_id, reservation.start) == ("b", NOW + timedelta(seconds=600))
+    assert plan.reasons["b"].code == RESERVED
+    assert plan.reasons["c"].code == BACKFILL_BLOCKED

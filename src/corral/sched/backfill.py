@@ -2,9 +2,9 @@
 
 The timeline of future free resources comes from running jobs' time limits: a running job
 frees its allocations at ``started_at + time_limit_s`` (at ``now`` when already overdue or
-stopping). A job without a time limit, and a live allocation of no known running job,
-never frees its resources in the timeline. The blocked job's reservation starts at the
-first release time at which it can be placed.
+stopping), and a job placed earlier in the same cycle at ``now + time_limit_s``. A job without a
+time limit, and a live allocation of no known running job, never frees its resources in the
+timeline. The blocked job's reservation starts at the first release time at which it can be placed.
 
 Later (lower) jobs may start now only if they do not delay it: either their time limit
 ends by the reservation's start, or they fit the *guard* view: what is free now minus the
@@ -18,13 +18,13 @@ building the two views costs one pass over the nodes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 
 from corral.model import Allocation, Job
 from corral.sched import describe
 from corral.sched.placement import find_placement
-from corral.sched.plan import BACKFILL_BLOCKED, RESERVED, Reason, Reservation
+from corral.sched.plan import BACKFILL_BLOCKED, RESERVED, Placement, Reason, Reservation
 from corral.sched.policy import Policy
 from corral.sched.snapshot import CapacityView, Snapshot
 
@@ -51,15 +51,22 @@ def find_reservation(
     taken: Iterable[Allocation],
     stopped: Iterable[str] = (),
     free: CapacityView | None = None,
+    placed: Iterable[tuple[datetime, Placement]] = (),
 ) -> Reservation | None:
     """The job's earliest start on the timeline, or None when no known release lets it fit.
 
     ``taken`` are the allocations this cycle already gave out (placements and holds); ``free``, when
-    the caller has it, is the snapshot's view with them taken (it is left as it is).
+    the caller has it, is the snapshot's view with them taken (it is left as it is). ``placed``: this
+    cycle's placements of jobs with a time limit, each with when that limit ends; they free their
+    allocations then, as running jobs do.
     """
-    held = snapshot.allocations_of()
+    held: Mapping[str, Sequence[Allocation]] = snapshot.allocations_of()
     future = _less(snapshot, policy, taken, free)
     events = release_times(snapshot, now, stopped)
+    placed = list(placed)
+    if placed:
+        held = {**held, **{p.job_id: p.allocations for _, p in placed}}
+        events = sorted(events + [(max(end, now), p.job_id) for end, p in placed])
     request = job.request
     # A job limited to some GPU types can only be placed on nodes with GPUs of one of them: what is
     # released elsewhere cannot change where (or whether) it fits, so it is not released at all.

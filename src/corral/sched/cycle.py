@@ -54,6 +54,7 @@ class _Cycle:
     waiting_requests: list[Request] = field(default_factory=list)  # each waiting job's request, one object per value
     quota_unchecked: set[str] = field(default_factory=set)  # waiting without a quota check: nothing fits them
     fits: dict[tuple[int, Request], bool] = field(default_factory=dict)  # (view version, request) → fits the view
+    placed_ends: list[tuple[datetime, Placement]] = field(default_factory=list)  # placed with a time limit: its end
 
     def run(self) -> Plan:
         policy = self.policy
@@ -95,6 +96,8 @@ class _Cycle:
                 waiting_requests.pop()
                 self._take(view, placement)
                 self.placements.append(placement)
+                if job.time_limit_s is not None and not self.reserve_tried:
+                    self.placed_ends.append((self.now + timedelta(seconds=job.time_limit_s), placement))
                 if self.quota is not None:
                     self.quota.take(job, placement.gpu_type)
                 continue
@@ -277,7 +280,9 @@ class _Cycle:
             return
         self.reserve_tried = True
         stopped = [p.victim_job_id for p in self.preemptions]
-        self.reservation = find_reservation(job, self.snapshot, self.policy, self.now, self.taken, stopped, view)
+        self.reservation = find_reservation(
+            job, self.snapshot, self.policy, self.now, self.taken, stopped, view, self.placed_ends
+        )
         if self.reservation is not None:
             self.guard = guard_view(self.snapshot, self.policy, self.taken, self.reservation, view)
 
