@@ -44,6 +44,8 @@ def test_priority_classes_queues_and_teams_fill_in_the_job(configured):
     assert (job["team"], job["priority"], job["preemptible"], job["time_limit_s"]) == ("nlp", 100, False, 3600.0)
     job = submit_as(head, "carol", {"command": "x", "priority_class": "urgent"})
     assert (job["team"], job["priority"]) == ("default", 100)
+    job = submit_as(head, "carol", {"command": "x", "priority": 100, "queue": "short"})  # the class's own value
+    assert (job["priority"], job["preemptible"]) == (100, False)
 
 
 @pytest.mark.parametrize(
@@ -52,6 +54,18 @@ def test_priority_classes_queues_and_teams_fill_in_the_job(configured):
         ("priority_class", {"priority_class": "vip"}, "unknown priority class 'vip' (classes: batch, urgent)"),
         ("queue", {"queue": "long"}, "unknown queue 'long' (queues: short)"),
         ("priority", {"priority_class": "urgent", "priority": 5}, "give either priority or priority_class, not both"),
+        (
+            "priority",
+            {"priority": 5},
+            "this cluster sets priorities through priority classes, and this job's is 'batch' (0);"
+            " give priority_class: NAME instead (classes: batch (0), urgent (100))",
+        ),
+        (
+            "priority",
+            {"priority": 5, "queue": "short"},
+            "this cluster sets priorities through priority classes, and this job's is 'urgent' (100);"
+            " give priority_class: NAME instead (classes: batch (0), urgent (100))",
+        ),
     ],
 )
 def test_unknown_classes_and_queues_are_refused_naming_the_field(configured, field, spec, message):

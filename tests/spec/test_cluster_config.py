@@ -90,3 +90,18 @@ def test_the_head_refuses_to_start_on_a_bad_config(tmp_path):
     )
     assert result.returncode == 2
     assert "teams.a.quotas.H100.nominal" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("teams: {p: {quotas: {H100: {nominal: .inf}}}}", "teams.p.quotas.H100.nominal"),
+        ("teams: {p: {quotas: {H100: {nominal: 2, borrowing_limit: .inf}}}}", "teams.p.quotas.H100.borrowing_limit"),
+        ("gpu_speed: {H100: .inf}", "gpu_speed.H100"),
+        ("fair_share: {weights: {x: .nan}}", "fair_share.weights.x"),
+    ],
+)
+def test_infinite_or_nan_numbers_are_refused_with_their_path(text, field):
+    with pytest.raises(SpecError) as refused:
+        load_cluster_config_yaml(text)
+    assert str(refused.value) == f"{field}: Input should be a finite number"

@@ -28,7 +28,7 @@ def _default_name(gpu_type: str) -> str:
 class NodeGroupSpec(BaseModel):
     """``count`` identical nodes; the GPU type, memory, layout, price and power of each."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, populate_by_name=True)
 
     name: str | None = Field(default=None, description="node name prefix; defaults to the GPU type in lower case")
     count: int = Field(ge=1, le=100_000, description="nodes in the group")
@@ -65,7 +65,7 @@ class NodeGroupSpec(BaseModel):
 class ClusterSpec(BaseModel):
     """A simulated cluster: node groups, and how fast each GPU type runs the traced jobs."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     node_groups: list[NodeGroupSpec] = Field(min_length=1, description="groups of identical nodes")
     gpu_speed: dict[str, float] = Field(

@@ -34,7 +34,7 @@ def _check_name(value: str, what: str) -> str:
 class QuotaConfig(BaseModel):
     """A team's share of one GPU type, in GPUs."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     nominal: float = Field(ge=0, description="GPUs the team is guaranteed")
     borrowing_limit: float | None = Field(
@@ -48,7 +48,7 @@ class QuotaConfig(BaseModel):
 class TeamConfig(BaseModel):
     """One team: its place in the tree, its members and its quotas per GPU type."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     parent: str | None = Field(default=None, description="the parent team; none: directly under the organisation")
     members: list[str] = Field(default_factory=list, description="user names")
@@ -67,7 +67,7 @@ class TeamConfig(BaseModel):
 class PriorityClassConfig(BaseModel):
     """A named priority: higher values run first; preemptible jobs may be stopped for higher ones."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     value: int = Field(ge=-1_000_000, le=1_000_000)
     preemptible: bool = False
@@ -76,7 +76,7 @@ class PriorityClassConfig(BaseModel):
 class QueueConfig(BaseModel):
     """Defaults for jobs submitted to a queue."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, populate_by_name=True)
 
     time_limit_s: Annotated[float | None, BeforeValidator(_duration)] = Field(
         default=None, alias="time_limit", description="default wall-clock limit, e.g. 24h"
@@ -87,7 +87,7 @@ class QueueConfig(BaseModel):
 class FairShareConfig(BaseModel):
     """How past usage lowers a team's priority: usage decays with ``half_life``; weights scale shares."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, populate_by_name=True)
 
     half_life_s: Annotated[float, BeforeValidator(_duration)] = Field(
         default=DEFAULT_HALF_LIFE_S, alias="half_life", description="usage half-life, e.g. 7d"
@@ -106,7 +106,7 @@ class FairShareConfig(BaseModel):
 class ClusterConfig(BaseModel):
     """The cluster's scheduling configuration (``corral head --config corral.yaml``)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     organisation: str = Field(default="org", description="the root of the team tree")
     teams: dict[str, TeamConfig] = Field(default_factory=dict, description="by name")

@@ -60,7 +60,7 @@ def _grace(value: Any) -> Any:
 class ResourcesSpec(BaseModel):
     """Resources per node (per task)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     gpus: float = Field(default=0, ge=0, le=64, description="GPUs per node; a fraction below 1 shares one GPU")
     gpu_type: list[str] = Field(default_factory=list, description="acceptable GPU types, preferred first")
@@ -109,7 +109,7 @@ class TopologySpec(BaseModel):
     """Where a gang's nodes go: ``pack: rack`` (as few racks as fit, the default) or ``required: rack``
     (all in one rack, or wait). The value names a node label the agents report (``--labels rack=r1``)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     pack: str | None = Field(default=None, description="node label to pack the gang by (preferred)")
     required: str | None = Field(default=None, description="node label all the gang's nodes must share")
@@ -129,7 +129,7 @@ class TopologySpec(BaseModel):
 class JobSpec(BaseModel):
     """A batch job: one task per node, all nodes started together (a gang)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, populate_by_name=True)
 
     name: str | None = Field(default=None, description="a short name; defaults to the command's first word")
     command: str | list[str] = Field(description="a shell command line, or an argv list run without a shell")

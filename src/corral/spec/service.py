@@ -33,7 +33,7 @@ Seconds = Annotated[float, BeforeValidator(_duration)]
 class ReplicasSpec(BaseModel):
     """How many replicas the autoscaler may run; ``min: 0`` lets an idle service sleep."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     min: int = Field(default=1, ge=0, le=MAX_REPLICAS, description="replicas kept even when idle (0: scale to zero)")
     max: int = Field(default=1, ge=0, le=MAX_REPLICAS, description="replicas at most (0: stopped)")
@@ -48,7 +48,7 @@ class ReplicasSpec(BaseModel):
 class ReadinessSpec(BaseModel):
     """How the gateway knows a replica can take requests."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, populate_by_name=True)
 
     path: str = Field(default="/", description="HTTP path that answers 2xx once the replica is ready")
     timeout_s: Seconds = Field(default=1.0, alias="timeout", gt=0, le=60, description="how long one probe may take")
@@ -71,7 +71,7 @@ class ReadinessSpec(BaseModel):
 class AutoscaleSpec(BaseModel):
     """What load one replica should carry; the autoscaler keeps replicas near it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, populate_by_name=True)
 
     target_inflight: float | None = Field(default=None, gt=0, description="requests in flight per replica")
     target_rps: float | None = Field(default=None, gt=0, description="requests per second per replica")
@@ -90,7 +90,7 @@ class AutoscaleSpec(BaseModel):
 class ServiceSpec(BaseModel):
     """A service: ``command`` listens on ``$PORT``; each replica is a task scheduled like a job."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, populate_by_name=True)
 
     name: str = Field(description="the service's name; its URL is HEAD/s/NAME/")
     command: str | list[str] = Field(description="a command that serves HTTP on $PORT")

@@ -26,8 +26,15 @@ def resolve(spec: JobSpec, who: Principal, config: ClusterConfig, prefix: str = 
         if chosen is None:
             known = ", ".join(sorted(config.priority_classes)) or "none are configured"
             raise Infeasible(f"{prefix}priority_class", f"unknown priority class {class_name!r} (classes: {known})")
-        if spec.priority_class is not None and spec.priority != 0 and spec.priority != chosen.value:
-            raise Infeasible(f"{prefix}priority", "give either priority or priority_class, not both")
+        if spec.priority != 0 and spec.priority != chosen.value:
+            if spec.priority_class is not None:
+                raise Infeasible(f"{prefix}priority", "give either priority or priority_class, not both")
+            known = ", ".join(f"{name} ({c.value})" for name, c in sorted(config.priority_classes.items()))
+            raise Infeasible(
+                f"{prefix}priority",
+                f"this cluster sets priorities through priority classes, and this job's is {class_name!r}"
+                f" ({chosen.value}); give priority_class: NAME instead (classes: {known})",
+            )
         preemptible = spec.preemptible or chosen.preemptible
         update.update(priority_class=class_name, priority=chosen.value, preemptible=preemptible)
     if spec.team is None:
