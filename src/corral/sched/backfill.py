@@ -61,11 +61,12 @@ def find_reservation(
     allocations then, as running jobs do.
     """
     held: Mapping[str, Sequence[Allocation]] = snapshot.allocations_of()
+    placed_now: dict[str, Sequence[Allocation]] = {}  # this cycle's placements: not in the snapshot
     future = _less(snapshot, policy, taken, free)
     events = release_times(snapshot, now, stopped)
     placed = list(placed)
     if placed:
-        held = {**held, **{p.job_id: p.allocations for _, p in placed}}
+        placed_now = {p.job_id: p.allocations for _, p in placed}
         events = sorted(events + [(max(end, now), p.job_id) for end, p in placed])
     request = job.request
     # A job limited to some GPU types can only be placed on nodes with GPUs of one of them: what is
@@ -77,11 +78,11 @@ def find_reservation(
         when, freed = events[i][0], list[Allocation]()
         while i < len(events) and events[i][0] == when:
             if types is None:
-                freed.extend(held.get(events[i][1], ()))
+                freed.extend(placed_now.get(events[i][1]) or held.get(events[i][1], ()))
             else:
                 freed.extend(
                     a
-                    for a in held.get(events[i][1], ())
+                    for a in placed_now.get(events[i][1]) or held.get(events[i][1], ())
                     if (node := nodes.get(a.node)) is not None and not types.isdisjoint(node.gpu_types)
                 )
             i += 1
