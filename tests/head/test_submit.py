@@ -143,6 +143,20 @@ def test_too_many_gpus_per_node_is_refused_with_what_the_cluster_offers(head):
     assert job_count(head) == 0
 
 
+def test_a_gang_required_in_one_rack_no_rack_holds_is_refused(head):
+    for i in range(3):
+        head.register(f"a{i}", gpus=8, labels={"rack": "r1" if i < 2 else "r2"})
+    spec = {"command": "x", "nodes": 3, "resources": {"gpus": 8}, "topology": {"required": "rack"}}
+    response = head.client.post("/v1/jobs", json=spec, headers=head.admin)
+    assert response.status_code == 422
+    detail = response.json()["detail"][0]
+    assert detail["field"] == "topology"
+    assert "all in one rack (topology.required); the most one rack has is 2" in detail["msg"]
+    packed = {**spec, "topology": {"pack": "rack"}}
+    assert head.client.post("/v1/jobs", json=packed, headers=head.admin).status_code == 201
+    assert job_count(head) == 1
+
+
 def test_unknown_gpu_type_is_refused_listing_the_types(head):
     head.register("n1", gpus=8, gpu_type="H100")
     head.register("n2", gpus=4, gpu_type="L4")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from corral.sched import get_policy, schedule
-from corral.testing import make_job, make_node, snapshot
+from corral.testing import live_alloc, make_job, make_node, running_job, snapshot
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 DEFAULT = get_policy("default")
@@ -56,3 +56,23 @@ def test_gangs_pack_by_any_label_such_as_a_block():
     plan = schedule(snapshot(cluster, pending=[make_job("g").gpus(8).nodes(2).topology("block")]), DEFAULT, NOW)
     [placement] = plan.placements
     assert {a.node for a in placement.allocations} <= {"n3", "n4"}  # b1: the smallest block that holds it
+
+
+def test_a_required_rack_gang_is_told_about_the_rack():
+    cluster = racks(r1=2, r2=3)
+    busy = [live_alloc("busy", "r2-0", range(8))]
+    waiting = make_job("g").gpus(8).nodes(3).topology("rack", required=True)
+    plan = schedule(snapshot(cluster, pending=[waiting], live=busy, running=[running_job("busy", NOW)]), DEFAULT, NOW)
+    assert plan.placements == ()  # 4 nodes are free, but no rack has 3 of them
+    reason = plan.reasons["g"]
+    assert reason.code == "RESOURCES"
+    assert "all in one rack (the most one rack has now is 2)" in reason.message
+
+
+def test_a_required_rack_gang_no_rack_can_hold_never_fits():
+    job = make_job("g").gpus(8).nodes(4).topology("rack", required=True)
+    reason = schedule(snapshot(racks(r1=2, r2=3), pending=[job]), DEFAULT, NOW).reasons["g"]
+    assert reason.code == "NEVER_FITS"
+    assert "all in one rack (topology.required); the most one rack has is 3" in reason.message
+    spanning = make_job("g").gpus(8).nodes(4).topology("rack")
+    assert schedule(snapshot(racks(r1=2, r2=3), pending=[spanning]), DEFAULT, NOW).placements

@@ -1,7 +1,7 @@
 """The pure scheduler: ``schedule(snapshot, policy, now) -> Plan``. No I/O, no clock, no randomness."""
 
 from corral.sched.cycle import schedule
-from corral.sched.feasibility import NO_CONTAINER_RUNTIME, ClusterShapes, never_fits
+from corral.sched.feasibility import NO_CONTAINER_RUNTIME, ClusterShapes, never_fits, no_domain_holds
 from corral.sched.fragmentation import fragmentation
 from corral.sched.plan import (
     BACKFILL_BLOCKED,
@@ -51,6 +51,7 @@ __all__ = [
     "fragmentation",
     "get_policy",
     "never_fits",
+    "no_domain_holds",
     "schedule",
     "why",
 ]

@@ -148,23 +148,29 @@ def _assembled(snapshot: Snapshot, gpu_ranker: NodeRanker, cpu_ranker: NodeRanke
 
 def shapes_of(nodes: tuple[Node, ...]) -> ClusterShapes:
     """``ClusterShapes(nodes)``, reused while the nodes are the same values (each node's shape is kept)."""
-    from corral.sched.feasibility import ClusterShapes, _Shape
+    from corral.sched.feasibility import ClusterShapes
 
     with _lock:
         for known, shapes in _shapes:
             if _same_nodes(known, nodes):
                 return shapes
-        counts: Counter[_Shape] = Counter()
-        for node in nodes:
-            kept = _node_shapes.get(node.name)
-            if kept is None or not (kept[0] is node or kept[0] == node):
-                if len(_node_shapes) >= _NODES_KEPT:
-                    _node_shapes.clear()
-                kept = _node_shapes[node.name] = (node, _Shape.of(node))
-            counts[kept[1]] += 1
+        counts: Counter[_Shape] = Counter(shape_of(node) for node in nodes)
         shapes = ClusterShapes(shapes=counts)
         _shapes[:] = [(nodes, shapes), *_shapes[:1]]  # the registered nodes, and the last not-ready subset
         return shapes
+
+
+def shape_of(node: Node) -> _Shape:
+    """The node's full capacity (``_Shape.of``), reused while the node is the same value."""
+    from corral.sched.feasibility import _Shape
+
+    with _lock:
+        kept = _node_shapes.get(node.name)
+        if kept is None or not (kept[0] is node or kept[0] == node):
+            if len(_node_shapes) >= _NODES_KEPT:
+                _node_shapes.clear()
+            kept = _node_shapes[node.name] = (node, _Shape.of(node))
+        return kept[1]
 
 
 def gpu_layout(nodes: tuple[Node, ...]) -> GpuLayout:

@@ -180,6 +180,40 @@ class ClusterShapes:
         return f"cluster offers: {offers}"
 
 
+def required_domain(request: Request) -> str | None:
+    """The topology label whose one value all of a gang's nodes must share, if they must."""
+    return request.topology if request.nodes > 1 and request.topology_required else None
+
+
+def largest_domain(nodes: Iterable[Node], label: str) -> int:
+    """The most of these nodes that share one value of ``label`` (a node without it is alone)."""
+    sizes = Counter(node.labels.get(label) or "node:" + node.name for node in nodes)
+    return max(sizes.values(), default=0)
+
+
+def no_domain_holds(request: Request, nodes: Sequence[Node], shapes: ClusterShapes) -> str | None:
+    """Why a gang that must stay in one topology domain fits no domain of these registered nodes
+    (``shapes`` is theirs), were they all empty and ready; None if one could hold it."""
+    label = required_domain(request)
+    if label is None or not nodes:
+        return None
+    from corral.sched import carry
+
+    types: Sequence[str | None] = shapes.acceptable_types(request) if request.gpus_per_node > 0 else [None]
+    with_shapes = [(node, carry.shape_of(node)) for node in nodes]
+    most = max(
+        (largest_domain((n for n, shape in with_shapes if shape.holds(request, t)), label) for t in types),
+        default=0,
+    )
+    if most >= request.nodes:
+        return None
+    each = describe.share(request, request.gpu_types)
+    return (
+        f"needs {describe.plural(request.nodes, 'node')} with {each} each, all in one {label} (topology.required);"
+        f" the most one {label} has is {most}"
+    )
+
+
 def _gpus_only(request: Request) -> Request:
     return Request(gpus_per_node=request.gpus_per_node)
 

@@ -8,7 +8,7 @@ from itertools import islice
 
 from corral.model import Job, Request
 from corral.sched import describe
-from corral.sched.feasibility import ClusterShapes
+from corral.sched.feasibility import ClusterShapes, largest_domain, no_domain_holds, required_domain
 from corral.sched.placement import candidates
 from corral.sched.plan import NEVER_FITS, NO_NODES, QUOTA, RESOURCES, Reason
 from corral.sched.snapshot import CapacityView, Snapshot
@@ -64,7 +64,7 @@ def explain(
 def _reason(
     request: Request, view: CapacityView, snapshot: Snapshot, registered: ClusterShapes, unavailable: ClusterShapes
 ) -> Reason:
-    problem = registered.never_fits(request)
+    problem = registered.never_fits(request) or no_domain_holds(request, snapshot.nodes, registered)
     if problem is not None:
         return Reason(NEVER_FITS, f"can never run on this cluster: {problem}")
     if not view.nodes:
@@ -84,10 +84,16 @@ def _no_nodes(snapshot: Snapshot) -> str:
 def _waiting_for(request: Request, view: CapacityView, unavailable: ClusterShapes) -> str:
     nodes = request.nodes
     types: Sequence[str | None] = (request.gpu_types or view.gpu_types) if request.gpus_per_node > 0 else [None]
-    have = max((sum(1 for _ in islice(candidates(view, request, t), nodes)) for t in types), default=0)
-    have_text = "none has" if have == 0 else f"{describe.plural(have, 'node')} {'has' if have == 1 else 'have'}"
     text = f"waiting for {describe.plural(nodes, 'node')} with {describe.share(request, request.gpu_types, free=True)}"
-    text += f"{' each' if nodes > 1 else ''} ({have_text} that now)"
+    label = required_domain(request)
+    if label is None:
+        have = max((sum(1 for _ in islice(candidates(view, request, t), nodes)) for t in types), default=0)
+        have_text = "none has" if have == 0 else f"{describe.plural(have, 'node')} {'has' if have == 1 else 'have'}"
+        text += f"{' each' if nodes > 1 else ''} ({have_text} that now)"
+    else:
+        free = ((c.node.node for c in candidates(view, request, t)) for t in types)
+        most = max((largest_domain(nodes_of_type, label) for nodes_of_type in free), default=0)
+        text += f" each, all in one {label} (the most one {label} has now is {most})"
     if down := unavailable.count_holding(request):
         text += f"; {describe.plural(down, 'matching node')} {'is' if down == 1 else 'are'} drained or not ready"
     return text

@@ -26,7 +26,7 @@ from corral.head.services.lifecycle import end_job
 from corral.head.services.users import team_checked
 from corral.head.store.tables import EventRow, JobRow, TaskRow
 from corral.model import TERMINAL_JOB_STATES, JobState, NodeState
-from corral.sched import NO_CONTAINER_RUNTIME, ClusterShapes
+from corral.sched import NO_CONTAINER_RUNTIME, ClusterShapes, no_domain_holds
 from corral.spec import JobSpec
 
 _ID_ALPHABET = string.ascii_lowercase + string.digits
@@ -159,9 +159,13 @@ def _check_feasible(rt: HeadRuntime, session: Session, specs: Sequence[JobSpec])
         prefix = f"jobs[{index}]." if len(specs) > 1 else ""
         if spec.image is not None and not runtimes:
             raise Infeasible(f"{prefix}image", NO_CONTAINER_RUNTIME)
-        problem = shapes.never_fits(request_of(spec))
+        request = request_of(spec)
+        problem = shapes.never_fits(request)
         if problem is not None:
             raise Infeasible(f"{prefix}resources", f"can never run on this cluster: {problem}")
+        problem = no_domain_holds(request, nodes, shapes)
+        if problem is not None:
+            raise Infeasible(f"{prefix}topology", f"can never run on this cluster: {problem}")
 
 
 def get_row(session: Session, job_id: str, who: Principal) -> JobRow:
