@@ -118,17 +118,23 @@ async def _a_restarted_agent_finds_its_running_and_ended_tasks_by_marker_and_ind
     marker = f"{node}:{desired.task_id}"
     env = {MARKER_ENV: marker, "CORRAL_TASK_DIR": str(task_dir)}
     kept = _spawn("sleep 30", task_dir / "exit-0", env)
-    stray = _spawn("sleep 30", tmp_path / "exit-x", {MARKER_ENV: f"{node}:j-2/0/0", "CORRAL_TASK_DIR": "/nowhere"})
+    no_record = str(tmp_path / "no-record")
+    stray = _spawn("sleep 30", tmp_path / "exit-x", {MARKER_ENV: f"{node}:j-2/0/0", "CORRAL_TASK_DIR": no_record})
+    # The same node name under another agent's work directory (another local cluster on this host).
+    elsewhere = tmp_path.parent / f"{tmp_path.name}-other" / "task"
+    foreign = _spawn(
+        "sleep 30", tmp_path / "exit-y", {MARKER_ENV: f"{node}:j-3/0/0", "CORRAL_TASK_DIR": str(elsewhere)}
+    )
     try:
         deadline = time.monotonic() + 5
-        while len(markers_with_prefix(f"{node}:")) < 2 and time.monotonic() < deadline:
+        while len(markers_with_prefix(f"{node}:")) < 3 and time.monotonic() < deadline:
             await asyncio.sleep(0.01)  # until both have exec'd with their environment
         key = key_of(kept.pid)
         record = RankRecord(0, key.pid, key.start, str(tmp_path / "rank-0.log"), str(task_dir / "exit-0"))
         write_record(task_dir, desired, 29501, [record], LiveIndex(tmp_path / INDEX))
         index = LiveIndex(tmp_path / INDEX)  # as a restarted agent reads it
-        found = await asyncio.to_thread(find_tasks, node, index)
-        assert found.unknown == [f"{node}:j-2/0/0"]
+        found = await asyncio.to_thread(find_tasks, node, index, tmp_path)
+        assert found.unknown == [f"{node}:j-2/0/0"]  # not j-3: another agent's, neither adopted nor stopped
         assert found.finished == []
         [survivor] = found.running
         assert (survivor.task_id, survivor.generation, survivor.master_port) == ("j-1/2/0", 2, 29501)
@@ -141,13 +147,14 @@ async def _a_restarted_agent_finds_its_running_and_ended_tasks_by_marker_and_ind
         assert kept.wait(5) == 143 and time.monotonic() - started < 2.0
         assert read_exit_file(task_dir / "exit-0") == 143
         # Once its processes are gone, the index still knows it: it ended while no agent watched.
-        [ended] = (await asyncio.to_thread(find_tasks, node, index)).finished
+        [ended] = (await asyncio.to_thread(find_tasks, node, index, tmp_path)).finished
         report = ended.final_report()
         assert (report.state, report.exit_code) == ("EXITED", 143)
         forget(index, desired.task_id)
-        assert (await asyncio.to_thread(find_tasks, node, LiveIndex(tmp_path / INDEX))).finished == []
+        assert (await asyncio.to_thread(find_tasks, node, LiveIndex(tmp_path / INDEX), tmp_path)).finished == []
+        assert foreign.poll() is None
     finally:
-        for proc in (kept, stray):
+        for proc in (kept, stray, foreign):
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(5)
@@ -166,7 +173,7 @@ def test_the_final_report_names_the_first_failure_not_a_stopped_sibling(tmp_path
         ranks.append(RankRecord(rank, 1, 1, "log", str(exit_file)))
     desired = _desired(tmp_path, processes=len(statuses))
     write_record(tmp_path, desired, 0, ranks, LiveIndex(tmp_path / INDEX))
-    [ended] = find_tasks("no-such-node", LiveIndex(tmp_path / INDEX)).finished
+    [ended] = find_tasks("no-such-node", LiveIndex(tmp_path / INDEX), tmp_path).finished
     report = ended.final_report()
     assert report.exit_code == code
     assert report.detail == ("" if code == 0 else f"{describe_exit(code)} while the agent was away")

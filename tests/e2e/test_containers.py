@@ -201,15 +201,25 @@ def test_a_container_whose_rank_died_with_its_agent_is_removed_by_the_next_agent
     # (its own clean-up may also get there first, which is as good). So that the next agent always has
     # one to sweep, another container of the node's is left behind as the dead agent could have left it.
     control.kill_node("boxed")
+    owner = f"boxed@{(cluster.home / 'agents' / 'boxed').resolve()}"
     left = podman.podman(
         "create", "--name", "corral-left-behind", "--label", "corral.task=corral-left-behind",
-        "--label", "corral.node=boxed", podman.image, "sleep", "300",
+        "--label", f"corral.node={owner}", podman.image, "sleep", "300",
     )  # fmt: skip
     assert left.returncode == 0, left.stderr
+    # A node of the same name in another cluster on this host (another work directory): not this agent's.
+    foreign = podman.podman(
+        "create", "--name", "corral-foreign", "--label", "corral.task=corral-foreign",
+        "--label", "corral.node=boxed@/elsewhere/agents/boxed", podman.image, "sleep", "300",
+    )  # fmt: skip
+    assert foreign.returncode == 0, foreign.stderr
     control.restart_agent("boxed")
-    cluster.wait_for(lambda: podman.containers() == [], 30, "the containers to be removed", interval_s=0.2)
+    cluster.wait_for(
+        lambda: podman.containers() == ["corral-foreign"], 30, "the containers to be removed", interval_s=0.2
+    )
     log = (cluster.home / "logs" / "agent-boxed.log").read_text()
     assert "removed container corral-left-behind, left by an earlier agent" in log
+    assert podman.podman("rm", "-f", "corral-foreign").returncode == 0
     cluster.wait_for(lambda: cluster.show(job_id)["state"] != "RUNNING", 30, "the lost job to end")
 
 

@@ -217,14 +217,21 @@ def read_record(task_dir: Path, marker: str) -> Survivor | None:
         return None
 
 
-def find_tasks(node: str, index: LiveIndex) -> Found:
+def find_tasks(node: str, index: LiveIndex, work_dir: Path) -> Found:
     """Tasks of this node with live processes (by marker), and indexed ones whose processes all ended.
+
+    Only processes whose task directory is under ``work_dir`` are this agent's: another cluster's
+    agent on the same host may have the same node name (every ``corral up`` names its agents
+    ``local-1``, ``local-2``, …), and its tasks are neither adopted nor stopped here.
 
     Blocking: reads all of ``/proc``.
     """
     found = Found()
+    home = work_dir.resolve()
     for marker, pids in sorted(marked_processes(f"{node}:").items()):
         task_dirs = {d for d in (environ_value(pid, TASK_DIR_ENV) for pid in pids) if d}
+        if not any(_under(Path(d), home) for d in task_dirs):
+            continue  # another agent's task (same node name, another work directory)
         survivor = read_record(Path(task_dirs.pop()), marker) if len(task_dirs) == 1 else None
         if survivor is not None and survivor.marker == f"{node}:{survivor.task_id}":
             found.running.append(survivor)
@@ -238,3 +245,10 @@ def find_tasks(node: str, index: LiveIndex) -> Found:
         elif record.task_id not in running:
             found.finished.append(record)
     return found
+
+
+def _under(path: Path, directory: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(directory)
+    except (OSError, RuntimeError):
+        return False

@@ -113,7 +113,7 @@ class Agent:
         """Tasks an earlier agent on this node ran, to report when registering: those still running
         and those that ended meanwhile. Running ones without a readable record cannot be adopted and
         are stopped now."""
-        found = await asyncio.to_thread(find_tasks, self.options.name, self.tasks.index)
+        found = await asyncio.to_thread(find_tasks, self.options.name, self.tasks.index, self.tasks.work_dir)
         for marker in found.unknown:
             log.warning("stopping %s, left running by an earlier agent without a task record", marker)
             await launch.terminate_tree([], marker, 2.0)
@@ -121,7 +121,7 @@ class Agent:
             log.info("task %s ended while no agent ran: %s", ended.task_id, ended.final_report().exit_code)
         if self.options.runtime is not None:
             kept = {name for survivor in found.running for name in container_names(survivor.desired)}
-            for name in await remove_left_behind(self.options.runtime, self.options.name, kept):
+            for name in await remove_left_behind(self.options.runtime, self.tasks.owner, kept):
                 log.warning("removed container %s, left by an earlier agent: none of its tasks runs it", name)
         return found
 

@@ -40,7 +40,8 @@ class ContainerTask:
     by_uuid: bool = False
     """Name every GPU by UUID to the runtime: the node has MIG on (a MIG device is always named so)."""
     node: str = ""
-    """The node's name; a container the runtime keeps carries it, so a later agent finds the ones left behind."""
+    """The agent that runs it (node name and work directory, ``TaskSet.owner``); a container the runtime keeps
+    carries it, so a later agent of the same node finds the ones left behind, and no other agent does."""
 
 
 @dataclass(frozen=True)
