@@ -84,3 +84,17 @@ def test_of_several_processes_on_a_node_the_one_that_failed_is_named_by_its_rank
         assert report.detail == "exit code 9 (the process with RANK 5)"
 
     asyncio.run(scenario())
+
+
+def test_a_workdir_missing_on_the_node_is_said_in_the_job_log(tmp_path):
+    async def scenario() -> None:
+        missing = tmp_path / "not-here"
+        tasks, _ = await _run_to_exit(tmp_path, "pwd", workdir=str(missing))
+        [local] = tasks.tasks.values()
+        text = (local.task_dir / "rank-0.log").read_text()
+        assert text.splitlines() == [
+            f"corral: workdir {missing} does not exist on node n1; running in {local.task_dir}",
+            str(local.task_dir),
+        ]
+
+    asyncio.run(scenario())

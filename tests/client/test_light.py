@@ -153,3 +153,42 @@ def test_an_explicit_token_wins_over_the_config(env, live_head):
     env.setenv("CORRAL_HOME", str(live_head.home))
     with Client(token="ca_wrong") as client, pytest.raises(Exception, match="unknown or revoked token"):
         client.jobs()
+
+
+def test_an_empty_name_is_not_found_without_asking_the_head(client):
+    from corral.client.errors import NotFoundError
+
+    for call in (client.job, client.why):
+        with pytest.raises(NotFoundError, match="empty name"):
+            call("")
+
+
+def test_a_server_that_is_not_a_corral_head_is_unreachable(tmp_path):
+    import http.server
+    import threading
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        api = HeadApi(LightTransport(url, "token"))
+        with pytest.raises(Unreachable, match="is it a Corral head"):
+            api.jobs()
+        with pytest.raises(Unreachable, match="is it a Corral head"):
+            api.submit({"command": "x"})
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_run_with_gpu_type_repeated_keeps_every_type_in_order(live_head, monkeypatch, capsys):
+    from corral.cli.main import main
+
+    monkeypatch.setenv("CORRAL_HOME", str(live_head.home))
+    monkeypatch.setenv("CORRAL_HEAD", live_head.url)
+    monkeypatch.setenv("CORRAL_TOKEN", live_head.admin_token)
+    main(["run", "--gpu-type", "H100", "--gpu-type", "L4,A100", "-o", "json", "--", "true"])
+    job_id = json.loads(capsys.readouterr().out)["id"]
+    job = HeadApi(LightTransport(live_head.url, live_head.admin_token)).job(job_id)
+    assert job["gpu_types"] == ["H100", "L4", "A100"]

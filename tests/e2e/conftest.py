@@ -390,3 +390,11 @@ def runtimeless_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cl
     agents: dict[str, str | list[str]] = {"plain": ["1xH100:80GB", "--runtime", "none"]}
     with _daemons(tmp_path_factory, "corral-plain-", ["--grace", "2"], agents) as (cluster, _):
         yield cluster
+
+
+@pytest.fixture
+def stoppable_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, dict[str, Any]]]:
+    """A head and one agent (``s1``, one fake H100) that the test may stop (``daemons["head"]``)."""
+    agents: dict[str, str | list[str]] = {"s1": "1xH100:80GB"}
+    with _daemons(tmp_path_factory, "corral-stop-", ["--grace", "1"], agents) as (cluster, daemons):
+        yield cluster, daemons

@@ -38,6 +38,8 @@ def test_events_lists_and_follows_a_jobs_life(cluster):
     assert kinds == ["job.submitted", "job.placed", "job.running", "task.released", "job.succeeded"]
     listed = cluster.json("events", "--job", job_id)
     assert [e["kind"] for e in listed] == kinds
+    unknown = cluster.cli("events", "--job", "j-nosuchjob")
+    assert unknown.returncode == 4, unknown.stderr
 
 
 @pytest.mark.timeout(60)
@@ -47,4 +49,17 @@ def test_top_once_shows_the_nodes_and_a_running_job(cluster):
     text = cluster.ok("top", "--once", env=cluster.env(COLUMNS="160"))
     assert "local-1" in text and "local-2" in text
     assert job_id in text and "RUNNING" in text
+    piped = subprocess.Popen(
+        [sys.executable, "-m", "corral", "top", "--interval", "0.5"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cluster.env(COLUMNS="160"),
+    )
+    try:
+        out, _ = piped.communicate(timeout=4)
+    except subprocess.TimeoutExpired:
+        piped.kill()
+        out, _ = piped.communicate()
+    assert out.count("local-1") >= 2, out  # frames keep coming when piped, not only at the end
     cluster.ok("cancel", job_id)

@@ -58,3 +58,17 @@ def test_wait_times_out_with_124(cluster):
     assert job_id in result.stderr
     assert elapsed < 15, f"wait --timeout 0.5 took {elapsed:.1f}s"
     assert cluster.show(job_id)["state"] in ("PENDING", "RUNNING")
+
+
+@pytest.mark.timeout(90)
+def test_preempt_and_cancel_with_an_unknown_id_exit_4_and_act_on_no_job(cluster):
+    job_id = cluster.run("--gpus", "1", command="sleep 120")
+    cluster.wait_for(lambda: cluster.show(job_id)["state"] == "RUNNING", 30, "the job to run")
+    for verb in ("preempt", "cancel"):
+        result = cluster.cli(verb, job_id, "j-doesnotexist", "j-neither")
+        assert result.returncode == 4, (verb, result.stderr)
+        assert "'j-doesnotexist', 'j-neither'" in result.stderr, result.stderr
+        assert f"none of the 3 jobs given was {verb}" in result.stderr, result.stderr
+        assert result.stdout == ""
+        job = cluster.show(job_id)
+        assert (job["state"], job["preemptions"]) == ("RUNNING", 0), verb

@@ -110,3 +110,10 @@ def test_json_shapes_of_run_submit_show_jobs_nodes_status_config(cluster):
 
     config = _document(cluster, "config")
     assert config == {"head_url": cluster.url, "token": cluster.config()["token"]}
+
+
+def test_json_of_up_join_token_and_dashboard(cluster):
+    assert _document(cluster, "up") == {"head_url": cluster.url}  # already up: nothing starts
+    assert _document(cluster, "join-token") == {"token": cluster.config()["join_token"]}
+    url = _document(cluster, "dashboard")["url"]
+    assert url.startswith(cluster.url + "/#token=")

@@ -65,6 +65,15 @@ def test_cancelling_several_jobs_with_one_unknown_is_404_and_cancels_none(head):
     assert head.job(job["id"])["state"] == "PENDING"
 
 
+def test_cancelling_with_unknown_ids_names_every_one_of_them(head):
+    job = head.submit({"command": "x"})
+    ids = ["j-nope", job["id"], "j-gone"]
+    response = head.client.post("/v1/jobs/cancel", json={"ids": ids}, headers=head.admin)
+    assert response.status_code == 404
+    assert response.json()["detail"] == "no jobs 'j-nope', 'j-gone'; none of the 3 jobs given was cancelled"
+    assert head.job(job["id"])["state"] == "PENDING"
+
+
 def test_unknown_state_filter_is_422_listing_states(head):
     response = head.client.get("/v1/jobs", params={"state": "DONE"}, headers=head.admin)
     got = fields(response)

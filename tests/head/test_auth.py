@@ -50,6 +50,10 @@ def test_bad_user_names_and_teams_are_422_with_the_field(head):
     response = add_user(head, "no spaces")
     assert response.status_code == 422
     assert response.json()["detail"][0]["field"] == "name"
+    for team in ("ml@corp", "t" * 64):  # what a job could not name as its team
+        response = add_user(head, "alice", teams=[team])
+        assert response.status_code == 422
+        assert response.json()["detail"][0]["field"] == "teams"
     response = add_user(head, "alice", teams=["ok", "ok"])
     assert response.json()["detail"][0]["field"] == "teams"
     assert "twice" in response.json()["detail"][0]["msg"]
@@ -85,6 +89,18 @@ def test_a_token_carries_its_users_role(head):
     assert head.client.get("/v1/users", headers=head.auth(admin2)).status_code == 200
 
 
+def test_a_role_change_applies_to_the_users_existing_tokens(head):
+    carol = token_for(head, "carol", role="admin")
+    assert head.client.get("/v1/users", headers=head.auth(carol)).status_code == 200
+    assert add_user(head, "carol", role="user").status_code == 200  # demoted
+    assert head.client.get("/v1/users", headers=head.auth(carol)).status_code == 403
+    assert head.client.get("/v1/whoami", headers=head.auth(carol)).json()["role"] == "user"
+    listed = head.client.get("/v1/tokens", headers=head.admin).json()
+    assert {t["role"] for t in listed if t["user"] == "carol"} == {"user"}
+    assert add_user(head, "carol", role="admin").status_code == 200  # and back
+    assert head.client.get("/v1/users", headers=head.auth(carol)).status_code == 200
+
+
 def test_revoking_a_token_stops_it_at_once(head):
     alice = token_for(head, "alice")
     second = new_token(head, alice, name="spare").json()
@@ -116,7 +132,11 @@ def test_an_admin_sees_and_revokes_anyones_token(head):
 
 def test_the_join_token_cannot_be_revoked_as_a_user_token(head):
     join_id = next(t["id"] for t in head.client.get("/v1/tokens", headers=head.admin).json() if t["role"] == "agent")
-    assert head.client.delete(f"/v1/tokens/{join_id}", headers=head.admin).status_code == 404
+    response = head.client.delete(f"/v1/tokens/{join_id}", headers=head.admin)
+    assert response.status_code == 409
+    assert "is the agents' join token: it cannot be revoked" in response.json()["detail"]
+    alice = token_for(head, "alice")
+    assert head.client.delete(f"/v1/tokens/{join_id}", headers=head.auth(alice)).status_code == 404
 
 
 def test_a_job_goes_to_the_users_default_team(head):

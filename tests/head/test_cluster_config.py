@@ -191,3 +191,61 @@ def test_a_parent_teams_borrowing_limit_caps_its_teams_and_bad_sums_are_refused(
         assert detail["msg"] == "must hold its child teams' nominal quotas (nlp 12 = 12), got 8"
         teams = head.client.get("/v1/config", headers=head.admin).json()["config"]["teams"]
         assert teams["nlp"]["quotas"]["H100"]["nominal"] == 8
+
+
+@pytest.mark.parametrize("text", ["", "# teams moved to another file\n\n"])
+def test_an_empty_config_file_is_refused_on_reload_and_the_teams_stay(configured, text):
+    head = configured
+    head.config_path.write_text(text)
+    response = head.client.post("/v1/config/reload", headers=head.admin)
+    assert response.status_code == 422
+    [detail] = response.json()["detail"]
+    assert detail["msg"].startswith(f"the config file {head.config_path} is empty")
+    assert "`{}` to clear them on purpose" in detail["msg"]
+    stat = head.config_path.stat()
+    os.utime(head.config_path, (stat.st_atime, stat.st_mtime + 5))
+    head.cycle()  # the change the scheduling loop notices is refused the same way
+    teams = head.client.get("/v1/config", headers=head.admin).json()["config"]["teams"]
+    assert sorted(teams) == ["nlp", "vision"]
+    assert submit_as(head, "alice", {"command": "x"})["team"] == "vision"
+
+
+def test_an_empty_mapping_clears_the_config_on_purpose(configured):
+    head = configured
+    head.config_path.write_text("{}\n")
+    response = head.client.post("/v1/config/reload", headers=head.admin)
+    assert response.status_code == 200, response.text
+    assert response.json()["config"]["teams"] == {}
+
+
+def test_an_empty_config_file_at_start_is_an_empty_config(tmp_path, clock, start_head):
+    path = tmp_path / "corral.yaml"
+    path.write_text("# no teams yet\n")
+    with start_head(tmp_path / "home", clock, config_path=path) as head:
+        out = head.client.get("/v1/config", headers=head.admin).json()
+        assert (out["path"], out["config"]["teams"]) == (str(path), {})
+
+
+def registered(head, name, teams=None):
+    body = {"name": name, **({"teams": teams} if teams else {})}
+    assert head.client.post("/v1/users", json=body, headers=head.admin).status_code in (200, 201)
+    response = head.client.post("/v1/tokens", json={"user": name}, headers=head.admin)
+    assert response.status_code == 201, response.text
+    return head.auth(response.json()["token"])
+
+
+def test_a_user_added_without_a_team_is_charged_to_the_config_team_listing_them(configured):
+    head = configured
+    alice = registered(head, "alice")  # `corral user add alice`: teams [default]
+    assert head.client.get("/v1/whoami", headers=alice).json()["teams"] == ["vision", "default"]
+    response = head.client.post("/v1/jobs", json={"command": "x"}, headers=alice)
+    assert response.status_code == 201, response.text
+    assert response.json()["team"] == "vision"
+    response = head.client.post("/v1/jobs", json={"command": "x", "team": "default"}, headers=alice)
+    assert response.json()["team"] == "default"  # still a member of default
+    carol = registered(head, "carol")  # in no team of the config
+    assert head.client.post("/v1/jobs", json={"command": "x"}, headers=carol).json()["team"] == "default"
+    bob = registered(head, "bob", teams=["research"])  # teams given explicitly come first; nlp (config) last
+    assert head.client.get("/v1/whoami", headers=bob).json()["teams"] == ["research", "nlp"]
+    assert head.client.post("/v1/jobs", json={"command": "x"}, headers=bob).json()["team"] == "research"
+    assert head.client.post("/v1/jobs", json={"command": "x", "team": "nlp"}, headers=bob).json()["team"] == "nlp"

@@ -84,7 +84,11 @@ def test_a_placed_gang_appears_in_each_nodes_desired_state(head, pair):
 
 def test_user_env_is_passed_and_cannot_override_corral_variables(head):
     head.register("n1")
-    job = head.submit({"command": "x", "env": {"HF_HOME": "/data/hf", "WORLD_SIZE": "99"}})
+    refused = head.client.post("/v1/jobs", json={"command": "x", "env": {"WORLD_SIZE": "99"}}, headers=head.admin)
+    assert refused.status_code == 422
+    assert refused.json()["detail"][0]["field"] == "env"
+    assert "WORLD_SIZE is set by Corral" in refused.json()["detail"][0]["msg"]
+    job = head.submit({"command": "x", "env": {"HF_HOME": "/data/hf"}})
     head.cycle()
     env = head.agents["n1"].tasks()[0]["env"]
     assert env["HF_HOME"] == "/data/hf"
@@ -366,6 +370,19 @@ def test_fractional_jobs_share_a_gpu(head):
     for task in agent.tasks():  # each gets half the GPU's SMs and memory (80GB in the harness)
         assert task["env"]["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] == "50"
         assert task["env"]["CORRAL_GPU_MEMORY_LIMIT_MB"] == str(40 * 1024)
+
+
+def test_a_cpu_only_job_holds_no_share_of_a_gpu(head):
+    head.register("n1", gpus=1)
+    job = head.submit({"command": "a", "resources": {"cpus": 2}})
+    assert head.cycle().placed == 1
+    assert head.job(job["id"])["allocation"] == [{"node": "n1", "gpus": [], "gpu_fraction": 0.0}]
+    events = head.client.get("/v1/events", params={"job": job["id"]}, headers=head.admin).json()
+    [placed] = [e for e in events if e["kind"] == "job.placed"]
+    assert [t["fraction"] for t in placed["data"]["tasks"]] == [0.0]
+    whole = head.submit({"command": "b", "resources": {"gpus": 1}})
+    head.cycle()
+    assert head.job(whole["id"])["allocation"] == [{"node": "n1", "gpus": [0], "gpu_fraction": 1.0}]
 
 
 def test_a_quarter_gpu_gets_a_quarter_of_the_memory_and_whole_gpus_get_no_limit(head):

@@ -27,6 +27,7 @@ ROUTES = {
     ("POST", "/v1/jobs/{job_id}/preempt"): REFUSED,
     ("POST", "/v1/jobs/{job_id}/checkpoint"): REFUSED,
     ("POST", "/v1/jobs/cancel"): REFUSED,
+    ("POST", "/v1/jobs/preempt"): REFUSED,
     ("GET", "/v1/jobs/{job_id}/logs"): REFUSED,
     ("GET", "/v1/jobs/{job_id}/gpus"): REFUSED,
     ("GET", "/v1/config"): OWN_VIEW,
@@ -64,6 +65,7 @@ BODIES = {
     ("POST", "/v1/jobs"): {"command": "sleep 1"},
     ("POST", "/v1/jobs/batch"): {"jobs": [{"command": "sleep 1"}]},
     ("POST", "/v1/jobs/cancel"): {"ids": ["{job_id}"]},
+    ("POST", "/v1/jobs/preempt"): {"ids": ["{job_id}"]},
     ("POST", "/v1/jobs/{job_id}/checkpoint"): {},
     ("POST", "/v1/nodes/{name}/drain"): {"reason": "x"},
     ("POST", "/v1/agents/register"): {

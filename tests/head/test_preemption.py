@@ -132,3 +132,64 @@ def test_only_admins_preempt_and_only_running_jobs(head):
     run_all(head, n1)
     # another user's job is not revealed to a checkpoint report
     assert head.client.post(f"/v1/jobs/{job_id}/checkpoint", json={}, headers=head.auth(alice)).status_code == 404
+
+
+def test_preempting_several_jobs_with_an_unknown_one_preempts_none(head):
+    n1 = head.register("n1", gpus=8)
+    first = head.submit({"command": "a", "resources": {"gpus": 4}})["id"]
+    second = head.submit({"command": "b", "resources": {"gpus": 4}})["id"]
+    head.cycle()
+    run_all(head, n1)
+    ids = [first, "j-nope", second, "j-gone"]
+    response = head.client.post("/v1/jobs/preempt", json={"ids": ids}, headers=head.admin)
+    assert response.status_code == 404
+    assert response.json()["detail"] == "no jobs 'j-nope', 'j-gone'; none of the 4 jobs given was preempted"
+    for job_id in (first, second):
+        job = head.job(job_id)
+        assert (job["state"], job["preemptions"]) == ("RUNNING", 0)
+
+
+def test_preempting_several_jobs_when_one_does_not_run_preempts_none(head):
+    n1 = head.register("n1", gpus=8)
+    running = head.submit({"command": "a", "resources": {"gpus": 8}})["id"]
+    head.cycle()
+    run_all(head, n1)
+    waiting = head.submit({"command": "b", "resources": {"gpus": 8}})["id"]
+    response = head.client.post("/v1/jobs/preempt", json={"ids": [running, waiting]}, headers=head.admin)
+    assert response.status_code == 409
+    assert response.json()["detail"] == (
+        f"job {waiting} (PENDING) is not RUNNING: only a running job can be preempted;"
+        " none of the 2 jobs given was preempted"
+    )
+    assert head.job(running)["state"] == "RUNNING"
+    alice = head.auth(head.user_token("alice"))
+    assert head.client.post("/v1/jobs/preempt", json={"ids": [running]}, headers=alice).status_code == 403
+    response = head.client.post("/v1/jobs/preempt", json={"ids": [running, running]}, headers=head.admin)
+    assert response.status_code == 200, response.text
+    [job] = response.json()  # a repeated id is preempted once
+    assert (job["state"], job["preemptions"]) == ("PENDING", 1)
+
+
+def checkpoint(head, job_id):
+    return head.client.post(f"/v1/jobs/{job_id}/checkpoint", json={}, headers=head.admin)
+
+
+def test_only_a_job_whose_processes_run_records_a_checkpoint(head):
+    n1 = head.register("n1", gpus=8)
+    job_id = head.submit({"command": "x", "resources": {"gpus": 8}})["id"]
+    response = checkpoint(head, job_id)  # queued: nothing of it runs yet
+    assert response.status_code == 409
+    refusal = f"job {job_id} is PENDING, not RUNNING: only a running job can record a checkpoint"
+    assert response.json()["detail"] == refusal
+    assert head.job(job_id)["last_checkpoint_at"] is None
+    head.cycle()
+    assert checkpoint(head, job_id).status_code == 200  # placed: its processes are starting
+    run_all(head, n1)
+    assert checkpoint(head, job_id).status_code == 200
+    assert head.client.post(f"/v1/jobs/{job_id}/preempt", headers=head.admin).status_code == 200
+    assert checkpoint(head, job_id).status_code == 409  # stopping, queued again
+    head.cancel(job_id)
+    response = checkpoint(head, job_id)
+    assert response.status_code == 409
+    assert response.json()["detail"].startswith(f"job {job_id} is CANCELLED, not RUNNING")
+    assert checkpoint(head, "j-nope").status_code == 404

@@ -107,6 +107,27 @@ def test_jobs_that_can_never_fit_are_skipped_and_counted() -> None:
     assert workload.skipped_total == 3
 
 
+def test_a_traced_gpu_type_matches_the_cluster_file_whatever_its_case() -> None:
+    spec = cluster((1, 8, "V100"), (1, 4, "T4"))
+    jobs = [
+        job("lower", 0, 10, types=("v100",)),
+        job("either", 0, 10, types=("t4", "K80")),
+        job("k80", 0, 1, types=("k80",)),
+    ]
+    nodes = build_nodes(spec)
+    workload = prepare(Trace(tuple(jobs)), nodes)
+    assert {j.job.id: j.job.request.gpu_types for j in workload.jobs} == {"lower": ("V100",), "either": ("T4", "K80")}
+    assert workload.skipped == {NEVER_FITS: 1}  # the cluster has no K80, in any case
+    result = simulate(workload, nodes, get_policy("default"))
+    assert {r.id: r.gpu_type for r in result.records} == {"lower": "V100", "either": "T4"}
+
+
+def test_an_exact_gpu_type_wins_over_one_that_differs_in_case() -> None:
+    nodes = build_nodes(cluster((1, 8, "V100"), (1, 4, "v100")))
+    workload = prepare(Trace((job("a", 0, 1, types=("v100",)), job("b", 0, 1, types=("V100",)))), nodes)
+    assert [j.job.request.gpu_types for j in workload.jobs] == [("v100",), ("V100",)]
+
+
 def test_first_cycle_places_what_schedule_places_on_the_full_snapshot() -> None:
     spec = cluster((3, 8, "V100"), (2, 4, "T4"))
     jobs = [job(f"j{i}", 0, 100 + i, gpus=g) for i, g in enumerate([1, 8, 4, 2, 1, 8, 4, 16, 1, 2, 4])]

@@ -138,6 +138,20 @@ def test_fractions_above_one_are_refused(gpus):
     assert str(gpus) in error.message
 
 
+@pytest.mark.parametrize("gpus", [1e-9, 0.001, 0.0099])
+def test_fractions_below_one_percent_are_refused(gpus):
+    error = the_error({"command": "x", "resources": {"gpus": gpus}})
+    assert error.field == "resources.gpus"
+    assert error.message == (
+        f"must be a whole number of GPUs or a fraction below 1 (from 0.01, such as 0.5), got {gpus}"
+    )
+
+
+@pytest.mark.parametrize("gpus", [0.01, 0.015, 0.99])
+def test_a_fraction_of_one_percent_or_more_is_accepted(gpus):
+    assert parse_job_spec({"command": "x", "resources": {"gpus": gpus}}).resources.gpus == gpus
+
+
 @pytest.mark.parametrize("gpus", [-1, 65, "two"])
 def test_out_of_range_gpus_name_the_field(gpus):
     assert the_error({"command": "x", "resources": {"gpus": gpus}}).field == "resources.gpus"
@@ -270,6 +284,36 @@ def test_an_env_variable_without_a_value_is_refused():
 def test_an_env_value_must_be_a_scalar():
     with pytest.raises(SpecError, match="env: FOO must be a string, number or boolean, not a list"):
         load_job_yaml("command: x\nenv: {FOO: [1, 2]}")
+
+
+def test_an_env_value_yaml_reads_as_a_date_or_bytes_is_refused_with_a_hint():
+    with pytest.raises(SpecError, match=r"env: DAY must be a string, number or boolean, not a date \(quote"):
+        load_job_yaml("command: x\nenv: {DAY: 2024-01-01}")
+    with pytest.raises(SpecError, match="not a bytes"):
+        load_job_yaml("command: x\nenv: {BLOB: !!binary aGVsbG8=}")
+    assert load_job_yaml('command: x\nenv: {DAY: "2024-01-01"}').env == {"DAY": "2024-01-01"}
+
+
+@pytest.mark.parametrize("name", ["CUDA_VISIBLE_DEVICES", "RANK", "MASTER_ADDR", "CORRAL_JOB_ID", "CORRAL_ANYTHING"])
+def test_variables_corral_sets_are_refused_in_env(name):
+    with pytest.raises(SpecError, match=f"env: {name} is set by Corral in every job"):
+        load_job_yaml(f"command: x\nenv: {{{name}: '1'}}")
+
+
+def test_a_job_may_fix_its_rendezvous_port():
+    assert load_job_yaml("command: x\nenv: {MASTER_PORT: 29500}").env == {"MASTER_PORT": "29500"}
+
+
+@pytest.mark.parametrize("field", ["nodes", "priority", "max_restarts"])
+def test_whole_number_fields_refuse_booleans(field):
+    with pytest.raises(SpecError, match=f"{field}: must be a whole number, not true"):
+        load_job_yaml(f"command: x\n{field}: true")
+
+
+@pytest.mark.parametrize("memory", ["500K", "0.5MB", "100KiB"])
+def test_memory_under_a_megabyte_is_refused(memory):
+    with pytest.raises(SpecError, match=r"resources\.memory: .* is less than 1MB"):
+        load_job_yaml(f"command: x\nresources: {{memory: {memory}}}")
 
 
 def test_gpus_must_be_a_number_not_a_boolean():

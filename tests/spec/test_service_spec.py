@@ -79,3 +79,17 @@ def test_errors_name_the_field_and_what_is_valid(data, field, words):
 
 def test_a_job_file_is_not_a_service():
     assert "expected 'service'" in errors_of({"kind": "job", "name": "a", "command": "x"})["kind"]
+
+
+def test_a_service_may_not_set_the_variables_corral_sets():
+    with pytest.raises(SpecError, match="env: MASTER_ADDR is set by Corral in every job"):
+        parse_service_spec({"name": "web", "command": "serve", "env": {"MASTER_ADDR": "x"}})
+
+
+def test_a_number_of_replicas_is_a_fixed_count_and_other_forms_are_told_the_valid_ones():
+    spec = parse_service_spec({"name": "web", "command": "serve", "replicas": 3})
+    assert (spec.replicas.min, spec.replicas.max) == (3, 3)
+    with pytest.raises(SpecError, match=r"replicas: expected a number of replicas such as 2, or \{min: 1, max: 4\}"):
+        parse_service_spec({"name": "web", "command": "serve", "replicas": "lots"})
+    with pytest.raises(SpecError, match="replicas"):
+        parse_service_spec({"name": "web", "command": "serve", "replicas": -1})

@@ -109,6 +109,12 @@ class TaskSet:
                     local.grace_s = stop_grace_s[local.key]
                 self.stop(local, "stopped: the head no longer wants it")
 
+    @property
+    def owner(self) -> str:
+        """What this agent's containers are labelled with: its node name and work directory, since another
+        cluster's agent on the same host may have the same node name."""
+        return f"{self.node}@{self.work_dir.resolve()}"
+
     def _start(self, desired: DesiredTask) -> None:
         # One directory per attempt and node, logs inside: a new directory costs a new inode, and some
         # file systems make each one slow while many files are being deleted nearby.
@@ -190,6 +196,11 @@ class TaskSet:
                 await asyncio.sleep(0.001)  # let the heartbeat go out before this loop is busy forking
         ranks = [desired.rank_offset + local_rank for local_rank in range(desired.processes)]
         specs = [self._rank_spec(local, cwd, rank) for rank in ranks]
+        if desired.workdir and cwd != Path(desired.workdir):  # say so where the job's owner reads
+            note = f"corral: workdir {desired.workdir} does not exist on node {self.node}; running in {cwd}\n"
+            for spec in specs:
+                with contextlib.suppress(OSError), spec.log_path.open("a") as log:
+                    log.write(note)
         local.shippers = [
             LogShipper(spec.log_path, desired.job_id, desired.generation, rank)
             for rank, spec in zip(ranks, specs, strict=True)
@@ -218,7 +229,7 @@ class TaskSet:
         command, env = desired.command, {**inherited_env(), **job_env}
         if desired.image is not None:
             run = container_run(
-                self.runtime, desired, rank, job_env, cwd, local.task_dir, self.real_gpus, self.node, self.devices
+                self.runtime, desired, rank, job_env, cwd, local.task_dir, self.real_gpus, self.owner, self.devices
             )
             command, env = run.argv, {**env, **run.env}
         return launch.ProcessSpec(

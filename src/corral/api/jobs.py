@@ -13,7 +13,9 @@ from corral.spec import JobSpec
 class AllocationOut(BaseModel):
     node: str
     gpus: list[int]
-    gpu_fraction: float = 1.0
+    gpu_fraction: float = Field(
+        default=1.0, description="the share of each listed GPU: 1 for whole GPUs, below 1 when shared, 0 for none"
+    )
 
 
 class TaskOut(BaseModel):

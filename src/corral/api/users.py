@@ -10,6 +10,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$"
 NAME_RULE = "1-64 characters: letters, digits, '_', '.', '@' and '-', starting with a letter or digit"
+TEAM_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,62}$"  # as a job's `team` and the cluster config's teams
+TEAM_RULE = "1-63 characters: letters, digits, '_', '.' and '-', starting with a letter or digit"
+DEFAULT_TEAMS = ("default",)
+"""A user's teams when `corral user add` gives none."""
 
 
 class UserIn(BaseModel):
@@ -20,7 +24,7 @@ class UserIn(BaseModel):
     name: str = Field(pattern=NAME_PATTERN, description=NAME_RULE)
     role: Literal["admin", "user"] = "user"
     teams: list[str] = Field(
-        default_factory=lambda: ["default"],
+        default_factory=lambda: list(DEFAULT_TEAMS),
         min_length=1,
         max_length=64,
         description="teams the user may submit to; the first is their default team",
@@ -30,8 +34,8 @@ class UserIn(BaseModel):
     @classmethod
     def _teams(cls, value: list[str]) -> list[str]:
         for team in value:
-            if not re.fullmatch(NAME_PATTERN, team):
-                raise ValueError(f"bad team name {team!r}: {NAME_RULE}")
+            if not re.fullmatch(TEAM_PATTERN, team):
+                raise ValueError(f"bad team name {team!r}: {TEAM_RULE}")
         if len(set(value)) != len(value):
             raise ValueError("a team is listed twice")
         return value

@@ -28,7 +28,10 @@ def parse_when(option: str, value: str | None, now: datetime) -> str | None:
     text = value.strip().lower()
     match = _AGO_RE.match(text)
     if match:
-        return (now - timedelta(seconds=float(match.group(1)) * _UNIT_S[match.group(2)])).isoformat()
+        try:
+            return (now - timedelta(seconds=float(match.group(1)) * _UNIT_S[match.group(2)])).isoformat()
+        except (OverflowError, ValueError):  # before year 1
+            raise InvalidRequest(f"{option}: {value!r} reaches back before the year 1; give a shorter time") from None
     try:
         when = datetime.fromisoformat(value.strip())
     except ValueError:

@@ -45,12 +45,17 @@ def config(output: str) -> None:
 
 
 @click.command("join-token")
-def join_token() -> None:
-    """Print the token agents join with (admins only):
+@output_option
+def join_token(output: str) -> None:
+    """Print the token agents join with (admins only; with -o json: {"token": …}):
 
     corral agent --head URL --token "$(corral join-token)"
     """
-    click.echo(api().join_token())
+    token = api().join_token()
+    if output == "json":
+        emit_json({"token": token})
+    else:
+        click.echo(token)
 
 
 def _nodes_table(rows: list[dict[str, Any]]) -> None:

@@ -54,7 +54,8 @@ def cluster_config(reload_file: bool, output: str) -> None:
 
     The head re-reads its --config file when it changes; --reload does it at once and
     reports a file that does not validate (exit 2, naming each bad field) while the
-    config in force stays.
+    config in force stays. An empty file (or comments only) is refused the same way;
+    write `{}` in it to clear the config on purpose.
     """
     client = api()
     render(output, client.reload_cluster_config() if reload_file else client.cluster_config(), _config_table)

@@ -6,13 +6,15 @@ from urllib.parse import quote
 
 import click
 
+from corral.cli.render import emit_json, output_option
 from corral.client.config import load_config
 
 
 @click.command()
 @click.option("--open", "open_browser", is_flag=True, help="open it in the default web browser")
 @click.option("--no-token", is_flag=True, help="print the bare address (the page then asks for a token)")
-def dashboard(open_browser: bool, no_token: bool) -> None:
+@output_option
+def dashboard(open_browser: bool, no_token: bool, output: str) -> None:
     """Print the dashboard's URL, with this client's token in its #fragment.
 
     A browser never sends the fragment to the server; the page keeps the token in the browser's
@@ -22,7 +24,10 @@ def dashboard(open_browser: bool, no_token: bool) -> None:
     url = config.head_url.rstrip("/") + "/"
     if not no_token and config.token:
         url += "#token=" + quote(config.token, safe="")
-    click.echo(url)
+    if output == "json":
+        emit_json({"url": url})
+    else:
+        click.echo(url)
     if open_browser:
         import webbrowser
 

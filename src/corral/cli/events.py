@@ -37,6 +37,8 @@ def events(follow: bool, job_id: str | None, limit: int, output: str) -> None:
     With -o json: a JSON array, or with --follow one JSON object per line.
     """
     client = api(timeout_s=FOLLOW_WAIT_S + 10)
+    if job_id is not None:
+        client.job(job_id)  # an unknown job (or another user's) is not found: exit 4, as elsewhere
     recent = client.events(after=-1, limit=limit, job=job_id)
     if not follow:
         if output == "json":

@@ -115,8 +115,19 @@ def _parse_env(pairs: tuple[str, ...]) -> dict[str, str]:
 
 @click.command(context_settings={"allow_interspersed_args": False})
 @click.option("--name", help="job name (default: the command's first word)")
-@click.option("--gpus", type=float, default=0, show_default=True, help="GPUs per node; 0.5 shares one GPU")
-@click.option("--gpu-type", "gpu_type", help="acceptable GPU types, preferred first: H100,A100")
+@click.option(
+    "--gpus",
+    type=float,
+    default=0,
+    show_default=True,
+    help="GPUs per node: a whole number, or a fraction from 0.01 to below 1 (0.5 shares one GPU)",
+)
+@click.option(
+    "--gpu-type",
+    "gpu_type",
+    multiple=True,
+    help="acceptable GPU types, preferred first: H100,A100 (or the option repeated, in order)",
+)
 @click.option("--nodes", type=int, default=1, show_default=True, help="nodes in the gang")
 @click.option("--cpus", type=float, help="CPU cores per node to reserve")
 @click.option("--memory", help="host memory per node to reserve, e.g. 64GB")
@@ -141,7 +152,7 @@ def _parse_env(pairs: tuple[str, ...]) -> dict[str, str]:
 def run(
     name: str | None,
     gpus: float,
-    gpu_type: str | None,
+    gpu_type: tuple[str, ...],
     nodes: int,
     cpus: float | None,
     memory: str | None,
@@ -167,7 +178,7 @@ def run(
     """
     resources: dict[str, Any] = {"gpus": gpus}
     if gpu_type:
-        resources["gpu_type"] = gpu_type
+        resources["gpu_type"] = ",".join(gpu_type)
     if cpus is not None:
         resources["cpus"] = cpus
     if memory is not None:
@@ -194,7 +205,8 @@ def run(
     ):
         if value is not None:
             spec[key] = value
-    job = api().submit(_validated(spec, "job"), idempotency_key=str(uuid.uuid4()))
+    body = _validated(spec, "job")  # a bad spec exits 2 before the head is looked for
+    job = api().submit(body, idempotency_key=str(uuid.uuid4()))
     _submitted(job, output)
 
 
@@ -293,7 +305,7 @@ def show(job_id: str, output: str) -> None:
 
 @click.command()
 @click.argument("job_ids", metavar="JOB...", nargs=-1, required=True)
-@click.option("--timeout", type=float, help="give up after SECONDS (exit 124)")
+@click.option("--timeout", type=click.FloatRange(min=0), help="give up after SECONDS (exit 124)")
 @click.pass_context
 def wait(ctx: click.Context, job_ids: tuple[str, ...], timeout: float | None) -> None:
     """Wait until every JOB has ended. Exit 0 if all SUCCEEDED, 1 otherwise, 124 on timeout."""
@@ -325,7 +337,10 @@ def wait(ctx: click.Context, job_ids: tuple[str, ...], timeout: float | None) ->
 @click.argument("job_ids", metavar="JOB...", nargs=-1, required=True)
 @output_option
 def cancel(job_ids: tuple[str, ...], output: str) -> None:
-    """Cancel jobs: their processes get SIGTERM, then SIGKILL after the grace period."""
+    """Cancel jobs: their processes get SIGTERM, then SIGKILL after the grace period.
+
+    All or none: when a JOB is unknown, no job is cancelled (exit 4, naming each unknown id).
+    """
     rows = api().cancel(list(job_ids))
     if output == "json":
         emit_json(rows)

@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from corral.cli.daemons import DEFAULT_PORT
+from corral.cli.render import emit_json, output_option
 from corral.client.calls import HeadApi
 from corral.client.config import corral_home, read_config_file
 from corral.client.errors import CorralError, InvalidRequest
@@ -155,6 +156,7 @@ def _wait_nodes(api: HeadApi, names: list[str], fresh: set[str], since: datetime
     help="container runtime of every agent for jobs with an image  [default: as the last `up`, or the "
     "first that answers on PATH]",
 )
+@output_option
 def up(
     agents: int | None,
     fake_gpus: str | None,
@@ -162,8 +164,10 @@ def up(
     db_url: str | None,
     storage_root: Path | None,
     runtime: str | None,
+    output: str,
 ) -> None:
-    """Start a local cluster (a head and N agents) in the background; prints the head URL.
+    """Start a local cluster (a head and N agents) in the background; prints the head URL
+    (with -o json: {"head_url": …}).
 
     Running it again is harmless: what already runs is kept, missing agents are started.
     State stays under CORRAL_HOME, so `corral down` then `corral up` resumes the cluster.
@@ -195,7 +199,10 @@ def up(
     names, started = _ensure_agents(home, state, url, config.get("join_token", ""), count, fake_gpus)
     _save_state(home, state)
     _wait_nodes(api, names, started, since)
-    click.echo(url)
+    if output == "json":
+        emit_json({"head_url": url})
+    else:
+        click.echo(url)
 
 
 def _heard_since(stamp: str | None, since: datetime) -> bool:
@@ -207,6 +214,15 @@ def _ensure_head(
 ) -> str:
     head = state.get("head", {})
     if _alive(head.get("pid")) and _healthy(head.get("url", "")):
+        asked = {
+            "--port": port,
+            "--db": db_url,
+            "--storage-root": str(storage_root.resolve()) if storage_root else None,
+        }
+        running = {"--port": head.get("port"), "--db": head.get("db"), "--storage-root": head.get("storage_root")}
+        for option, value in asked.items():
+            if value is not None and value != running[option]:
+                _note(f"the head already runs at {head['url']}; {option} {value} applies after `corral down`")
         return str(head["url"])
     chosen = port or head.get("port") or DEFAULT_PORT
     if not _port_free(chosen):
@@ -235,8 +251,13 @@ def _ensure_agents(
     """Start the agents that are not running; answers all their names and the ones just started."""
     agents: list[dict[str, Any]] = state.setdefault("agents", [])
     spec = fake_gpus if fake_gpus is not None else state.get("fake_gpus")
+    alive = sum(1 for a in agents if _alive(a.get("pid")))
+    if alive and fake_gpus is not None and fake_gpus != state.get("fake_gpus"):
+        _note(f"the {alive} running agent(s) keep their GPUs; --fake-gpus {fake_gpus} applies to agents started later")
+    if count < alive:
+        _note(f"{alive} agents already run (asked for {count}); `corral down` first to run fewer")
     state["fake_gpus"] = spec
-    wanted = max(count, sum(1 for a in agents if _alive(a.get("pid"))))
+    wanted = max(count, alive)
     names: list[str] = []
     started: set[str] = set()
     for index in range(wanted):
@@ -267,6 +288,10 @@ def _ensure_agents(
         else:
             entry["pid"] = pid
     return names, started
+
+
+def _note(message: str) -> None:
+    click.echo(f"corral up: {message}", err=True)
 
 
 def _stop(pids: list[int], timeout_s: float) -> list[int]:

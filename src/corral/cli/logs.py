@@ -7,6 +7,9 @@ import sys
 import click
 
 from corral.cli.context import api
+from corral.client.errors import Unreachable
+
+TERMINAL_STATES = ("SUCCEEDED", "FAILED", "CANCELLED", "TIMEOUT")
 
 
 @click.command()
@@ -16,6 +19,14 @@ from corral.cli.context import api
 def logs(job_id: str, follow: bool, rank: int) -> None:
     """Print the stdout and stderr of JOB (rank 0 unless --rank), latest attempt."""
     out = sys.stdout.buffer
-    for chunk in api().logs(job_id, rank=rank, follow=follow):
+    client = api()
+    for chunk in client.logs(job_id, rank=rank, follow=follow):
         out.write(chunk)
         out.flush()
+    if follow:
+        state = client.job(job_id)["state"]
+        if state not in TERMINAL_STATES:  # the head ended the stream early: it is stopping
+            raise Unreachable(
+                f"the head stopped streaming before job {job_id} ended (it is {state}): it is stopping or"
+                " restarting; run the command again once it is back"
+            )

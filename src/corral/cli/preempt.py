@@ -19,10 +19,10 @@ def preempt(job_ids: tuple[str, ...], output: str) -> None:
 
     Each job's processes get SIGTERM, then the job's grace period (default 30 s) to save a
     checkpoint, then SIGKILL. The job goes back to PENDING with `restarts` + 1; this does
-    not use up its `max_restarts`.
+    not use up its `max_restarts`. All or none: when a JOB is unknown (exit 4) or not
+    running (exit 1), no job is preempted.
     """
-    client = api()
-    rows = [client.preempt(job_id) for job_id in job_ids]
+    rows = api().preempt(job_ids)
     if output == "json":
         emit_json(rows)
         return
@@ -39,7 +39,7 @@ def checkpoint_done(job_id: str | None, output: str) -> None:
     Run it from inside a job after each save (JOB defaults to $CORRAL_JOB_ID). When the
     scheduler must preempt, it prefers the jobs that lose the least work since their last
     checkpoint. Touching $CORRAL_CHECKPOINT_DIR/.corral-checkpoint does the same without a
-    command.
+    command. Only a running job can report one (exit 1 naming the state of any other).
     """
     job_id = job_id or os.environ.get("CORRAL_JOB_ID")
     if not job_id:

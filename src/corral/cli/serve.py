@@ -136,7 +136,7 @@ def scale(name: str, replicas: int, output: str) -> None:
     if output == "json":
         emit_json(out)
     else:
-        click.echo(f"{name}: {replicas} replicas")
+        click.echo(f"{name}: {replicas} replica{'' if replicas == 1 else 's'}")
 
 
 @service.command("delete")

@@ -73,10 +73,18 @@ def frame(nodes: list[dict[str, Any]], jobs: list[dict[str, Any]], now: str) -> 
 
 
 @click.command()
-@click.option("--interval", type=float, default=2.0, show_default=True, help="seconds between refreshes")
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.2, max=3600),
+    default=2.0,
+    show_default=True,
+    help="seconds between refreshes (0.2 to 3600)",
+)
 @click.option("--once", is_flag=True, help="print one frame and exit (for scripts and logs)")
 def top(interval: float, once: bool) -> None:
-    """A live view of nodes (one mark per GPU), their utilization and the queue. Ctrl-C quits."""
+    """A live view of nodes (one mark per GPU), their utilization and the queue. Ctrl-C quits.
+
+    Piped or redirected, it prints a frame every interval instead of redrawing one."""
     from rich.console import Console
     from rich.live import Live
 
@@ -89,6 +97,14 @@ def top(interval: float, once: bool) -> None:
     if once:
         console.print(render())
         return
+    if not console.is_terminal:  # piped or redirected: one frame after another, as they are drawn
+        try:
+            while True:
+                console.print(render())
+                console.file.flush()
+                time.sleep(interval)
+        except KeyboardInterrupt:
+            return
     with Live(render(), console=console, refresh_per_second=4, screen=False) as live:
         try:
             while True:

@@ -31,7 +31,9 @@ def user() -> None:
 def add(name: str, role: str, teams: tuple[str, ...], output: str) -> None:
     """Add user NAME, or change an existing user's role and teams.
 
-    Then give them a token with `corral token create --user NAME`.
+    Without --team the user is in team `default`; when the cluster config lists them
+    among a team's `members`, that team is their default. Then give them a token with
+    `corral token create --user NAME`.
     """
     created = api().add_user(name, role, teams)
     render(output, created, lambda u: click.echo(f"user {u['name']}: {u['role']}, teams {', '.join(u['teams'])}"))

@@ -31,6 +31,11 @@ class Transport(Protocol):
 
 
 def q(value: str) -> str:
+    """A name (job id, node, service, user) as one path segment; an empty one names nothing."""
+    if not value:
+        from corral.client.errors import NotFoundError
+
+        raise NotFoundError("no such name: an empty name ('') was given")
     return quote(value, safe="")
 
 
@@ -76,8 +81,8 @@ class HeadApi:
     def why(self, job_id: str) -> Any:
         return self.transport.send(Call("GET", f"/v1/jobs/{q(job_id)}/why"))
 
-    def preempt(self, job_id: str) -> Any:
-        return self.transport.send(Call("POST", f"/v1/jobs/{q(job_id)}/preempt"))
+    def preempt(self, job_ids: Sequence[str]) -> Any:
+        return self.transport.send(Call("POST", "/v1/jobs/preempt", json={"ids": list(job_ids)}))
 
     def checkpoint_done(self, job_id: str, at: str | None = None) -> Any:
         return self.transport.send(Call("POST", f"/v1/jobs/{q(job_id)}/checkpoint", json={"at": at}))

@@ -51,11 +51,16 @@ class ConflictError(CorralError):
     exit_code = 1
 
 
-def error_for(status: int, body: bytes) -> CorralError:
+def error_for(status: int, body: bytes, head_url: str = "") -> CorralError:
     """Turn an HTTP error response into the matching exception with a readable message."""
     try:
         payload = json.loads(body) if body else {}
     except ValueError:
+        if status in (404, 405, 501) and head_url:  # the route or method is unknown there: not a Corral head
+            return Unreachable(
+                f"{head_url} answered HTTP {status} with a page that is not Corral's: is it a Corral head?"
+                " Check CORRAL_HEAD, or the head URL in `corral config`"
+            )
         payload = {"detail": body.decode(errors="replace")}
     detail = payload.get("detail", payload) if isinstance(payload, dict) else payload
     message = _message(detail) or f"HTTP {status}"

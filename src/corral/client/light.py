@@ -63,21 +63,21 @@ class LightTransport:
         finally:
             conn.close()
         if response.status >= 400:
-            raise error_for(response.status, body)
+            raise error_for(response.status, body, self.head_url)
         return json.loads(body) if body else None
 
     def stream(self, call: Call) -> Iterator[bytes]:
         conn, response = self._request(call, None)
         try:
             if response.status >= 400:
-                raise error_for(response.status, response.read())
+                raise error_for(response.status, response.read(), self.head_url)
             while True:
                 chunk = response.read1(65536)
                 if not chunk:
                     return
                 yield chunk
-        except OSError as exc:
-            raise Unreachable(f"lost the connection to {self.head_url}: {exc}") from None
+        except (OSError, http.client.HTTPException) as exc:  # a reset, or a response cut short
+            raise Unreachable(f"lost the connection to the head at {self.head_url} ({exc!r}); {HOW_TO_START}") from None
         finally:
             conn.close()
 

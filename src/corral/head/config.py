@@ -1,6 +1,10 @@
 """The head's cluster configuration (``corral head --config corral.yaml``): teams, quotas, priority
 classes, queues and fair share. Re-read when the file changes or on request; a file that does not
-validate is refused with the path of the bad field, and the head keeps the configuration it had."""
+validate is refused with the path of the bad field, and the head keeps the configuration it had.
+
+An empty file (or one of comments only) is an empty configuration at start, but is refused when the
+file is read again: a file caught half-written, or emptied by mistake, must not drop every team and
+quota at once. ``{}`` in the file is an empty configuration on purpose, and is taken."""
 
 from __future__ import annotations
 
@@ -9,18 +13,31 @@ import threading
 from pathlib import Path
 
 from corral.model import Quotas, TeamQuota
-from corral.spec import ClusterConfig, FieldError, SpecError, load_cluster_config_yaml
+from corral.spec import ClusterConfig, FieldError, SpecError, load_yaml_document, parse_cluster_config
 
 log = logging.getLogger(__name__)
 
 
-def read_config(path: Path) -> ClusterConfig:
-    """Parse the file; ``SpecError`` names each bad field (the file's own problems included)."""
+def read_config(path: Path, *, allow_empty: bool = True) -> ClusterConfig:
+    """Parse the file; ``SpecError`` names each bad field (the file's own problems included).
+
+    Without ``allow_empty``, a file with no YAML document in it (empty, or comments only) is refused."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise SpecError([FieldError("", f"cannot read config file {path}: {exc.strerror}")]) from None
-    return load_cluster_config_yaml(text, source=str(path))
+    data = load_yaml_document(text, str(path))
+    if data is None and not allow_empty:
+        raise SpecError(
+            [
+                FieldError(
+                    "",
+                    f"the config file {path} is empty (or holds only comments); the config in force stays."
+                    " Write its teams, quotas, priority classes or queues into it, or `{}` to clear them on purpose",
+                )
+            ]
+        )
+    return parse_cluster_config(data, str(path))
 
 
 class ConfigHolder:
@@ -33,12 +50,12 @@ class ConfigHolder:
         self._lock = threading.Lock()
 
     def reload(self) -> ClusterConfig:
-        """Read the file again; on ``SpecError`` the old configuration stays in force."""
+        """Read the file again; on ``SpecError`` (an empty file included) the old configuration stays in force."""
         if self.path is None:
             return self.current
         with self._lock:
             mtime = self._stat()
-            config = read_config(self.path)
+            config = read_config(self.path, allow_empty=False)
             self.current, self._mtime = config, mtime
         log.info("loaded the cluster config from %s", self.path)
         return config

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import fcntl
 import gc
 import logging
+import os
 import signal
 import socket
+from pathlib import Path
 
 import uvicorn
 
 from corral.head.app import create_app
+from corral.head.runtime import HeadRuntime
 from corral.head.settings import HeadSettings
 from corral.obs.logging import setup_logging
 
@@ -31,6 +35,7 @@ def quieten_garbage_collection() -> None:
 
 def run(settings: HeadSettings) -> None:
     setup_logging("head")
+    lock = _lock_home(settings.home)  # held while this process lives
     app = create_app(settings)
     # Bind first so that a port in use fails with a clear message before anything else starts.
     family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
@@ -53,8 +58,42 @@ def run(settings: HeadSettings) -> None:
         ssl_certfile=str(settings.ssl_certfile) if settings.ssl_certfile else None,
         ssl_keyfile=str(settings.ssl_keyfile) if settings.ssl_keyfile else None,
     )
-    server = uvicorn.Server(config)
+    server = _Server(config, app.state.runtime)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     quieten_garbage_collection()
     logging.getLogger(__name__).info("listening on %s", settings.url)
     server.run(sockets=[sock])
+    os.close(lock)
+
+
+def _lock_home(home: Path) -> int:
+    """Refuse to start beside another head of the same CORRAL_HOME: both would write its client config,
+    and (being the same holder) take the leader lease from each other at every renewal."""
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / "head.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        other = path.read_text().strip() or "?"
+        raise SystemExit(
+            f"corral head: another head (pid {other}) already runs with CORRAL_HOME {home}; stop it first,"
+            " or give this one its own CORRAL_HOME (several heads share a PostgreSQL database, not a home)"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    return fd
+
+
+class _Server(uvicorn.Server):
+    """Tells the head when shutdown begins, so that long polls and followed log streams end cleanly
+    instead of being cancelled mid-response once the graceful shutdown times out."""
+
+    def __init__(self, config: uvicorn.Config, rt: HeadRuntime) -> None:
+        super().__init__(config)
+        self._rt = rt
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self._rt.stopping = True
+        await super().shutdown(sockets)

@@ -188,7 +188,12 @@ def _place(
     where = ", ".join(f"{a.node}[{','.join(map(str, a.gpus))}]" if a.gpus else a.node for a in placement.allocations)
     job.reason = f"starting on {where}"
     tasks = [
-        {"task": f"{job.id}/{job.generation}/{rank}", "node": a.node, "gpus": list(a.gpus), "fraction": a.gpu_fraction}
+        {
+            "task": f"{job.id}/{job.generation}/{rank}",
+            "node": a.node,
+            "gpus": list(a.gpus),
+            "fraction": a.gpu_fraction if a.gpus else 0.0,
+        }
         for rank, a in enumerate(placement.allocations)
     ]
     record_event(session, now, "job.placed", job.reason, job_id=job.id, generation=job.generation, tasks=tasks)

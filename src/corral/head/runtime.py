@@ -50,6 +50,8 @@ class HeadRuntime:
     # Observers of what happens (metrics); each gets a number of seconds.
     on_job_start: Callable[[float], None] = field(default=_ignore)
     on_cycle: Callable[[float], None] = field(default=_ignore)
+    # Set when the server begins to shut down: long polls and followed streams end at once, cleanly.
+    stopping: bool = False
 
     def __post_init__(self) -> None:
         self.started_monotonic = self.clock.monotonic()

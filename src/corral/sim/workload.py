@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -38,10 +38,21 @@ class Workload:
         return sum(self.skipped.values())
 
 
-def gang_request(job: TraceJob, max_per_node: int) -> Request:
-    """A request for the job: one node, or the fewest nodes of ``max_per_node`` GPUs that hold it."""
+def gang_request(job: TraceJob, max_per_node: int, gpu_types: tuple[str, ...] | None = None) -> Request:
+    """A request for the job: one node, or the fewest nodes of ``max_per_node`` GPUs that hold it;
+    ``gpu_types`` in place of the job's own (spelled as the cluster spells them)."""
     nodes = max(1, math.ceil(job.gpus / max_per_node)) if max_per_node > 0 else 1
-    return Request(nodes=nodes, gpus_per_node=float(math.ceil(job.gpus / nodes)), gpu_types=job.gpu_types)
+    types = job.gpu_types if gpu_types is None else gpu_types
+    return Request(nodes=nodes, gpus_per_node=float(math.ceil(job.gpus / nodes)), gpu_types=types)
+
+
+def cluster_spelling(gpu_types: Sequence[str], known: Collection[str]) -> tuple[str, ...]:
+    """The trace's GPU types as the cluster spells them: an exact match, else one that differs only
+    in case (``v100`` → ``V100``); a type the cluster does not have stays as it is."""
+    by_lower: dict[str, str] = {}
+    for name in known:
+        by_lower.setdefault(name.lower(), name)
+    return tuple(dict.fromkeys(t if t in known else by_lower.get(t.lower(), t) for t in gpu_types))
 
 
 def prepare(trace: Trace, nodes: Sequence[Node]) -> Workload:
@@ -54,8 +65,9 @@ def prepare(trace: Trace, nodes: Sequence[Node]) -> Workload:
     skipped = Counter(trace.skipped)
     jobs: list[SimJob] = []
     for seq, item in enumerate(trace.jobs):
-        types = [t for t in item.gpu_types if t in most] if item.gpu_types else list(most)
-        request = gang_request(item, max((most[t] for t in types), default=0))
+        asked = cluster_spelling(item.gpu_types, most)
+        types = [t for t in asked if t in most] if asked else list(most)
+        request = gang_request(item, max((most[t] for t in types), default=0), asked)
         if request not in problems:
             problems[request] = never_fits(request, nodes) if nodes else "no nodes"
         if problems[request] is not None:

@@ -28,6 +28,28 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,62}$")
 _ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _JOB_ID_RE = re.compile(r"^j-[a-z0-9]{1,30}$")
 MAX_NODES = 4096
+# Validation context key: the spec is Corral's own (a service's replica), whose env may hold CORRAL_* variables.
+CORRAL_SETS_ENV = "corral_sets_env"
+# Variables Corral sets in every job's processes (besides CORRAL_*); a job's own value would be overridden.
+# (MASTER_PORT is not among them: a job that sets it keeps it as its fixed rendezvous port.)
+RESERVED_ENV = (
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+    "WORLD_SIZE",
+    "RANK",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "NODE_RANK",
+    "NNODES",
+    "MASTER_ADDR",
+)
+
+
+def reserved_env_problem(key: str) -> str | None:
+    """Why a job or service may not set this variable itself (Corral sets it), or None."""
+    if key in RESERVED_ENV or key.startswith("CORRAL_"):
+        return f"{key} is set by Corral in every job (CORRAL_*, {', '.join(RESERVED_ENV)}): choose another name"
+    return None
 
 
 def _env_text(value: Any) -> str:
@@ -39,7 +61,10 @@ def _env_text(value: Any) -> str:
 def _memory(value: Any) -> Any:
     if value is None:
         return None
-    return parse_memory_mb(value)
+    megabytes = parse_memory_mb(value)
+    if megabytes == 0 and not (isinstance(value, int | float) and value == 0):
+        raise ValueError(f"{value!r} is less than 1MB: give at least 1MB, e.g. 512MB or 4GB (or leave memory out)")
+    return megabytes
 
 
 def _duration(value: Any) -> Any:
@@ -55,6 +80,10 @@ def _grace(value: Any) -> Any:
     if isinstance(value, str) and value.strip().lower() in ("0", "0s"):
         return 0.0
     return _duration(value)
+
+
+MIN_GPU_FRACTION = 0.01
+"""The smallest share of a GPU a job may ask for: its share of the SMs is a whole percent (CUDA MPS)."""
 
 
 class ResourcesSpec(BaseModel):
@@ -79,8 +108,11 @@ class ResourcesSpec(BaseModel):
     @field_validator("gpus")
     @classmethod
     def _whole_or_fraction(cls, value: float) -> float:
-        if value >= 1 and not float(value).is_integer():
-            raise ValueError(f"must be a whole number of GPUs or a fraction below 1 (such as 0.5), got {value}")
+        if (value >= 1 and not float(value).is_integer()) or 0 < value < MIN_GPU_FRACTION:
+            raise ValueError(
+                f"must be a whole number of GPUs or a fraction below 1 (from {MIN_GPU_FRACTION}, such as 0.5),"
+                f" got {value}"
+            )
         return value
 
     @field_validator("gpu_type", mode="before")
@@ -278,6 +310,13 @@ class JobSpec(BaseModel):
             raise ValueError(f"bad team {value!r}: use letters, digits, '.', '_' or '-'")
         return value
 
+    @field_validator("nodes", "priority", "max_restarts", mode="before")
+    @classmethod
+    def _whole_number(cls, value: Any) -> Any:
+        if isinstance(value, bool):
+            raise ValueError(f"must be a whole number, not {str(value).lower()}")
+        return value
+
     @field_validator("env", mode="before")
     @classmethod
     def _env_values(cls, value: Any) -> Any:
@@ -286,11 +325,10 @@ class JobSpec(BaseModel):
         empty = [k for k, v in value.items() if v is None]
         if empty:
             raise ValueError(f'{empty[0]} has no value; write {empty[0]}: "" for an empty string')
-        nested = [k for k, v in value.items() if isinstance(v, dict | list)]
-        if nested:
-            raise ValueError(
-                f"{nested[0]} must be a string, number or boolean, not a {type(value[nested[0]]).__name__}"
-            )
+        odd = [k for k, v in value.items() if not isinstance(v, str | int | float | bool)]
+        if odd:  # a list, a mapping, or what YAML reads as a date or binary: quoting keeps it as written
+            kind = type(value[odd[0]]).__name__
+            raise ValueError(f"{odd[0]} must be a string, number or boolean, not a {kind} (quote the value)")
         return {
             k: (str(v).lower() if isinstance(v, bool) else v if isinstance(v, str) else str(v))
             for k, v in value.items()
@@ -298,13 +336,17 @@ class JobSpec(BaseModel):
 
     @field_validator("env")
     @classmethod
-    def _env_keys(cls, value: dict[str, str]) -> dict[str, str]:
+    def _env_keys(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
         for key, text in value.items():
             if "\x00" in text:
                 raise ValueError(f"{key} must not contain a NUL character (\\x00)")
         for key in value:
             if not _ENV_KEY_RE.match(key):
                 raise ValueError(f"bad variable name {key!r}: use letters, digits and '_', not starting with a digit")
+        if not (info.context or {}).get(CORRAL_SETS_ENV):
+            for key in value:
+                if (problem := reserved_env_problem(key)) is not None:
+                    raise ValueError(problem)
         return value
 
     @property

@@ -9,7 +9,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from corral.spec.containers import Image, VolumeText
 from corral.spec.errors import FieldError, SpecError, from_validation_error
-from corral.spec.job import JobSpec, ResourcesSpec, load_yaml_document
+from corral.spec.job import CORRAL_SETS_ENV, JobSpec, ResourcesSpec, load_yaml_document, reserved_env_problem
 from corral.spec.quantities import parse_duration_s
 
 # Service names appear in URLs (/s/NAME/...) and in job names: keep them DNS-label-like.
@@ -96,6 +96,17 @@ class ServiceSpec(BaseModel):
     command: str | list[str] = Field(description="a command that serves HTTP on $PORT")
     resources: ResourcesSpec = Field(default_factory=ResourcesSpec)
     replicas: ReplicasSpec = Field(default_factory=ReplicasSpec)
+
+    @field_validator("replicas", mode="before")
+    @classmethod
+    def _fixed_count(cls, value: Any) -> Any:
+        """``replicas: 3`` is ``{min: 3, max: 3}``; anything else but a mapping is told the valid forms."""
+        if isinstance(value, int) and not isinstance(value, bool):
+            return {"min": value, "max": value}
+        if value is not None and not isinstance(value, dict | ReplicasSpec):
+            raise ValueError(f"expected a number of replicas such as 2, or {{min: 1, max: 4}}, got {value!r}")
+        return value
+
     readiness: ReadinessSpec = Field(default_factory=ReadinessSpec)
     autoscale: AutoscaleSpec = Field(default_factory=AutoscaleSpec)
     team: str | None = Field(default=None, description="the team charged for the replicas")
@@ -135,6 +146,9 @@ class ServiceSpec(BaseModel):
     def _port_is_chosen(cls, value: dict[str, str]) -> dict[str, str]:
         if "PORT" in value:
             raise ValueError("must not set PORT: each replica's agent chooses a free port and passes it as $PORT")
+        for key in value:
+            if (problem := reserved_env_problem(key)) is not None:
+                raise ValueError(problem)
         return value
 
     def replica_job(self, revision: int) -> JobSpec:
@@ -152,7 +166,8 @@ class ServiceSpec(BaseModel):
                 "image": self.image,
                 "volumes": self.volumes,
                 "max_restarts": REPLICA_RESTARTS,
-            }
+            },
+            context={CORRAL_SETS_ENV: True},
         )
 
 

@@ -45,7 +45,7 @@ async def list_events(
     deadline = rt.clock.monotonic() + wait
     while True:
         found = await asyncio.to_thread(events.list_events, rt, who, after, limit, job)
-        if found or after < 0 or rt.clock.monotonic() >= deadline:
+        if found or after < 0 or rt.stopping or rt.clock.monotonic() >= deadline:
             return found
         await asyncio.sleep(EVENT_POLL_S)
 

@@ -32,8 +32,8 @@ def show(rt: Runtime, who: User) -> dict[str, Any]:
 
 @router.post("/reload", response_model=None)
 async def reload(rt: Runtime, who: User) -> dict[str, Any] | JSONResponse:
-    """Admin only: read the config file again. A file that does not validate is refused (422, with the
-    path of each bad field) and the config in force stays."""
+    """Admin only: read the config file again. A file that does not validate, or is empty, is refused
+    (422, with the path of each bad field) and the config in force stays."""
     if not who.is_admin:
         raise NotAllowed("only an admin may reload the cluster config")
     try:

@@ -79,7 +79,7 @@ def why(job_id: str, rt: Runtime, who: User) -> WhyOut:
 @router.post("/{job_id}/preempt", response_model=JobOut)
 def preempt(job_id: str, rt: Runtime, who: User) -> JobOut:
     """Admin only: stop a running job (SIGTERM, grace period, SIGKILL) and queue it again."""
-    return preemption.preempt_job(rt, who, job_id)
+    return preemption.preempt_jobs(rt, who, [job_id])[0]
 
 
 @router.post("/{job_id}/checkpoint", response_model=JobOut)
@@ -90,7 +90,15 @@ def checkpoint(job_id: str, rt: Runtime, who: User, body: CheckpointDone | None 
 
 @router.post("/cancel", response_model=list[JobOut])
 def cancel_many(ids: JobIds, rt: Runtime, who: User) -> list[JobOut]:
+    """Cancel every job given, or none: an unknown id is answered 404 naming each unknown one."""
     return service.cancel(rt, who, ids.ids)
+
+
+@router.post("/preempt", response_model=list[JobOut])
+def preempt_many(ids: JobIds, rt: Runtime, who: User) -> list[JobOut]:
+    """Admin only: preempt every job given, or none: an unknown id (404) or a job that does not run
+    (409) refuses the whole request, naming each such job."""
+    return preemption.preempt_jobs(rt, who, ids.ids)
 
 
 @router.get("/{job_id}/logs")
@@ -124,7 +132,7 @@ async def _stream(
             offset += len(chunk)
             yield chunk
             continue
-        if not follow:
+        if not follow or rt.stopping:  # a stopping head ends the stream; the client says so
             return
         job = await asyncio.to_thread(service.show, rt, who, job.id)
         newest = max((t.generation for t in job.tasks), default=generation)

@@ -18,9 +18,9 @@ def _forget_cached_tokens(request: Request) -> None:
 
 
 @router.get("/whoami", response_model=WhoAmI)
-def whoami(who: User) -> WhoAmI:
-    """The caller's user name, role and teams."""
-    return service.whoami(who)
+def whoami(rt: Runtime, who: User) -> WhoAmI:
+    """The caller's user name, role and teams (their default first)."""
+    return service.whoami(who, rt.config.current)
 
 
 @router.get("/users", response_model=list[UserOut])

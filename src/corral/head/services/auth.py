@@ -46,13 +46,21 @@ class TokenCache:
             self._known.pop(digest, None)
             return None
         teams = tuple(str(team) for team in user.teams) if user is not None else ()
-        principal = Principal(user=row.user, role=Role(row.role), teams=teams)
+        principal = Principal(user=row.user, role=effective_role(row.role, user), teams=teams)
         self._known[digest] = (principal, now + self.ttl_s)
         return principal
 
     def forget(self) -> None:
         """Drop every entry (after a revocation or a change to a user)."""
         self._known.clear()
+
+
+def effective_role(token_role: str, user: UserRow | None) -> Role:
+    """A token acts with its user's role as it is now (a demoted admin's tokens are a user's from then
+    on); the join token, and tokens of a user without a record (the first admin), keep their own."""
+    if user is None or token_role == Role.AGENT.value:
+        return Role(token_role)
+    return Role(user.role)
 
 
 def bootstrap(rt: HeadRuntime) -> tuple[str, str]:

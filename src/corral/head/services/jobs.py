@@ -175,6 +175,20 @@ def get_row(session: Session, job_id: str, who: Principal) -> JobRow:
     return row
 
 
+def get_rows(session: Session, job_ids: Sequence[str], who: Principal, verb: str) -> list[JobRow]:
+    """The jobs, in the order given (each once), or ``NotFound`` naming every id that names none of
+    the caller's jobs, before anything is done to any of them (``verb``: what would have been done)."""
+    wanted = list(dict.fromkeys(job_ids))
+    found = {row.id: row for row in session.scalars(select(JobRow).where(JobRow.id.in_(wanted)))}
+    unknown = [i for i in wanted if i not in found or (not who.is_admin and found[i].user != who.user)]
+    if not unknown:
+        return [found[i] for i in wanted]
+    named = f"no job {unknown[0]!r}" if len(unknown) == 1 else "no jobs " + ", ".join(repr(i) for i in unknown)
+    if len(wanted) == 1:
+        raise NotFound(named)
+    raise NotFound(f"{named}; none of the {len(wanted)} jobs given was {verb}")
+
+
 def show(rt: HeadRuntime, who: Principal, job_id: str) -> JobOut:
     with rt.read() as session:
         row = get_row(session, job_id, who)
@@ -199,14 +213,11 @@ def list_jobs(rt: HeadRuntime, who: Principal, include_all: bool, states: Sequen
 
 
 def cancel(rt: HeadRuntime, who: Principal, job_ids: Sequence[str]) -> list[JobOut]:
+    """Cancel every job given, or none: an unknown id (or another user's job, which is not revealed)
+    refuses the whole request."""
     now = rt.clock.now()
     with rt.write() as session:
-        rows = []
-        for job_id in job_ids:
-            row = session.scalar(select(JobRow).where(JobRow.id == job_id))
-            if row is None or (not who.is_admin and row.user != who.user):
-                raise NotFound(f"no job {job_id!r}")  # another user's job is not revealed
-            rows.append(row)
+        rows = get_rows(session, job_ids, who, "cancelled")
         for row in rows:
             if not JobState(row.state).terminal:
                 end_job(session, row, JobState.CANCELLED, now, f"cancelled by {who.user}")
@@ -255,7 +266,9 @@ def to_out(session: Session, row: JobRow, rt: HeadRuntime, tasks: list[TaskRow] 
         exit_code=row.exit_code,
         restarts=row.restarts,
         reason=reason,
-        allocation=[AllocationOut(node=t.node, gpus=list(t.gpus), gpu_fraction=t.gpu_fraction) for t in tasks],
+        allocation=[
+            AllocationOut(node=t.node, gpus=list(t.gpus), gpu_fraction=t.gpu_fraction if t.gpus else 0.0) for t in tasks
+        ],
         command=spec["command"],
         launcher=spec.get("launcher", "per-node"),
         cpus=resources.get("cpus"),

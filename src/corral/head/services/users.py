@@ -7,10 +7,11 @@ import re
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from corral.api.users import TokenCreated, TokenIn, TokenOut, UserIn, UserOut, WhoAmI
+from corral.api.users import DEFAULT_TEAMS, TokenCreated, TokenIn, TokenOut, UserIn, UserOut, WhoAmI
 from corral.head.runtime import HeadRuntime
 from corral.head.security import TOKEN_ID_LENGTH, Principal, Role, hash_token, new_token, token_id
-from corral.head.services.common import NotAllowed, NotFound
+from corral.head.services.auth import effective_role
+from corral.head.services.common import Conflict, NotAllowed, NotFound
 from corral.head.store.tables import TokenRow, UserRow
 from corral.spec import ClusterConfig, JobSpec
 
@@ -36,8 +37,21 @@ def list_users(rt: HeadRuntime) -> list[UserOut]:
         return [_user_out(row) for row in session.scalars(select(UserRow).order_by(UserRow.name))]
 
 
-def whoami(who: Principal) -> WhoAmI:
-    return WhoAmI(user=who.user, role=who.role.value, teams=list(who.teams))
+def whoami(who: Principal, config: ClusterConfig) -> WhoAmI:
+    return WhoAmI(user=who.user, role=who.role.value, teams=list(teams_of(who, config)))
+
+
+def teams_of(who: Principal, config: ClusterConfig) -> tuple[str, ...]:
+    """The user's teams, their default first. A user given no team of their own (only ``default``, what
+    `corral user add` gives without --team) whom the cluster config lists under a team's ``members``
+    has that team first: their jobs are charged to it unless they name another. A user with teams of their
+    own keeps their first as the default, and the config's team comes last."""
+    member_of = config.team_of(who.user)
+    if member_of is None or member_of in who.teams:
+        return who.teams
+    if who.teams == DEFAULT_TEAMS:
+        return (member_of, *DEFAULT_TEAMS)
+    return (*who.teams, member_of)  # a member there too, though not by default
 
 
 def create_token(rt: HeadRuntime, who: Principal, spec: TokenIn) -> TokenCreated:
@@ -66,13 +80,19 @@ def list_tokens(rt: HeadRuntime, who: Principal) -> list[TokenOut]:
         query = select(TokenRow).order_by(TokenRow.created_at)
         if not who.is_admin:
             query = query.where(TokenRow.user == who.user, TokenRow.role != Role.AGENT.value)
-        return [_token_out(row) for row in session.scalars(query)]
+        rows = list(session.scalars(query))
+        users = {u.name: u for u in session.scalars(select(UserRow).where(UserRow.name.in_({r.user for r in rows})))}
+        return [_token_out(row, effective_role(row.role, users.get(row.user))) for row in rows]
 
 
 def revoke_token(rt: HeadRuntime, who: Principal, tid: str) -> TokenOut:
     """Delete a token by its id: one's own, or (admins) anyone's. Unknown and others' ids are both 404."""
     with rt.write() as session:
         row = _by_id(session, tid)
+        if row is not None and who.is_admin and row.role == Role.AGENT.value:
+            raise Conflict(
+                f"token {tid!r} is the agents' join token: it cannot be revoked (agents on every node use it)"
+            )
         if row is None or (not who.is_admin and row.user != who.user) or row.role == Role.AGENT.value:
             raise NotFound(f"no token {tid!r} (see `corral token list`)")
         out = _token_out(row)
@@ -90,22 +110,24 @@ def _user_out(row: UserRow) -> UserOut:
     return UserOut(name=row.name, role=row.role, teams=[str(t) for t in row.teams], created_at=row.created_at)
 
 
-def _token_out(row: TokenRow) -> TokenOut:
-    return TokenOut(id=token_id(row.hash), user=row.user, role=row.role, name=row.name, created_at=row.created_at)
+def _token_out(row: TokenRow, role: Role | None = None) -> TokenOut:
+    shown = (role or Role(row.role)).value
+    return TokenOut(id=token_id(row.hash), user=row.user, role=shown, name=row.name, created_at=row.created_at)
 
 
 def team_checked(spec: JobSpec, who: Principal, config: ClusterConfig, prefix: str = "") -> JobSpec:
     """The spec in the user's default team if it names none; refused (403) if it names a team the user is not in.
 
-    A user is in the teams of their record and in the team the cluster config lists them under.
-    Admins may submit to any team.
+    A user is in the teams of their record and in the team the cluster config lists them under; see
+    ``teams_of`` for which is their default. Admins may submit to any team.
     """
-    if spec.team is None and who.teams:
-        spec = spec.model_copy(update={"team": who.teams[0]})
+    teams = teams_of(who, config)
+    if spec.team is None and teams:
+        spec = spec.model_copy(update={"team": teams[0]})
     team = spec.team
     if team is None or who.may_submit_to(team) or config.team_of(who.user) == team:
         return spec
-    theirs = ", ".join(who.teams)
+    theirs = ", ".join(teams)
     raise NotAllowed(
         f"{prefix}team: user {who.user} is not a member of team {team!r} (their teams: {theirs}); "
         "an admin can add them with `corral user add`"
