@@ -285,3 +285,61 @@ def test_a_standalone_gateway_routes_too(quick_cluster):
         finally:
             gateway.send_signal(signal.SIGTERM)
             gateway.wait(10)
+
+
+def test_a_drained_replica_finishes_the_request_it_holds(quick_cluster):
+    cluster = quick_cluster
+    with deployed(cluster, "patient", replicas={"min": 1, "max": 1}, env={"WORK_S": "6"}):
+        svc = ready_replicas(cluster, "patient", 1)
+        (replica,) = svc["replicas"]
+        answers: list[tuple[int, dict, bytes]] = []
+        slow = threading.Thread(target=lambda: answers.append(request(svc["url"])))
+        slow.start()
+        time.sleep(1.0)
+        cluster.ok("service", "scale", "patient", "0")  # the replica leaves the pool mid-request
+        slow.join(30)
+        ((status, headers, body),) = answers
+        assert status == 200, body  # it ran on past the drain minimum until its request was answered
+        assert headers["x-corral-replica"] == replica["job_id"]
+        cluster.wait_for(lambda: cluster.show(replica["job_id"])["state"] == "CANCELLED", 10, "the replica to stop")
+
+
+def test_a_command_that_exits_at_once_is_replaced_after_growing_waits(quick_cluster):
+    cluster = quick_cluster
+    with deployed(cluster, "quitter", command="true", replicas={"min": 1, "max": 1}):
+        time.sleep(6.0)
+        svc = service(cluster, "quitter")
+        runs = [j for j in cluster.json("jobs", "--all") if j["name"] == "quitter-r1"]
+        # Waits of 1, 2 and 4 s: three or four replicas in 6 s (without them: one every half second).
+        assert 2 <= len(runs) <= 5, [(j["id"], j["state"]) for j in runs]
+        assert "exited with code 0" in svc["reason"], svc
+
+
+def test_the_replicas_date_and_server_headers_come_through_the_head_once(quick_cluster):
+    cluster = quick_cluster
+    with deployed(cluster, "dated"):
+        svc = ready_replicas(cluster, "dated", 1)
+        parts = urlsplit(svc["url"])
+        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+        try:
+            conn.request("GET", parts.path + "ready")
+            response = conn.getresponse()
+            response.read()
+            names = [name.lower() for name, _ in response.getheaders()]
+        finally:
+            conn.close()
+        assert names.count("date") == 1 and names.count("server") == 1, response.getheaders()
+        assert response.getheader("server") == "uvicorn"  # the replica's (examples/model_server.py)
+
+
+def test_scale_to_zero_and_delete_apply_to_the_very_next_request(quick_cluster):
+    cluster = quick_cluster
+    with deployed(cluster, "prompt"):
+        svc = ready_replicas(cluster, "prompt", 1)
+        assert request(svc["url"])[0] == 200
+        cluster.ok("service", "scale", "prompt", "0")
+        status, _, body = request(svc["url"])
+        assert status == 503 and b"scaled to 0" in body, body
+        cluster.ok("service", "delete", "prompt")
+        status, _, body = request(svc["url"])
+        assert status == 404, body

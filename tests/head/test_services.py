@@ -1,6 +1,6 @@
 """Services through the head's API: replicas are jobs, kept at the desired count by the serve loop."""
 
-from corral.head.services import serving_loop
+from corral.head.services import serving, serving_loop
 from corral.serve.autoscale import LoadSample
 
 SERVICE = {
@@ -25,9 +25,9 @@ def show(head, name="echo"):
     return response.json()
 
 
-def serve_round(head, probes=None, windows=None):
+def serve_round(head, probes=None, windows=None, inflight=None):
     services = serving_loop.load(head.rt)
-    serving_loop.reconcile(head.rt, services, windows or {}, probes or {})
+    serving_loop.reconcile(head.rt, services, windows or {}, probes or {}, inflight)
 
 
 def start_replicas(head, agent, port=9000):
@@ -80,7 +80,7 @@ def test_replicas_become_ready_when_their_probe_passes(head):
     assert [e["replica"] for e in view["services"][0]["ready"]] == [second]
 
 
-def test_a_failed_replica_is_replaced(head):
+def test_a_failed_replica_is_replaced(head, clock):
     agent = head.register("n1")
     create(head)
     serve_round(head)
@@ -89,6 +89,8 @@ def test_a_failed_replica_is_replaced(head):
     dead = reports[0]["task_id"].split("/")[0]
     head.cancel(dead)
     serve_round(head)
+    assert f"replica {dead} ended (CANCELLED)" in show(head)["reason"]
+    clock.advance(1.0)  # the first replacement waits a second
     serve_round(head)
     live = [j for j in replica_jobs(head) if j["state"] not in ("CANCELLED", "FAILED")]
     assert len(live) == 2
@@ -108,12 +110,94 @@ def test_scale_pins_the_count_and_drains_the_surplus(head, clock):
     serve_round(head, probes=dict.fromkeys(ids, True))
     draining = [r for r in show(head)["replicas"] if r["draining"]]
     assert len(draining) == 1
-    clock.advance(serving_loop.DRAIN_S + 0.1)
+    clock.advance(serving_loop.DRAIN_MIN_S + 0.1)
     serve_round(head, probes=dict.fromkeys(ids, True))
     assert head.job(draining[0]["job_id"])["state"] == "CANCELLED"
     serve_round(head)
     assert [r["job_id"] for r in show(head)["replicas"]] != ids
     assert len(show(head)["replicas"]) == 1
+
+
+def scaled_to_one_with_a_replica_draining(head):
+    agent = head.register("n1")
+    create(head)
+    serve_round(head)
+    start_replicas(head, agent)
+    ids = [r["job_id"] for r in show(head)["replicas"]]
+    serve_round(head, probes=dict.fromkeys(ids, True))
+    head.client.post("/v1/services/echo/scale", json={"replicas": 1}, headers=head.admin)
+    serve_round(head, probes=dict.fromkeys(ids, True))
+    (draining,) = [r["job_id"] for r in show(head)["replicas"] if r["draining"]]
+    return ids, draining
+
+
+def test_a_drained_replica_runs_until_the_requests_it_holds_are_over(head, clock):
+    ids, draining = scaled_to_one_with_a_replica_draining(head)
+    ready = dict.fromkeys(ids, True)
+    for _ in range(5):  # a long request: 2.1 s, 4.2 s, ... 10.5 s after the replica left the pool
+        clock.advance(serving_loop.DRAIN_MIN_S + 0.1)
+        serve_round(head, probes=ready, inflight={draining: 1})
+        assert head.job(draining)["state"] == "RUNNING"
+    serve_round(head, probes=ready, inflight={})  # the request is answered
+    assert head.job(draining)["state"] == "CANCELLED"
+
+
+def test_a_drained_replica_is_stopped_at_the_drain_maximum_whatever_it_holds(head, clock):
+    ids, draining = scaled_to_one_with_a_replica_draining(head)
+    clock.advance(serving_loop.DRAIN_MAX_S - 1)
+    serve_round(head, probes=dict.fromkeys(ids, True), inflight={draining: 3})
+    assert head.job(draining)["state"] == "RUNNING"
+    clock.advance(1.1)
+    serve_round(head, probes=dict.fromkeys(ids, True), inflight={draining: 3})
+    assert head.job(draining)["state"] == "CANCELLED"
+
+
+def test_replicas_that_exit_at_once_are_replaced_after_a_growing_back_off(head, clock):
+    agent = head.register("n1")
+    create(head, {**SERVICE, "replicas": {"min": 1, "max": 1}})
+    serve_round(head)
+    waits = []
+    for _ in range(4):
+        (report,) = start_replicas(head, agent)
+        clock.advance(0.2)
+        agent.beat([head.exited(report, 0)])  # exit 0: the job SUCCEEDED, and the service lost it
+        serve_round(head)
+        out = show(head)
+        assert out["replicas"] == []
+        assert "exited with code 0 after 0.2 s" in out["reason"], out["reason"]
+        waited = 0.0
+        while not show(head)["replicas"]:
+            clock.advance(0.25)
+            waited += 0.25
+            serve_round(head)
+        waits.append(waited)
+    assert waits == [1.0, 2.0, 4.0, 8.0]
+    events = head.client.get("/v1/events", params={"limit": 100}, headers=head.admin).json()
+    exits = [e["message"] for e in events if e["kind"] == "service.replica_exited"]
+    assert len(exits) == 4 and "replacing it in 8 s" in exits[-1]
+
+
+def test_a_new_revision_starts_at_once_after_exits(head, clock):
+    agent = head.register("n1")
+    create(head, {**SERVICE, "replicas": {"min": 1, "max": 1}})
+    serve_round(head)
+    (report,) = start_replicas(head, agent)
+    agent.beat([head.exited(report, 0)])
+    serve_round(head)
+    assert show(head)["replicas"] == [] and show(head)["reason"]
+    create(head, {**SERVICE, "replicas": {"min": 1, "max": 1}, "command": "python serve.py --fixed"}, expect=200)
+    serve_round(head)
+    assert len(show(head)["replicas"]) == 1 and show(head)["reason"] is None
+
+
+def test_the_head_gateway_is_told_of_changes_as_they_commit(head):
+    head.register("n1")
+    told = []
+    serving.watch(head.rt, lambda: told.append(1))
+    create(head)
+    head.client.post("/v1/services/echo/scale", json={"replicas": 0}, headers=head.admin)
+    head.client.delete("/v1/services/echo", headers=head.admin)
+    assert len(told) == 3
 
 
 def test_a_new_template_rolls_out_one_replica_at_a_time(head, clock):
@@ -195,6 +279,9 @@ def test_gateways_report_load(head):
     assert response.status_code == 204
     windows = head.app.state.serve_book.windows(head.clock.monotonic())
     assert windows["echo"][-1].inflight == 3
+    body["services"]["echo"]["replicas"] = {"j1": 2, "j2": 1}
+    head.client.post("/v1/gateway/load", json=body, headers=head.admin)
+    assert head.app.state.serve_book.replica_inflight(head.clock.monotonic()) == {"j1": 2, "j2": 1}
 
 
 def test_scaling_to_zero_by_hand_stops_the_service_for_the_gateway(head):

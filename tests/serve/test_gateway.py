@@ -195,3 +195,59 @@ def test_readiness_probes_pass_only_on_2xx_in_time(replica):
             await prober.aclose()
 
     assert run(probe()) == {"ok": True, "missing": False, "dead": False}
+
+
+def test_the_load_book_counts_the_requests_each_replica_holds(replica):
+    port = free_port()
+
+    async def scenario() -> tuple[dict[str, int], dict[str, int]]:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        sock.bind(("127.0.0.1", port))
+        gw = gateway({"m": [Endpoint(replica="live", url=replica)]})
+        server = asyncio.create_task(serve(gw, sock))
+        try:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+                for _ in range(100):
+                    with contextlib.suppress(httpx.ConnectError):
+                        await client.get("/s/m/ready")
+                        break
+                    await asyncio.sleep(0.05)
+                async with client.stream("GET", "/s/m/stream?tokens=3") as streamed:
+                    chunks = streamed.aiter_raw()
+                    await anext(chunks)
+                    during = gw.book.replica_inflight(0.0)
+                    _ = [chunk async for chunk in chunks]
+                return during, gw.book.replica_inflight(0.0)
+        finally:
+            server.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await server
+
+    during, after = run(scenario())
+    assert during == {"live": 1} and after == {}
+
+
+def test_a_change_the_gateway_is_told_of_applies_to_the_next_request(replica):
+    live = ServiceEndpoints(service="m", ready=[Endpoint(replica="live", url=replica)], hold_s=5, stopped=False)
+    views = [GatewayView(services=[live])]
+
+    async def source() -> GatewayView:
+        return views[-1]
+
+    async def scenario() -> list[int]:
+        gw = Gateway(ReplicaPool(source, interval_s=60), LoadBook())
+        await gw.start()
+        try:
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(gw), base_url="http://gw") as client:
+                before = await client.post("/s/m/predict", json={"x": [0.1] * 16})
+                views.append(GatewayView(services=[live.model_copy(update={"ready": [], "stopped": True})]))
+                gw.pool.invalidate()  # as the head does when `corral service scale m 0` commits
+                after = await client.post("/s/m/predict", json={"x": [0.1] * 16})
+                views.append(GatewayView(services=[]))
+                gw.pool.invalidate()  # `corral service delete m`
+                deleted = await client.post("/s/m/predict", json={"x": [0.1] * 16})
+            return [before.status_code, after.status_code, deleted.status_code]
+        finally:
+            await gw.close()
+
+    assert run(scenario()) == [200, 503, 404]

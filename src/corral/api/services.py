@@ -33,6 +33,9 @@ class ServiceOut(BaseModel):
     updated_at: datetime
     spec: dict[str, Any]
     replicas: list[ReplicaOut]
+    # Why the service runs fewer replicas than it should, e.g. its replicas keep exiting and the
+    # next is started after a back-off; None when nothing is wrong.
+    reason: str | None = None
 
 
 class ScaleRequest(BaseModel):
@@ -61,6 +64,11 @@ class ServiceLoad(BaseModel):
     inflight: int = Field(ge=0, description="requests in flight or waiting for a replica right now")
     requests: int = Field(ge=0, description="requests received since the gateway started (a counter)")
     waiting: int = Field(default=0, ge=0, description="of those in flight, requests held for want of a ready replica")
+    replicas: dict[str, int] = Field(
+        default_factory=dict,
+        description="requests each replica (job id) holds right now; a drained replica is "
+        "stopped once no gateway counts any for it",
+    )
 
 
 class LoadReport(BaseModel):

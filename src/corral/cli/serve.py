@@ -56,7 +56,7 @@ def serve(file: str, output: str) -> None:
 def _services_table(rows: list[dict[str, Any]]) -> None:
     table(
         None,
-        ["NAME", "READY", "DESIRED", "MIN-MAX", "REVISION", "URL", "UPDATED"],
+        ["NAME", "READY", "DESIRED", "MIN-MAX", "REVISION", "URL", "UPDATED", "REASON"],
         [
             [
                 s["name"],
@@ -66,6 +66,7 @@ def _services_table(rows: list[dict[str, Any]]) -> None:
                 s["revision"],
                 s["url"],
                 ago(s["updated_at"]),
+                s.get("reason") or "",
             ]
             for s in rows
         ],
@@ -99,6 +100,7 @@ def _show_table(s: dict[str, Any]) -> None:
         ("command", command),
         ("readiness", spec["readiness"]["path"]),
         ("priority", spec.get("priority", 0)),
+        ("reason", s.get("reason") or "-"),
     ]
     table(None, ["FIELD", "VALUE"], [[k, v] for k, v in fields])
     table(

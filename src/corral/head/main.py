@@ -53,6 +53,9 @@ def run(settings: HeadSettings) -> None:
         log_level="warning",
         access_log=False,
         timeout_graceful_shutdown=3,
+        # The gateway passes on a replica's own Date and Server headers; uvicorn's would double them.
+        server_header=False,
+        date_header=False,
         lifespan="on",
         log_config=None,
         ssl_certfile=str(settings.ssl_certfile) if settings.ssl_certfile else None,

@@ -74,7 +74,9 @@ def in_process_gateway(rt: HeadRuntime, book: LoadBook) -> Gateway:
     async def view() -> GatewayView:
         return await asyncio.to_thread(service.gateway_view, rt)
 
-    return Gateway(ReplicaPool(view), book)
+    pool = ReplicaPool(view)
+    service.watch(rt, pool.invalidate)  # the next request sees a scale or delete at once
+    return Gateway(pool, book)
 
 
 class GatewayFirst:

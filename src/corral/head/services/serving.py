@@ -4,11 +4,17 @@ scale, delete, and the gateway's view of ready replicas.
 A replica is an ordinary job (scheduled, run, requeued, preempted like any other); the
 ``service_replicas`` table says which service and revision it belongs to. The serve loop
 (``serving_loop``) keeps each service's replicas at its desired count.
+
+Whatever changes which replicas a gateway may route to (a service created, updated, scaled or
+deleted; replicas joining or leaving the pool) calls the head's watchers (``watch``) once it has
+committed, so the gateway in the head's own process routes by the new state from the next
+request on, without waiting for its next refresh.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -33,11 +39,32 @@ from corral.head.store.serving_tables import ReplicaRow, ServiceRow
 from corral.head.store.tables import JobRow, NodeRow, TaskRow
 from corral.model import JobState
 from corral.sched import NO_CONTAINER_RUNTIME, never_fits
+from corral.serve.restarts import Backoff
 from corral.spec.service import ServiceSpec
 
 # What changes the replicas themselves; anything else (replica bounds, autoscaling, readiness)
 # applies to the running replicas as they are.
 TEMPLATE_FIELDS = ("command", "resources", "team", "priority", "env", "workdir", "image", "volumes")
+# Where the replacement back-off lives in a service's stored policy state (``autoscale_state``).
+RESTART_KEY = "restart"
+
+# Per head runtime (by id): what to call when the gateways' picture of the services changes.
+_watchers: dict[int, list[Callable[[], None]]] = {}
+
+
+def watch(rt: HeadRuntime, callback: Callable[[], None]) -> None:
+    """Call ``callback`` after every committed change to what gateways route by, from the thread
+    that made it (``ReplicaPool.invalidate`` is such a callback)."""
+    key = id(rt)
+    if key not in _watchers:
+        _watchers[key] = []
+        weakref.finalize(rt, _watchers.pop, key, None)
+    _watchers[key].append(callback)
+
+
+def notify_changed(rt: HeadRuntime) -> None:
+    for callback in _watchers.get(id(rt), ()):
+        callback()
 
 
 def spec_json(spec: ServiceSpec) -> dict[str, Any]:
@@ -74,6 +101,8 @@ def apply(rt: HeadRuntime, who: Principal, spec: ServiceSpec) -> tuple[ServiceOu
             old = stored_spec(row)
             if any(getattr(old, f) != getattr(spec, f) for f in TEMPLATE_FIELDS):
                 row.revision += 1
+                # A new command deserves a fresh start: no back-off left from the old one's exits.
+                row.autoscale_state = {k: v for k, v in row.autoscale_state.items() if k != RESTART_KEY}
                 record_event(
                     session, now, "service.updated", f"service {spec.name}: rolling out revision {row.revision}"
                 )
@@ -81,7 +110,9 @@ def apply(rt: HeadRuntime, who: Principal, spec: ServiceSpec) -> tuple[ServiceOu
             row.desired = max(spec.replicas.min, min(spec.replicas.max, row.desired))
             row.updated_at = now
         session.flush()
-        return to_out(session, rt, row), created
+        out = to_out(session, rt, row), created
+    notify_changed(rt)
+    return out
 
 
 def _check_replica_job(spec: ServiceSpec) -> None:
@@ -141,11 +172,13 @@ def scale(rt: HeadRuntime, who: Principal, name: str, replicas: int) -> ServiceO
         )
         row.spec = spec_json(pinned)
         row.desired = replicas
-        row.autoscale_state = {}
+        row.autoscale_state = {k: v for k, v in row.autoscale_state.items() if k == RESTART_KEY}
         row.updated_at = now
         record_event(session, now, "service.scaled", f"service {name} scaled to {replicas} by {who.user}")
         session.flush()
-        return to_out(session, rt, row)
+        out = to_out(session, rt, row)
+    notify_changed(rt)
+    return out
 
 
 def remove(rt: HeadRuntime, who: Principal, name: str) -> None:
@@ -160,6 +193,7 @@ def remove(rt: HeadRuntime, who: Principal, name: str) -> None:
         session.execute(delete(ReplicaRow).where(ReplicaRow.service == name))
         session.delete(row)
         record_event(session, now, "service.deleted", f"service {name} deleted by {who.user}")
+    notify_changed(rt)
 
 
 @dataclass(frozen=True)
@@ -175,11 +209,16 @@ class ReplicaInfo:
     created_at: datetime
     node: str | None
     url: str | None
+    exit_code: int | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
 
 
 def replica_infos(session: Session, service: str | None = None) -> list[ReplicaInfo]:
     """Every replica (of one service, or of all), with the address its current attempt listens on."""
-    query = select(ReplicaRow, JobRow.state, JobRow.generation).join(JobRow, JobRow.id == ReplicaRow.job_id)
+    query = select(
+        ReplicaRow, JobRow.state, JobRow.generation, JobRow.exit_code, JobRow.started_at, JobRow.finished_at
+    ).join(JobRow, JobRow.id == ReplicaRow.job_id)
     if service is not None:
         query = query.where(ReplicaRow.service == service)
     rows = session.execute(query.order_by(ReplicaRow.created_at, ReplicaRow.job_id)).all()
@@ -195,7 +234,7 @@ def replica_infos(session: Session, service: str | None = None) -> list[ReplicaI
             url = f"http://{_host(t.address or t.node)}:{t.master_port}" if t.master_port else None
             addresses[(t.job_id, t.generation)] = (t.node, url)
     infos = []
-    for replica, state, generation in rows:
+    for replica, state, generation, exit_code, started_at, finished_at in rows:
         node, url = addresses.get((replica.job_id, generation), (None, None))
         running = state == JobState.RUNNING.value
         infos.append(
@@ -209,6 +248,9 @@ def replica_infos(session: Session, service: str | None = None) -> list[ReplicaI
                 created_at=replica.created_at,
                 node=node,
                 url=url if running else None,
+                exit_code=exit_code,
+                started_at=started_at,
+                finished_at=finished_at,
             )
         )
     return infos
@@ -247,6 +289,7 @@ def to_out(
             )
             for r in infos
         ],
+        reason=Backoff.from_json(row.autoscale_state.get(RESTART_KEY, {})).reason(rt.clock.now().timestamp()),
     )
 
 

@@ -3,14 +3,19 @@
 Readiness probes run between loading and deciding, outside any transaction. The apply step
 re-reads each service and skips it if it changed meanwhile (a new spec, a scale): the next
 round decides again on fresh state.
+
+A replica leaving the pool is stopped once the gateways have had ``DRAIN_MIN_S`` to hear of it
+and count no request in flight on it, or after ``DRAIN_MAX_S`` whatever it still serves. A
+replica whose job ends while it is wanted is replaced after a back-off (``corral.serve.restarts``).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
@@ -20,17 +25,19 @@ from corral.head.security import Principal, Role
 from corral.head.services.common import record_event, wake_scheduler
 from corral.head.services.jobs import _new_row as new_job_row
 from corral.head.services.lifecycle import end_job
-from corral.head.services.serving import ReplicaInfo, replica_infos, stored_spec
+from corral.head.services.serving import RESTART_KEY, ReplicaInfo, notify_changed, replica_infos, stored_spec
 from corral.head.store.serving_tables import ReplicaRow, ServiceRow
 from corral.head.store.tables import EventRow, JobRow
 from corral.model import JobState
 from corral.serve.autoscale import AutoscalePolicy, AutoscaleState, LoadSample, decide_replicas
 from corral.serve.proxy.load import LoadBook
 from corral.serve.proxy.probe import Prober
+from corral.serve.restarts import Backoff, ReplicaExit, next_backoff
 from corral.serve.rollout import Phase, ReplicaState, Rollout, plan_rollout
 from corral.spec.service import ServiceSpec
 
-DRAIN_S = 2.0  # a replica out of the pool keeps running this long, so requests it holds can finish
+DRAIN_MIN_S = 2.0  # a replica out of the pool runs at least this long: every gateway hears it left
+DRAIN_MAX_S = 30.0  # and at most this long, however long the requests it still serves take
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,7 @@ class ServiceState:
     autoscale_state: AutoscaleState
     updated_at: datetime
     replicas: tuple[ReplicaInfo, ...]
+    backoff: Backoff = field(default_factory=Backoff)
 
 
 @dataclass(frozen=True)
@@ -54,6 +62,9 @@ class ServiceDecision:
     autoscale_state: AutoscaleState
     rollout: Rollout
     readiness: dict[str, bool] = field(default_factory=dict)
+    backoff: Backoff = field(default_factory=Backoff)
+    exits: tuple[ReplicaExit, ...] = ()
+    pool_changed: bool = False  # replicas join or leave the gateways' pool
 
 
 def load(rt: HeadRuntime) -> list[ServiceState]:
@@ -73,6 +84,7 @@ def load(rt: HeadRuntime) -> list[ServiceState]:
             autoscale_state=AutoscaleState.from_json(row.autoscale_state),
             updated_at=row.updated_at,
             replicas=tuple(by_service.get(row.name, [])),
+            backoff=Backoff.from_json(row.autoscale_state.get(RESTART_KEY, {})),
         )
         for row in rows
     ]
@@ -101,25 +113,38 @@ def policy_of(spec: ServiceSpec) -> AutoscalePolicy:
 
 
 def decide(
-    service: ServiceState, window: Sequence[LoadSample], probes: Mapping[str, bool], now: datetime
+    service: ServiceState,
+    window: Sequence[LoadSample],
+    probes: Mapping[str, bool],
+    now: datetime,
+    inflight: Mapping[str, int] | None = None,
 ) -> ServiceDecision:
     desired, scale_state = decide_replicas(
         window, service.desired, policy_of(service.spec), service.autoscale_state, now.timestamp()
     )
     readiness = {r.job_id: probes.get(r.job_id, False) for r in service.replicas if r.draining_since is None}
-    states = [_replica_state(r, readiness.get(r.job_id, False), now) for r in service.replicas]
+    held = inflight or {}
+    states = [_replica_state(r, readiness.get(r.job_id, False), now, held.get(r.job_id, 0)) for r in service.replicas]
+    rollout = plan_rollout(desired, service.revision, states, DRAIN_MIN_S, DRAIN_MAX_S)
+    exits = tuple(_exit(r) for r in service.replicas if JobState(r.job_state).terminal and r.draining_since is None)
+    backoff = next_backoff(service.backoff, exits, any(s.ready for s in states), now.timestamp())
+    if rollout.start and backoff.waiting(now.timestamp()):
+        rollout = replace(rollout, start=0)
     return ServiceDecision(
         name=service.name,
         revision=service.revision,
         updated_at=service.updated_at,
         desired=desired,
         autoscale_state=scale_state,
-        rollout=plan_rollout(desired, service.revision, states, DRAIN_S),
+        rollout=rollout,
         readiness=readiness,
+        backoff=backoff,
+        exits=exits,
+        pool_changed=bool(rollout.drain) or any(readiness.get(r.job_id, False) != r.ready for r in service.replicas),
     )
 
 
-def _replica_state(replica: ReplicaInfo, ready: bool, now: datetime) -> ReplicaState:
+def _replica_state(replica: ReplicaInfo, ready: bool, now: datetime, inflight: int) -> ReplicaState:
     if JobState(replica.job_state).terminal:
         phase = Phase.ENDED
     elif replica.draining_since is not None:
@@ -133,7 +158,15 @@ def _replica_state(replica: ReplicaInfo, ready: bool, now: datetime) -> ReplicaS
         ready=ready and replica.job_state == JobState.RUNNING.value,
         age_s=(now - replica.created_at).total_seconds(),
         draining_for_s=(now - replica.draining_since).total_seconds() if replica.draining_since else 0.0,
+        inflight=inflight,
     )
+
+
+def _exit(replica: ReplicaInfo) -> ReplicaExit:
+    ran = None
+    if replica.started_at is not None and replica.finished_at is not None:
+        ran = max(0.0, (replica.finished_at - replica.started_at).total_seconds())
+    return ReplicaExit(replica=replica.job_id, state=replica.job_state, exit_code=replica.exit_code, ran_s=ran)
 
 
 def apply(rt: HeadRuntime, services: Sequence[ServiceState], decisions: Sequence[ServiceDecision]) -> None:
@@ -141,6 +174,7 @@ def apply(rt: HeadRuntime, services: Sequence[ServiceState], decisions: Sequence
         return
     by_name = {s.name: s for s in services}
     now = rt.clock.now()
+    pool_changed = False
     with rt.write() as session:
         for decision in decisions:
             _set_readiness(session, decision.readiness)
@@ -155,8 +189,28 @@ def apply(rt: HeadRuntime, services: Sequence[ServiceState], decisions: Sequence
                     f"service {row.name}: {row.desired} → {decision.desired} replicas",
                 )
                 row.desired = decision.desired
-            row.autoscale_state = decision.autoscale_state.to_json()
+            row.autoscale_state = _state_json(decision)
+            _record_exits(session, row.name, decision, now)
             _apply_rollout(session, by_name[decision.name], decision.rollout, now)
+            pool_changed = pool_changed or decision.pool_changed or bool(decision.rollout.stop)
+    if pool_changed:
+        notify_changed(rt)
+
+
+def _state_json(decision: ServiceDecision) -> dict[str, Any]:
+    state = decision.autoscale_state.to_json()
+    if decision.backoff.failures:
+        state[RESTART_KEY] = decision.backoff.to_json()
+    return state
+
+
+def _record_exits(session: Session, service: str, decision: ServiceDecision, now: datetime) -> None:
+    if not decision.exits:
+        return
+    wait = max(0.0, decision.backoff.not_before - now.timestamp())
+    for gone in decision.exits:
+        message = f"service {service}: {gone.describe()}; replacing it in {wait:.0f} s"
+        record_event(session, now, "service.replica_exited", message, job_id=gone.replica)
 
 
 def _set_readiness(session: Session, readiness: Mapping[str, bool]) -> None:
@@ -214,10 +268,11 @@ def reconcile(
     services: Sequence[ServiceState],
     windows: Mapping[str, Sequence[LoadSample]],
     probes: Mapping[str, bool],
+    inflight: Mapping[str, int] | None = None,
 ) -> None:
-    """Decide for every service and apply the decisions."""
+    """Decide for every service and apply the decisions; ``inflight``: requests per replica."""
     now = rt.clock.now()
-    apply(rt, services, [decide(s, windows.get(s.name, ()), probes, now) for s in services])
+    apply(rt, services, [decide(s, windows.get(s.name, ()), probes, now, inflight) for s in services])
 
 
 async def run_round(rt: HeadRuntime, book: LoadBook, prober: Prober) -> None:
@@ -228,4 +283,5 @@ async def run_round(rt: HeadRuntime, book: LoadBook, prober: Prober) -> None:
         return
     urls, timeouts = probe_targets(services)
     probes = await prober.probe_all(urls, timeouts)
-    await asyncio.to_thread(reconcile, rt, services, windows, probes)
+    inflight = book.replica_inflight(rt.clock.monotonic())
+    await asyncio.to_thread(reconcile, rt, services, windows, probes, inflight)

@@ -2,8 +2,10 @@
 
 aiohttp parses HTTP in C and writes a whole response (headers and body) in one system call,
 where uvicorn with its pure-Python parser writes the headers and the body separately;
-docs/benchmarks.md has the figures. Only what the gateway uses of ASGI is supported: one
-request body read whole, and a response that is either whole or streamed.
+docs/benchmarks.md has the figures. Only what the gateway uses of ASGI is supported: the
+request body in pieces as it arrives (no size limit, as under uvicorn), and a response that is
+either whole or streamed. A streamed response the gateway leaves unfinished (its replica died
+mid-way) cuts the client's connection, as uvicorn does.
 """
 
 from __future__ import annotations
@@ -17,39 +19,59 @@ from aiohttp import web
 from corral.serve.proxy.gateway import Gateway, Message
 
 
+def _target(request: web.BaseRequest) -> tuple[str, bytes]:
+    """The path and the query string exactly as the client sent them."""
+    raw = request.raw_path
+    if not raw.startswith("/"):  # absolute form (http://host/path): the path part, still encoded
+        raw = request.rel_url.raw_path_qs
+    path, _, query = raw.partition("?")
+    return path, query.encode("latin-1")
+
+
 async def _handle(gateway: Gateway, request: web.BaseRequest) -> web.StreamResponse:
-    body = await request.read()
+    path, query = _target(request)
     scope = {
         "type": "http",
         "method": request.method,
         "path": request.path,
+        "raw_path": path.encode("latin-1"),
         "root_path": "",
-        "query_string": request.query_string.encode("latin-1"),
+        "query_string": query,
         "headers": [(k.lower(), v) for k, v in request.raw_headers],
     }
     start: dict[str, Any] = {}
     stream: web.StreamResponse | None = None
+    finished = False
 
     async def receive() -> Message:
-        return {"type": "http.request", "body": body, "more_body": False}
+        try:
+            chunk = await request.content.readany()
+        except Exception:  # the client went away mid-body (a reset, or fewer bytes than it announced)
+            return {"type": "http.disconnect"}
+        return {"type": "http.request", "body": chunk, "more_body": not request.content.at_eof()}
 
     async def send(message: Message) -> None:
-        nonlocal stream
+        nonlocal stream, finished
         if message["type"] == "http.response.start":
             start.update(status=message["status"], headers=_headers(message["headers"]))
-        elif stream is None and not message.get("more_body", False):
+            return
+        finished = not message.get("more_body", False)
+        if stream is None and finished:
             stream = web.Response(body=message.get("body", b""), **start)  # whole: one write
-        else:
-            if stream is None:
-                stream = web.StreamResponse(**start)
-                await stream.prepare(request)
-            chunk = message.get("body", b"")
-            if chunk:
-                await stream.write(chunk)
+            return
+        if stream is None:
+            stream = web.StreamResponse(**start)
+            await stream.prepare(request)
+        chunk = message.get("body", b"")
+        if chunk:
+            await stream.write(chunk)
 
     await gateway(scope, receive, send)
     if isinstance(stream, web.Response) or stream is None:
         return stream if stream is not None else web.Response(**start)
+    if not finished and request.transport is not None:
+        request.transport.close()  # the answer cannot be finished: cut the connection, as uvicorn does
+        return stream
     await stream.write_eof()
     return stream
 

@@ -1,7 +1,8 @@
-"""Request counters per service, and the load window the autoscaler reads.
+"""Request counters per service and per replica, and the load window the autoscaler reads.
 
 The gateway inside the head counts here directly; a gateway running alone keeps its own book
-and reports its counters to the head, which adds them to the head's.
+and reports its counters to the head, which adds them to the head's. The requests each replica
+holds tell the serve loop when a replica leaving the pool has finished its work.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class LoadBook:
         self.window_s = window_s
         self.on_waiting: Callable[[], object] = on_waiting  # a request waits for a replica: decide soon
         self._local: dict[str, Counters] = {}
+        self._replicas: dict[str, dict[str, int]] = {}  # service → replica → requests it holds
         self._remote: dict[str, tuple[float, dict[str, ServiceLoad]]] = {}
         self._history: dict[str, deque[LoadSample]] = {}
         self._last_total: dict[str, tuple[float, int]] = {}
@@ -50,6 +52,15 @@ class LoadBook:
     def finished(self, service: str) -> None:
         self.counters(service).inflight -= 1
 
+    def on_replica(self, service: str, replica: str, delta: int) -> None:
+        """A request was sent to ``replica`` (+1), or its answer is over (-1)."""
+        holding = self._replicas.setdefault(service, {})
+        count = holding.get(replica, 0) + delta
+        if count > 0:
+            holding[replica] = count
+        else:
+            holding.pop(replica, None)
+
     def waiting(self, service: str, delta: int) -> None:
         self.counters(service).waiting += delta
         if delta > 0:
@@ -57,7 +68,9 @@ class LoadBook:
 
     def local_report(self) -> dict[str, ServiceLoad]:
         return {
-            name: ServiceLoad(inflight=c.inflight, requests=c.requests, waiting=c.waiting)
+            name: ServiceLoad(
+                inflight=c.inflight, requests=c.requests, waiting=c.waiting, replicas=dict(self._replicas.get(name, {}))
+            )
             for name, c in self._local.items()
         }
 
@@ -67,13 +80,25 @@ class LoadBook:
         if any(s.waiting for s in services.values()):
             self.on_waiting()
 
+    def replica_inflight(self, now: float) -> dict[str, int]:
+        """Requests each replica holds now, from this gateway and every gateway that reported lately."""
+        out: dict[str, int] = {}
+        loads = [load.replicas for services in self._fresh_remote(now).values() for load in services.values()]
+        for holding in [*self._replicas.values(), *loads]:
+            for replica, count in holding.items():
+                out[replica] = out.get(replica, 0) + count
+        return out
+
+    def _fresh_remote(self, now: float) -> dict[str, dict[str, ServiceLoad]]:
+        for gateway, (at, _services) in list(self._remote.items()):
+            if now - at > REMOTE_STALE_S:
+                del self._remote[gateway]
+        return {gateway: services for gateway, (_at, services) in self._remote.items()}
+
     def windows(self, now: float) -> dict[str, list[LoadSample]]:
         """Take a sample of every service's load now; each service's samples of the last window."""
         totals: dict[str, Counters] = {name: Counters(c.inflight, c.requests) for name, c in self._local.items()}
-        for gateway, (at, services) in list(self._remote.items()):
-            if now - at > REMOTE_STALE_S:
-                del self._remote[gateway]
-                continue
+        for services in self._fresh_remote(now).values():
             for name, load in services.items():
                 total = totals.setdefault(name, Counters())
                 total.inflight += load.inflight

@@ -1,8 +1,10 @@
 """The gateway's picture of each service: its ready replicas and the requests each one holds.
 
 The picture is refreshed from the head (every ``interval_s``, and at once while a request waits
-for a replica). A replica that refuses a connection is left out for ``cooldown_s`` without
-waiting for the head to notice.
+for a replica). A gateway in the head's own process is also told when a service changes
+(``invalidate``): the next request reads the picture afresh instead of routing by the old one.
+A replica that refuses a connection is left out for ``cooldown_s`` without waiting for the head
+to notice.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ class ReplicaPool:
         self.loaded = False
         self.refreshed_at = 0.0
         self.view_asked_at = 0.0  # when the head was asked for the view now in use
+        self.changed_at = 0.0  # when the services last changed, as far as the gateway was told
         self._fetch: asyncio.Future[None] | None = None
         self._wanted = asyncio.Event()
         self._changed = asyncio.Event()
@@ -75,11 +78,16 @@ class ReplicaPool:
             self.update(view)
             self.view_asked_at = asked_at
 
+    def invalidate(self) -> None:
+        """The services changed (a scale, a delete, replicas leaving the pool): requests from now on
+        route by a view asked for after this. Safe to call from any thread."""
+        self.changed_at = time.monotonic()
+
     async def look_up(self, service: str, since: float) -> bool:
         """Whether ``service`` exists, by a view asked for after ``since`` unless the one in use
-        already names it (a service the gateway has not heard of may have just been created).
-        Callers waiting together share fetches."""
-        while service not in self.services and self.view_asked_at < since:
+        already names it (a service the gateway has not heard of may have just been created) and
+        is newer than the last change the gateway was told of. Callers waiting together share fetches."""
+        while (service not in self.services or self.view_asked_at < self.changed_at) and self.view_asked_at < since:
             if self._fetch is None or self._fetch.done():
                 self._fetch = asyncio.ensure_future(self.refresh())
             await asyncio.shield(self._fetch)
