@@ -8,8 +8,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from corral.spec.errors import FieldError, SpecError, from_validation_error
-from corral.spec.job import load_yaml_document
 from corral.spec.quantities import check_gpu_speeds, parse_memory_mb
+from corral.spec.yamldoc import load_yaml_document
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9\-]{0,39}$")
 _TYPE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")

@@ -14,8 +14,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from corral.spec.errors import FieldError, SpecError, from_validation_error
-from corral.spec.job import load_yaml_document
 from corral.spec.quantities import check_gpu_speeds, parse_duration_s
+from corral.spec.yamldoc import load_yaml_document
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,62}$")
 DEFAULT_HALF_LIFE_S = 7 * 86400.0

@@ -6,7 +6,6 @@ import math
 import re
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -21,6 +20,7 @@ from corral.spec.arrays import ArraySpec, parse_array
 from corral.spec.containers import Image, Volume, VolumeText, parse_volume
 from corral.spec.errors import FieldError, SpecError, from_validation_error
 from corral.spec.quantities import parse_duration_s, parse_memory_mb
+from corral.spec.yamldoc import load_yaml_document
 
 Launcher = Literal["per-gpu", "per-node"]
 LAUNCHERS: tuple[str, ...] = ("per-gpu", "per-node")
@@ -382,39 +382,6 @@ def parse_job_spec(data: Any, source: str = "job") -> JobSpec:
         return JobSpec.model_validate(body)
     except ValidationError as exc:
         raise from_validation_error(exc, model=JobSpec) from None
-
-
-class _NoDuplicateKeysLoader(yaml.SafeLoader):
-    """YAML's safe loader, except that a key given twice in one mapping is an error (the plain loader
-    keeps the last value and silently drops the first)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        first_line: dict[Any, int] = {}
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue  # keys merged in with `<<` may be overridden: that is what merging is for
-            key = self.construct_object(key_node, deep=True)
-            try:
-                earlier = first_line.get(key)
-            except TypeError:
-                continue  # not hashable: the base loader says so
-            if earlier is not None:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"the key {key!r} is given twice (first on line {earlier + 1})", key_node.start_mark
-                )
-            first_line[key] = key_node.start_mark.line
-        return super().construct_mapping(node, deep)
-
-
-def load_yaml_document(text: str, source: str = "job file") -> Any:
-    """Decode YAML text; syntax errors, and a key given twice in one mapping, name the line and column."""
-    try:
-        return yaml.load(text, Loader=_NoDuplicateKeysLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise SpecError([FieldError("", f"{source} is not valid YAML{where}: {problem}")]) from None
 
 
 def load_job_yaml(text: str, source: str = "job file") -> JobSpec:

@@ -9,8 +9,9 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from corral.spec.containers import Image, VolumeText
 from corral.spec.errors import FieldError, SpecError, from_validation_error
-from corral.spec.job import CORRAL_SETS_ENV, JobSpec, ResourcesSpec, load_yaml_document, reserved_env_problem
+from corral.spec.job import CORRAL_SETS_ENV, JobSpec, ResourcesSpec, reserved_env_problem
 from corral.spec.quantities import parse_duration_s
+from corral.spec.yamldoc import load_yaml_document
 
 # Service names appear in URLs (/s/NAME/...) and in job names: keep them DNS-label-like.
 _SERVICE_NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
