@@ -215,3 +215,13 @@ def test_small_snapshots_give_the_same_run_as_full_ones_with_racks(seed: int, po
     pruned = run(jobs, spec, policy, prune=True)
     full = run(jobs, spec, policy, prune=False)
     assert pruned.records == full.records
+
+
+def test_a_gpu_speed_key_matches_the_groups_type_whatever_its_case():
+    from corral.spec.cluster import parse_cluster_spec
+
+    spec = parse_cluster_spec(
+        {"node_groups": [{"count": 1, "gpus_per_node": 8, "gpu_type": "V100"}], "gpu_speed": {"v100": 2}}
+    )
+    assert spec.gpu_speed == {"V100": 2.0}
+    assert spec.speed("V100") == 2.0

@@ -83,6 +83,12 @@ def test_the_cheapest_candidate_wins(files: tuple[Path, Path]) -> None:
     assert document["simulations"] == h100["simulations"] + t4["simulations"]
 
 
+def test_a_gpu_type_given_twice_whatever_its_case_is_one_candidate(files: tuple[Path, Path]) -> None:
+    code, out = run(files, "--target-p95-wait", "150s", "--gpu-type", "h100", "--gpu-type", "H100", "-o", "json")
+    assert code == 0, out
+    assert [c["candidate"] for c in json.loads(out)["candidates"]] == ["H100"]
+
+
 def test_the_table_names_the_mix_and_counts_simulations(files: tuple[Path, Path]) -> None:
     code, out = run(files, "--target-p95-wait", "2m30s")
     assert code == 0, out

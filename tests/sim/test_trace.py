@@ -94,6 +94,18 @@ def test_bad_numbers_name_the_line_and_column() -> None:
         load_trace([row("a", 0), row("b", 1, gpus="many")])
 
 
+def test_python_number_syntax_is_not_a_number() -> None:
+    with pytest.raises(TraceError, match=r"line 2: duration_s must be a number, got '1_000'"):
+        load_trace([row("a", 0, duration="1_000")])
+
+
+def test_a_column_given_twice_in_the_header_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("job_id,submit_time_s,duration_s,num_gpus,num_gpus\na,0,100,1,2\n")
+    with pytest.raises(TraceError, match=r"line 1: column\(s\) num_gpus given twice in the header"):
+        read_trace(path)
+
+
 def test_missing_columns_are_named(tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
     path.write_text("job_id,submit_time_s\na,0\n")

@@ -51,6 +51,20 @@ def test_scale_rounds_to_the_nearest_and_drops_empty_groups() -> None:
         scale_cluster(cluster, 0.01)
 
 
+def test_scale_zero_then_add_replaces_the_cluster() -> None:
+    cluster = spec(("a", 24, 8, "V100"))
+    assert shape(apply_what_if(cluster, 0, add=["16xH100"])) == [("h100", 2, 8, "H100")]
+    with pytest.raises(WhatIfError, match="no node would be left"):
+        apply_what_if(cluster, 0)
+    with pytest.raises(WhatIfError, match="no node would be left"):
+        apply_what_if(cluster, 0, add=["16xH100"], remove=["16xH100"])
+
+
+def test_a_node_group_has_at_least_one_gpu_per_node() -> None:
+    with pytest.raises(ValidationError, match="greater than or equal to 1"):
+        NodeGroupSpec(count=2, gpus_per_node=0, gpu_type="V100")
+
+
 def test_add_grows_the_first_group_of_the_type() -> None:
     cluster = spec(("a", 2, 8, "V100"), ("b", 1, 4, "V100"))
     assert shape(add_gpus(cluster, 16, "V100", "--add 16xV100")) == [("a", 4, 8, "V100"), ("b", 1, 4, "V100")]
@@ -206,3 +220,8 @@ def test_the_whole_cluster_is_bounded_too() -> None:
         apply_what_if(spec(*groups), add=["8xH100"])
     with pytest.raises(WhatIfError, match="--cluster-scale 2: node group g0 would have 200,000 nodes"):
         scale_cluster(spec(*groups), 2)
+
+
+def test_a_node_group_number_is_not_a_boolean() -> None:
+    with pytest.raises(ValidationError, match="must be a number, not true"):
+        NodeGroupSpec.model_validate({"count": True, "gpus_per_node": 8, "gpu_type": "V100"})

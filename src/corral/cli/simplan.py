@@ -72,8 +72,12 @@ def plan(
     spec, trace = load_inputs(trace_path, cluster_path, window, limit, scale_load)
     reference = prepare(trace, build_nodes(spec))
     jobs = Trace(jobs=tuple(j.trace for j in reference.jobs))
+    first: dict[str, str] = {}
+    for gpu_type in gpu_types:  # types match case aside: each once, as first spelled
+        first.setdefault(gpu_type.lower(), gpu_type)
+    unique = tuple(first.values())
     try:
-        candidates = families(spec, jobs, gpu_types)
+        candidates = families(spec, jobs, unique)
     except PlanError as exc:
         raise click.UsageError(str(exc)) from None
     with _status(sys.stderr.isatty()) as on_trial:

@@ -88,6 +88,10 @@ def read_trace(
         raise TraceError(f"{path}, line {line}: not UTF-8 text (byte 0x{bad}); save the file as UTF-8") from None
     reader = csv.DictReader(io.StringIO(text, newline=""))
     try:
+        names = [name.strip() for name in reader.fieldnames or ()]
+        twice = sorted({name for name in names if name and names.count(name) > 1})
+        if twice:
+            raise TraceError(f"{path}, line 1: column(s) {', '.join(twice)} given twice in the header")
         missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or ())]
         if missing:
             raise TraceError(f"{path}: missing column(s) {', '.join(missing)}; expected {', '.join(COLUMNS)}")
@@ -196,7 +200,8 @@ def _time_limit(row: Mapping[str, str | None], line: int, source: str) -> float 
         return None
     limit = _seconds(row, "time_limit_s", line, source)
     if not limit > 0:
-        raise TraceError(f"{source}, line {line}: time_limit_s must be above 0 (empty = no time limit)")
+        text = (row.get("time_limit_s") or "").strip()
+        raise TraceError(f"{source}, line {line}: time_limit_s must be above 0 (empty = no time limit), got {text!r}")
     return limit
 
 
@@ -205,7 +210,9 @@ def _seconds(row: Mapping[str, str | None], column: str, line: int, source: str,
     value = _number(row, column, line, source)
     text = (row.get(column) or "").strip()
     if value < 0 and not signed:
-        raise TraceError(f"{source}, line {line}: {column} must be 0 or more, got {text!r}")
+        above = " (empty = no time limit)" if column == "time_limit_s" else ""
+        wanted = "above 0" if column == "time_limit_s" else "0 or more"
+        raise TraceError(f"{source}, line {line}: {column} must be {wanted}{above}, got {text!r}")
     if abs(value) > MAX_SECONDS:
         raise TraceError(f"{source}, line {line}: {column} {text!r} is beyond the limit of {MAX_SECONDS} s (100 years)")
     return value
@@ -214,6 +221,8 @@ def _seconds(row: Mapping[str, str | None], column: str, line: int, source: str,
 def _number(row: Mapping[str, str | None], column: str, line: int, source: str) -> float:
     text = (row.get(column) or "").strip()
     try:
+        if "_" in text:  # Python's 1_000, which no CSV writer means
+            raise ValueError(text)
         value = float(text)
     except ValueError:
         raise TraceError(f"{source}, line {line}: {column} must be a number, got {text!r}") from None

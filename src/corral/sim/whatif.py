@@ -40,7 +40,7 @@ def apply_what_if(
 ) -> ClusterSpec:
     """The cluster after ``--cluster-scale``, then every ``--add``, then every ``--remove``."""
     if scale != 1.0:
-        spec = scale_cluster(spec, scale)
+        spec = scale_cluster(spec, scale, then_added=bool(add))
     for text in add:
         count, gpu_type = parse_amount(text, "--add")
         spec = add_gpus(spec, count, gpu_type, f"--add {text}")
@@ -50,8 +50,10 @@ def apply_what_if(
     return spec
 
 
-def scale_cluster(spec: ClusterSpec, factor: float) -> ClusterSpec:
-    """Every group's node count times ``factor``, rounded to the nearest (halves up); groups at 0 go."""
+def scale_cluster(spec: ClusterSpec, factor: float, then_added: bool = False) -> ClusterSpec:
+    """Every group's node count times ``factor``, rounded to the nearest (halves up); groups at 0 go.
+    With ``then_added`` (``--add`` follows) no group may be left: ``--cluster-scale 0 --add 16xH100``
+    replaces the cluster."""
     flag = f"--cluster-scale {factor:g}"
     if not (factor >= 0 and math.isfinite(factor)):
         raise WhatIfError(f"{flag}: expected a finite number 0 or above, such as 0.5 or 2")
@@ -61,6 +63,8 @@ def scale_cluster(spec: ClusterSpec, factor: float) -> ClusterSpec:
         _check_group(f"node group {group.group_name}", count, flag)
         if count > 0:
             groups.append(group.model_copy(update={"count": count}))
+    if not groups and then_added:
+        return spec.model_copy(update={"node_groups": []})  # not a cluster yet: the additions make it one
     return _with_groups(spec, groups, flag)
 
 

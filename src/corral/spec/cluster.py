@@ -32,7 +32,7 @@ class NodeGroupSpec(BaseModel):
 
     name: str | None = Field(default=None, description="node name prefix; defaults to the GPU type in lower case")
     count: int = Field(ge=1, le=100_000, description="nodes in the group")
-    gpus_per_node: int = Field(ge=0, le=64, description="GPUs on each node")
+    gpus_per_node: int = Field(ge=1, le=64, description="GPUs on each node")
     gpu_type: str = Field(description="GPU model name, e.g. V100")
     gpu_memory_mb: Annotated[int | None, BeforeValidator(_memory)] = Field(
         default=None, alias="gpu_memory", description="memory of each GPU, e.g. 32GB"
@@ -41,6 +41,15 @@ class NodeGroupSpec(BaseModel):
     price_per_gpu_hour: float | None = Field(default=None, ge=0, description="cost of one GPU for one hour")
     watts_busy: float | None = Field(default=None, ge=0, description="power of one busy GPU")
     watts_idle: float | None = Field(default=None, ge=0, description="power of one idle GPU")
+
+    @field_validator(
+        "count", "gpus_per_node", "nodes_per_rack", "price_per_gpu_hour", "watts_busy", "watts_idle", mode="before"
+    )
+    @classmethod
+    def _not_bool(cls, value: Any) -> Any:
+        if isinstance(value, bool):
+            raise ValueError(f"must be a number, not {str(value).lower()}")
+        return value
 
     @field_validator("name")
     @classmethod
@@ -87,6 +96,19 @@ class ClusterSpec(BaseModel):
                 raise ValueError(f"{where}: {name!r} is already the name of node_groups[{seen[name]}]")
             seen[name] = index
         return self
+
+    @model_validator(mode="after")
+    def _speeds_spelled_as_the_groups(self) -> ClusterSpec:
+        """GPU types match without regard to case, as everywhere in the simulator: a ``gpu_speed`` key takes
+        the spelling of the node groups' type it names."""
+        spelling = {g.gpu_type.lower(): g.gpu_type for g in self.node_groups}
+        speeds: dict[str, float] = {}
+        for key, speed in self.gpu_speed.items():
+            name = spelling.get(key.lower(), key)
+            if name in speeds:
+                raise ValueError(f"gpu_speed: {key!r} names {name!r} again (GPU types match whatever their case)")
+            speeds[name] = speed
+        return self if speeds == self.gpu_speed else self.model_copy(update={"gpu_speed": speeds})
 
     def speed(self, gpu_type: str) -> float:
         """The run-time speed-up of a GPU type (1.0 when not listed)."""
