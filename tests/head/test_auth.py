@@ -47,9 +47,10 @@ def test_a_user_cannot_add_or_list_users(head):
 
 
 def test_bad_user_names_and_teams_are_422_with_the_field(head):
-    response = add_user(head, "no spaces")
-    assert response.status_code == 422
-    assert response.json()["detail"][0]["field"] == "name"
+    for name in ("no spaces", "agent"):
+        response = add_user(head, name)
+        assert response.status_code == 422
+        assert response.json()["detail"][0]["field"] == "name"
     for team in ("ml@corp", "t" * 64):  # what a job could not name as its team
         response = add_user(head, "alice", teams=[team])
         assert response.status_code == 422

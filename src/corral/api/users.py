@@ -12,6 +12,8 @@ NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$"
 NAME_RULE = "1-64 characters: letters, digits, '_', '.', '@' and '-', starting with a letter or digit"
 TEAM_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,62}$"  # as a job's `team` and the cluster config's teams
 TEAM_RULE = "1-63 characters: letters, digits, '_', '.' and '-', starting with a letter or digit"
+AGENT_USER = "agent"
+"""The user the agents' join token acts as; no person may be added under that name."""
 DEFAULT_TEAMS = ("default",)
 """A user's teams when `corral user add` gives none."""
 
@@ -29,6 +31,13 @@ class UserIn(BaseModel):
         max_length=64,
         description="teams the user may submit to; the first is their default team",
     )
+
+    @field_validator("name")
+    @classmethod
+    def _not_the_agents(cls, value: str) -> str:
+        if value == AGENT_USER:
+            raise ValueError(f"the name {AGENT_USER!r} is kept for the agents' join token; choose another")
+        return value
 
     @field_validator("teams")
     @classmethod

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from sqlalchemy import select
 
+from corral.api.users import AGENT_USER
 from corral.head.runtime import HeadRuntime
 from corral.head.security import Principal, Role, hash_token, new_token
 from corral.head.store.tables import MetaRow, TokenRow, UserRow
@@ -76,9 +77,8 @@ def bootstrap(rt: HeadRuntime) -> tuple[str, str]:
         if join is None:
             join = MetaRow(key="join_token", value=new_token("cj"))
             session.add(join)
-            session.add(
-                TokenRow(hash=hash_token(join.value), user="agent", role=Role.AGENT.value, name="join", created_at=now)
-            )
+            digest = hash_token(join.value)
+            session.add(TokenRow(hash=digest, user=AGENT_USER, role=Role.AGENT.value, name="join", created_at=now))
         admin = config.get("token")
         if not admin or session.get(TokenRow, hash_token(admin)) is None:
             admin = new_token("ca")
