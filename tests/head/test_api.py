@@ -74,6 +74,14 @@ def test_cancelling_with_unknown_ids_names_every_one_of_them(head):
     assert head.job(job["id"])["state"] == "PENDING"
 
 
+def test_a_limit_drops_finished_jobs_before_queued_ones(head):
+    waiting = head.submit({"command": "x"})
+    ended = [head.submit({"command": "x"}) for _ in range(3)]
+    head.client.post("/v1/jobs/cancel", json={"ids": [j["id"] for j in ended]}, headers=head.admin)
+    listed = head.client.get("/v1/jobs", params={"all": "true", "limit": 2}, headers=head.admin).json()
+    assert [j["id"] for j in listed] == [waiting["id"], ended[-1]["id"]]  # in submit order
+
+
 def test_unknown_state_filter_is_422_listing_states(head):
     response = head.client.get("/v1/jobs", params={"state": "DONE"}, headers=head.admin)
     got = fields(response)

@@ -240,11 +240,20 @@ def _jobs_table(rows: list[dict[str, Any]]) -> None:
     type=click.Choice(STATES, case_sensitive=False),
     help="only jobs in this state (repeatable)",
 )
+@click.option(
+    "--limit",
+    type=click.IntRange(1, 100_000),
+    default=10_000,
+    show_default=True,
+    help="at most this many jobs: pending and running ones first, then the newest",
+)
 @output_option
-def jobs(include_all: bool, states: tuple[str, ...], output: str) -> None:
+def jobs(include_all: bool, states: tuple[str, ...], limit: int, output: str) -> None:
     """List jobs: pending, running, and those that finished within a day (all with --all)."""
-    rows = api().jobs(include_all=include_all, states=[s.upper() for s in states])
+    rows = api().jobs(include_all=include_all, states=[s.upper() for s in states], limit=limit)
     render(output, rows, _jobs_table)
+    if len(rows) == limit:
+        click.echo(f"note: showing {limit} jobs, the most --limit allows; more may match", err=True)
 
 
 def _restarts_text(job: dict[str, Any]) -> str:

@@ -61,9 +61,10 @@ class HeadApi:
         out = self.transport.send(Call("POST", "/v1/jobs/batch", json={"jobs": list(specs)}))
         return list(out["ids"])
 
-    def jobs(self, include_all: bool = False, states: Sequence[str] = ()) -> Any:
+    def jobs(self, include_all: bool = False, states: Sequence[str] = (), limit: int | None = None) -> Any:
         params = [("all", "true")] if include_all else []
         params += [("state", s) for s in states]
+        params += [("limit", str(limit))] if limit is not None else []
         return self.transport.send(Call("GET", "/v1/jobs", params=params))
 
     def job(self, job_id: str) -> Any:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import insert, or_, select
+from sqlalchemy import case, insert, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -206,10 +206,16 @@ def list_jobs(rt: HeadRuntime, who: Principal, include_all: bool, states: Sequen
         elif not include_all:
             terminal = [s.value for s in TERMINAL_JOB_STATES]
             query = query.where(or_(JobRow.state.not_in(terminal), JobRow.finished_at >= now - RECENT_WINDOW))
-        rows = list(session.scalars(query.order_by(JobRow.seq.desc()).limit(limit)))
-        rows.reverse()
+        # Jobs still queued or running first, so a limit drops only finished ones while it can.
+        ended = case((JobRow.state.in_([s.value for s in TERMINAL_JOB_STATES]), 1), else_=0)
+        rows = list(session.scalars(query.order_by(ended, JobRow.seq.desc()).limit(limit)))
+        rows.sort(key=_by_seq)
         tasks = _tasks_by_job(session, rows)
         return [to_out(session, row, rt, tasks=tasks.get(row.id, [])) for row in rows]
+
+
+def _by_seq(row: JobRow) -> int:
+    return row.seq
 
 
 def cancel(rt: HeadRuntime, who: Principal, job_ids: Sequence[str]) -> list[JobOut]:
