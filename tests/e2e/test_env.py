@@ -96,3 +96,17 @@ def test_every_rank_gets_a_hostfile_of_the_gang(cluster):
     expected = "".join(f"{nodes[a['node']]['address']} slots=2\n" for a in allocation)
     for rank in (0, 1):
         assert cluster.ok("logs", job_id, "--rank", str(rank)) == expected
+
+
+@pytest.mark.timeout(90)
+def test_a_gang_with_its_own_master_port_starts_on_every_node_with_it(cluster):
+    from corral.testing.net import free_port
+
+    port = str(free_port())
+    job_id = cluster.run(
+        "--gpus", "1", "--nodes", "2", "--env", f"MASTER_PORT={port}", command=PRINT_ENV + "; echo port=$MASTER_PORT"
+    )
+    cluster.wait_ok(job_id, timeout=60)
+    for rank in ("0", "1"):
+        lines = cluster.ok("logs", job_id, "--rank", rank).splitlines()
+        assert lines[-1] == f"port={port}", lines

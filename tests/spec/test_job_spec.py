@@ -302,6 +302,9 @@ def test_variables_corral_sets_are_refused_in_env(name):
 
 def test_a_job_may_fix_its_rendezvous_port():
     assert load_job_yaml("command: x\nenv: {MASTER_PORT: 29500}").env == {"MASTER_PORT": "29500"}
+    for bad in ("notaport", "0", "99999", "-1"):
+        with pytest.raises(SpecError, match=f"env: MASTER_PORT must be a port number from 1 to 65535, got '{bad}'"):
+            load_job_yaml(f"command: x\nenv: {{MASTER_PORT: '{bad}'}}")
 
 
 @pytest.mark.parametrize("field", ["nodes", "priority", "max_restarts"])

@@ -189,8 +189,9 @@ class TaskSet:
     async def _launch(self, local: LocalTask) -> None:
         desired = local.desired
         cwd = _prepare_dirs(local)
-        if desired.node_rank == 0 and "MASTER_PORT" not in desired.env:
-            local.master_port = free_port()
+        if desired.node_rank == 0:
+            fixed = desired.env.get("MASTER_PORT", "")  # the job's own rendezvous port, if it sets one
+            local.master_port = int(fixed) if fixed.isdigit() and 0 < int(fixed) < 65536 else free_port()
             if len(desired.hosts) > 1:
                 self.changed.set()  # report the port now: the other nodes' ranks start while these do
                 await asyncio.sleep(0.001)  # let the heartbeat go out before this loop is busy forking

@@ -350,7 +350,8 @@ def cancel(job_ids: tuple[str, ...], output: str) -> None:
 
     All or none: when a JOB is unknown, no job is cancelled (exit 4, naming each unknown id).
     """
-    rows = api().cancel(list(job_ids))
+    ids = list(dict.fromkeys(job_ids))
+    rows = api(timeout_s=30.0 + len(ids) / 100).cancel(ids)  # thousands of jobs end in one transaction
     if output == "json":
         emit_json(rows)
         return

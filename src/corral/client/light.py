@@ -42,8 +42,20 @@ class LightTransport:
             conn = head.connection(timeout)
             try:
                 conn.request(call.method, call.target(), body=body, headers=headers)
-                response = conn.getresponse()
             except (TimeoutError, ConnectionError, socket.gaierror, OSError) as exc:
+                conn.close()
+                failures.append(f"{head.url} ({exc})")
+                all_refused = all_refused and refused(exc)
+                continue
+            try:
+                response = conn.getresponse()
+            except TimeoutError:  # sent, but no answer in time: the head may have carried it out
+                conn.close()
+                raise Unreachable(
+                    f"the head at {head.url} did not answer within {timeout:g} s; the request may still have been"
+                    " carried out (check with `corral jobs` or `corral status`)"
+                ) from None
+            except (ConnectionError, OSError) as exc:
                 conn.close()
                 failures.append(f"{head.url} ({exc})")
                 all_refused = all_refused and refused(exc)
