@@ -175,7 +175,7 @@ def test_one_failing_rank_tears_the_gang_down_and_fails_the_job(head, pair):
     job = head.job(job_id)
     assert job["state"] == "FAILED"
     assert job["exit_code"] == 3
-    assert job["reason"] == f"rank 1 on node {failed_agent.name} failed: exit code 3"
+    assert job["reason"] == f"node rank 1 on node {failed_agent.name} failed: exit code 3"
     assert job["finished_at"] is not None
     states = {t["node_rank"]: t["state"] for t in job["tasks"]}
     assert states == {0: "STOPPING", 1: "EXITED"}
@@ -256,7 +256,7 @@ def test_a_failed_rank_requeues_when_restarts_are_left(head, pair):
     assert job["restarts"] == 1
     assert job["exit_code"] is None
     assert job["reason"].startswith("requeued (restart 1 of 2): ")
-    assert f"rank 1 on node {failed_agent.name} failed: exit code 3" in job["reason"]
+    assert f"node rank 1 on node {failed_agent.name} failed: exit code 3" in job["reason"]
     assert job["tasks"] == []  # the new attempt has no tasks yet
 
     # The old attempt still holds the other node's GPUs: no room for the gang yet.
@@ -342,7 +342,7 @@ def test_an_assigned_task_the_agent_says_it_does_not_run_is_lost(head):
     agent.beat([], applied=agent.desired()["version"])
     job = head.job(job["id"])
     assert job["state"] == "FAILED"
-    assert "rank 0 lost: the agent on n1 does not run it" in job["reason"]
+    assert "node rank 0 lost: the agent on n1 does not run it" in job["reason"]
     assert job["tasks"][0]["state"] == "LOST"
     assert head.free_gpus("n1") == list(range(8))
 
@@ -485,4 +485,4 @@ def test_the_agent_naming_the_failed_process_is_part_of_the_reason_not_repeated(
     failed_agent, failed_task = by_rank(head, job_id)[1]
     failed_agent.beat([head.exited(failed_task, 9, "exit code 9 (the process with RANK 3)")])
     job = head.job(job_id)
-    assert job["reason"] == f"rank 1 on node {failed_agent.name} failed: exit code 9 (the process with RANK 3)"
+    assert job["reason"] == f"node rank 1 on node {failed_agent.name} failed: exit code 9 (the process with RANK 3)"

@@ -30,7 +30,7 @@ def test_a_silent_node_is_declared_not_ready_and_its_job_requeued(head):
     job = head.job(job_id)
     assert job["state"] == "PENDING"
     assert job["restarts"] == 1
-    assert job["reason"].startswith("requeued (restart 1 of 1): rank 0 lost: node n1 stopped answering")
+    assert job["reason"].startswith("requeued (restart 1 of 1): node rank 0 lost: node n1 stopped answering")
     assert head.free_gpus("n1") == list(range(8))
     assert head.check_nodes() == []  # declared once
 

@@ -61,7 +61,7 @@ def test_a_running_task_the_agent_no_longer_runs_is_lost_and_the_job_requeued(he
     job = head.job(job_id)
     assert job["state"] == "PENDING"
     assert job["restarts"] == 1
-    assert "rank 0 lost: node n1 restarted and no longer runs it" in job["reason"]
+    assert "node rank 0 lost: node n1 restarted and no longer runs it" in job["reason"]
     assert head.free_gpus("n1") == list(range(8))
     assert agent.tasks() == []
     assert head.cycle().placed == 1

@@ -80,7 +80,7 @@ def release(
         session,
         now,
         "task.released",
-        f"rank {task.node_rank} on {task.node} released{held}: {detail or state.value.lower()}",
+        f"node rank {task.node_rank} on {task.node} released{held}: {detail or state.value.lower()}",
         job_id=task.job_id,
         node=task.node,
         task=task.id,
@@ -199,7 +199,7 @@ def task_exited(
     if not was_wanted or job.generation != task.generation or JobState(job.state).terminal:
         return
     if interrupted:
-        requeue(session, job, now, f"requeued: rank {task.node_rank} was stopped on node {task.node} ({detail})")
+        requeue(session, job, now, f"requeued: node rank {task.node_rank} was stopped on node {task.node} ({detail})")
         return
     if exit_code == 0:
         tasks = attempt_tasks(session, job, task)
@@ -210,7 +210,7 @@ def task_exited(
             set_job_state(session, job, JobState.SUCCEEDED, now, "all tasks exited 0")
         return
     said = describe_exit(exit_code)
-    why = f"rank {task.node_rank} on node {task.node} failed: {said}"
+    why = f"node rank {task.node_rank} on node {task.node} failed: {said}"
     if detail.startswith(said):
         why += detail[len(said) :]  # the agent's detail adds to the same words (which process failed)
     elif detail:
@@ -222,7 +222,7 @@ def task_lost(session: Session, task: TaskRow, job: JobRow, now: datetime, why: 
     was_wanted = task.state in (TaskState.ASSIGNED.value, TaskState.RUNNING.value)
     release(session, task, TaskState.LOST, now, None, why)
     if was_wanted and job.generation == task.generation:
-        fail_or_requeue(session, job, now, f"rank {task.node_rank} lost: {why}", None)
+        fail_or_requeue(session, job, now, f"node rank {task.node_rank} lost: {why}", None)
 
 
 def record_checkpoint(job: JobRow, when: datetime) -> None:
