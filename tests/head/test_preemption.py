@@ -36,6 +36,8 @@ def test_a_higher_priority_job_preempts_a_preemptible_one_after_its_grace(head):
     high_task = run_all(head, n1)[high]
     assert head.job(high)["state"] == "RUNNING"
     assert head.job(low)["state"] == "PENDING"
+    head.cycle()  # a cycle that keeps the victim waiting: its reason still says why it was put back
+    assert head.job(low)["reason"].startswith(f"preempted by job {high} (priority 10 > 0); now waiting for 1 node")
 
     n1.beat([head.exited(high_task, 0)])
     assert head.cycle().placed == 1  # the preempted job comes back

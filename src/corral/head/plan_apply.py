@@ -77,14 +77,28 @@ def apply_plan(rt: HeadRuntime, plan: Plan, known_reasons: Mapping[str, str]) ->
     return ApplyResult(placed=placed, skipped=skipped, preempted=preempted)
 
 
+REQUEUE_CAUSES = ("requeued", "preempted by")
+"""How the reason of a job put back in the queue begins (``lifecycle.requeue``, ``lifecycle.preempt``)."""
+THEN = "; now "
+
+
+def with_requeue_cause(known: str | None, message: str) -> str:
+    """A waiting job's reason; for a job put back in the queue, led by why it was (until it starts again), so
+    that the requeue stays readable in its reason: ``preempted by job J (…); now waiting for …``."""
+    if known is None or not known.startswith(REQUEUE_CAUSES):
+        return message
+    return f"{known.split(THEN, 1)[0]}{THEN}{message}"
+
+
 def _write_reasons(session: Session, plan: Plan, known_reasons: Mapping[str, str]) -> None:
     """Write the reasons that say something new, in one statement run for all of them (a Core statement:
     the ORM's would look for each job among the objects the session holds)."""
-    changed = [
-        {"b_id": job_id, "b_reason": reason.message}
-        for job_id, reason in plan.reasons.items()
-        if known_reasons.get(job_id) != reason.message
-    ]
+    changed = []
+    for job_id, reason in plan.reasons.items():
+        known = known_reasons.get(job_id)
+        message = with_requeue_cause(known, reason.message)
+        if known != message:
+            changed.append({"b_id": job_id, "b_reason": message})
     if not changed:
         return
     table = cast(Table, JobRow.__table__)
