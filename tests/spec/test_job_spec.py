@@ -371,3 +371,9 @@ def test_a_value_of_the_wrong_kind_is_told_the_form_that_is_valid(text, field, h
 
 def test_one_dependency_may_be_given_without_a_list():
     assert load_job_yaml("command: x\nafter_ok: j-3fk2a9qz\n").after_ok == ["j-3fk2a9qz"]
+
+
+def test_an_array_of_one_index_may_be_a_number():
+    assert load_job_yaml("command: x\narray: 5").array == "5"
+    with pytest.raises(SpecError, match="array: expected indices as text"):
+        load_job_yaml("command: x\narray: [1, 2]")

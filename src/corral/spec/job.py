@@ -262,6 +262,8 @@ class JobSpec(BaseModel):
     @field_validator("array", mode="before")
     @classmethod
     def _array_text(cls, value: Any) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)  # one index, which YAML reads as a number
         if value is not None and not isinstance(value, str):
             raise ValueError(f"expected indices as text, such as 0-99, 1,3,5-7 or 0-99%8, got {value!r}")
         return value
