@@ -80,3 +80,27 @@ def test_an_agent_cut_off_from_the_head_stops_its_tasks_after_its_lease(lossy_cl
     )
     assert again["allocation"]
     cluster.ok("cancel", job_id)
+
+
+@pytest.mark.timeout(120)
+def test_an_agent_that_dies_and_stays_away_has_its_tasks_killed_when_its_lease_ends(lossy_cluster):
+    cluster, daemons = lossy_cluster
+    job_id = cluster.run("--gpus", "1", "--max-restarts", "1", command="sleep 60")
+    first = cluster.wait_for(lambda: (job := cluster.show(job_id))["state"] == "RUNNING" and job, 30, "the job to run")
+    lost_node = first["allocation"][0]["node"]
+    first_attempt = f"{lost_node}:{job_id}/0/"
+    assert _markers(cluster, first_attempt)
+
+    daemons[lost_node].kill()  # the agent process alone: its task keeps running, and no agent comes back
+    daemons[lost_node].wait(10)
+    died = time.monotonic()
+    cluster.wait_for(lambda: not _markers(cluster, first_attempt), 20, "the watchdog to kill the orphaned task")
+    assert time.monotonic() - died <= 4 + 3, "killed once the 4 s lease ran out, not much later"
+    second = cluster.wait_for(
+        lambda: (job := cluster.show(job_id))["state"] == "RUNNING" and job["restarts"] == 1 and job,
+        40,
+        "the next attempt to run on the other node",
+    )
+    assert second["allocation"][0]["node"] != lost_node
+    assert not _markers(cluster, first_attempt), "two attempts must never run at once"
+    cluster.ok("cancel", job_id)

@@ -10,12 +10,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from corral import __version__
-from corral.agent import launch
+from corral.agent import launch, watchdog
 from corral.agent.adopt import Found, Survivor, find_tasks, forget
 from corral.agent.containers import ContainerRuntime, remove_left_behind
 from corral.agent.containers.rank import container_names
@@ -83,6 +84,8 @@ class Agent:
     async def run(self) -> None:
         """Serve until cancelled; on the way out, stop every task."""
         launch.become_subreaper()
+        # Fences this agent's tasks should it die and stay away past its lease (see ``watchdog``).
+        guard = watchdog.start(os.getpid(), self.options.name, self.options.work_dir, time.monotonic() + self.lease_s)
         found = await self._find_earlier_tasks()
         try:
             while True:
@@ -94,6 +97,7 @@ class Agent:
         finally:
             await self.tasks.stop_all("stopped: the agent is shutting down", interrupted=True)
             await self._say_goodbye()
+            await asyncio.to_thread(watchdog.stop, guard, self.options.work_dir)
 
     async def _say_goodbye(self) -> None:
         """Tell the head how the stopped tasks ended, so their jobs do not wait for the node timeout."""
@@ -167,7 +171,7 @@ class Agent:
             delay = min(delay * 2, 5.0)
         self.interval_s = self.options.heartbeat_interval_s or reply.heartbeat_interval_s
         self.lease_s = reply.lease_s
-        self.last_contact = sent
+        self._contact(sent)
         self.version = -1
         log.info("registered as %s with %d GPUs (%s)", reply.node, len(self.inventory.gpus), self.inventory.source)
         self._adopt(found.running, reply.desired)
@@ -232,9 +236,15 @@ class Agent:
             except CorralError as exc:
                 await self._fence_if_cut_off(exc)
                 continue
-            self.last_contact = sent  # the head heard this beat no earlier than it left
+            self._contact(sent)  # the head heard this beat no earlier than it left
             self.tasks.acknowledge(reports)
             self._apply(desired)
+
+    def _contact(self, sent: float) -> None:
+        """The head heard what this agent sent at ``sent``: the lease runs from then (for the watchdog too)."""
+        self.last_contact = sent
+        with contextlib.suppress(OSError):
+            watchdog.write_beat(self.options.work_dir, os.getpid(), sent + self.lease_s - FENCE_MARGIN_S)
 
     async def _samples_due(self) -> list[GpuSample]:
         """GPU readings once per heartbeat interval; a beat that only reports a task change goes without,
