@@ -486,3 +486,22 @@ def test_the_agent_naming_the_failed_process_is_part_of_the_reason_not_repeated(
     failed_agent.beat([head.exited(failed_task, 9, "exit code 9 (the process with RANK 3)")])
     job = head.job(job_id)
     assert job["reason"] == f"node rank 1 on node {failed_agent.name} failed: exit code 9 (the process with RANK 3)"
+
+
+def test_a_node_lost_while_its_gang_was_torn_down_is_named_beside_the_rank_blamed(head, pair):
+    job_id = gang(head, max_restarts=1)
+    ranks = by_rank(head, job_id)
+    start_all(head, job_id)
+    (survivor, survivor_task), (dead, _) = ranks[0], ranks[1]
+    survivor.beat([head.exited(survivor_task, 1)])  # its peer's connection broke when the peer's node died
+    reason = head.job(job_id)["reason"]
+    assert reason.startswith(f"requeued (restart 1 of 1): node rank 0 on node {survivor.name} failed: exit code 1")
+    head.clock.advance(11)
+    survivor.beat()
+    assert head.check_nodes() == [dead.name]
+    job = head.job(job_id)
+    assert job["state"] == "PENDING"
+    assert job["reason"].startswith(reason)
+    assert f"; node {dead.name} (node rank 1) was lost meanwhile: node {dead.name} stopped answering" in job["reason"]
+    head.cycle()  # the cause stays in front of what the job now waits for
+    assert f"node {dead.name} (node rank 1) was lost meanwhile" in head.job(job_id)["reason"]

@@ -21,7 +21,13 @@ from sqlalchemy.orm import Session
 from corral.head.leader import still_leading
 from corral.head.runtime import HeadRuntime
 from corral.head.services.common import bump_nodes, record_event
-from corral.head.services.lifecycle import LIVE_TASK_STATES, WANTED_TASK_STATES, current_tasks, preempt
+from corral.head.services.lifecycle import (
+    LIVE_TASK_STATES,
+    WANTED_TASK_STATES,
+    current_tasks,
+    preempt,
+    with_requeue_cause,
+)
 from corral.head.store.tables import GpuClaimRow, JobRow, NodeRow, TaskRow
 from corral.model import EPSILON, JobState, NodeState, TaskState
 from corral.sched import Placement, Plan, Preemption
@@ -75,19 +81,6 @@ def apply_plan(rt: HeadRuntime, plan: Plan, known_reasons: Mapping[str, str]) ->
     if skipped:
         log.info("plan apply skipped %d stale placements", skipped)
     return ApplyResult(placed=placed, skipped=skipped, preempted=preempted)
-
-
-REQUEUE_CAUSES = ("requeued", "preempted by")
-"""How the reason of a job put back in the queue begins (``lifecycle.requeue``, ``lifecycle.preempt``)."""
-THEN = "; now "
-
-
-def with_requeue_cause(known: str | None, message: str) -> str:
-    """A waiting job's reason; for a job put back in the queue, led by why it was (until it starts again), so
-    that the requeue stays readable in its reason: ``preempted by job J (…); now waiting for …``."""
-    if known is None or not known.startswith(REQUEUE_CAUSES):
-        return message
-    return f"{known.split(THEN, 1)[0]}{THEN}{message}"
 
 
 def _write_reasons(session: Session, plan: Plan, known_reasons: Mapping[str, str]) -> None:

@@ -220,9 +220,35 @@ def task_exited(
 
 def task_lost(session: Session, task: TaskRow, job: JobRow, now: datetime, why: str) -> None:
     was_wanted = task.state in (TaskState.ASSIGNED.value, TaskState.RUNNING.value)
+    stopping = task.state == TaskState.STOPPING.value
     release(session, task, TaskState.LOST, now, None, why)
     if was_wanted and job.generation == task.generation:
         fail_or_requeue(session, job, now, f"node rank {task.node_rank} lost: {why}", None)
+    elif stopping and _ended_by_a_sibling(job, task):
+        # A node that dies outright cuts its gang's connections first: another rank then fails and is
+        # blamed, and this node is found lost only later. Say so beside what ended the attempt.
+        cause, then, rest = job.reason.partition(THEN)
+        job.reason = f"{cause}; node {task.node} (node rank {task.node_rank}) was lost meanwhile: {why}{then}{rest}"
+
+
+def _ended_by_a_sibling(job: JobRow, task: TaskRow) -> bool:
+    """Whether the attempt of ``task`` ended (failed, or requeued) because another of its ranks failed."""
+    failed_now = job.generation == task.generation and job.state == JobState.FAILED.value
+    requeued = job.generation == task.generation + 1 and job.reason.startswith("requeued")
+    return (failed_now or requeued) and "failed:" in job.reason.partition(THEN)[0]
+
+
+REQUEUE_CAUSES = ("requeued", "preempted by")
+"""How the reason of a job put back in the queue begins (``requeue``, ``preempt``)."""
+THEN = "; now "
+
+
+def with_requeue_cause(known: str | None, message: str) -> str:
+    """A waiting job's reason; for a job put back in the queue, led by why it was (until it starts again), so
+    that the requeue stays readable in its reason: ``preempted by job J (…); now waiting for …``."""
+    if known is None or not known.startswith(REQUEUE_CAUSES):
+        return message
+    return f"{known.split(THEN, 1)[0]}{THEN}{message}"
 
 
 def record_checkpoint(job: JobRow, when: datetime) -> None:
