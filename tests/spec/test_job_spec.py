@@ -356,7 +356,7 @@ def test_keys_merged_in_may_still_be_overridden():
 @pytest.mark.parametrize(
     ("text", "field", "hint"),
     [
-        ("command: x\narray: 3\n", "array", "such as 0-99, 1,3,5-7 or 0-99%8, got 3"),
+        ("command: x\narray: 3.5\n", "array", "such as 0-99, 1,3,5-7 or 0-99%8, got 3.5"),
         ("command: x\narray: [1, 2]\n", "array", "such as 0-99, 1,3,5-7 or 0-99%8, got [1, 2]"),
         ("command: x\nafter_any: 5\n", "after_any", "a job id or a list of them, such as [j-3fk2a9qz], got 5"),
         ("command: x\nresources: {gpu_type: 5}\n", "resources.gpu_type", "such as H100 or [H100, A100], got 5"),
