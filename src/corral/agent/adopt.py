@@ -24,13 +24,13 @@ from urllib.parse import quote, unquote
 
 from corral.agent import launch
 from corral.agent.launch.procfs import environ_value, marked_processes
+from corral.agent.watchdog import TASK_DIR_ENV
 from corral.api import DesiredTask, TaskReport
 
 log = logging.getLogger(__name__)
 RECORD = "task.json"
 INDEX = "live.log"
 LEGACY_INDEX = "live"  # a directory with a file per task, as older agents kept it
-TASK_DIR_ENV = "CORRAL_TASK_DIR"
 _STOP_STATUSES = (128 + 15, 128 + 9)  # SIGTERM, SIGKILL: what stopping a failed rank's siblings gives
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 BEAT_FILE = "agent.beat"
 """``PID DEADLINE``: the agent's pid and, on the monotonic clock, when its tasks must be dead by."""
-MARKER_ENV = "CORRAL_TASK_MARKER"
+MARKER_ENV = "CORRAL_TASK_MARKER"  # every task process's: NODE:TASK_ID (the agent's own modules use these too)
 TASK_DIR_ENV = "CORRAL_TASK_DIR"
 CHECK_S = 1.0
 

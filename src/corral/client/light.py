@@ -40,23 +40,18 @@ class LightTransport:
         failures, all_refused = [], True
         for head in list(self._heads):
             conn = head.connection(timeout)
+            sent = False
             try:
                 conn.request(call.method, call.target(), body=body, headers=headers)
+                sent = True
+                response = conn.getresponse()
             except (TimeoutError, ConnectionError, socket.gaierror, OSError) as exc:
                 conn.close()
-                failures.append(f"{head.url} ({exc})")
-                all_refused = all_refused and refused(exc)
-                continue
-            try:
-                response = conn.getresponse()
-            except TimeoutError:  # sent, but no answer in time: the head may have carried it out
-                conn.close()
-                raise Unreachable(
-                    f"the head at {head.url} did not answer within {timeout:g} s; the request may still have been"
-                    " carried out (check with `corral jobs` or `corral status`)"
-                ) from None
-            except (ConnectionError, OSError) as exc:
-                conn.close()
+                if sent and isinstance(exc, TimeoutError):  # no answer in time: the head may have carried it out
+                    raise Unreachable(
+                        f"the head at {head.url} did not answer within {timeout:g} s; the request may still have"
+                        " been carried out (check with `corral jobs` or `corral status`)"
+                    ) from None
                 failures.append(f"{head.url} ({exc})")
                 all_refused = all_refused and refused(exc)
                 continue

@@ -8,7 +8,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
-MARKER_ENV = "CORRAL_TASK_MARKER"
+from corral.agent.watchdog import MARKER_ENV as MARKER_ENV  # defined beside the watchdog, which runs alone
+
 _GONE_STATES = frozenset({"Z", "X", "x"})
 _KTHREADD = 2
 
