@@ -98,9 +98,15 @@ def test_a_team_within_its_quota_is_never_preempted_for_a_borrower(snap: Snapsho
             continue
         if gpus(job) == 0 or victim.id not in ledger.holding:
             continue  # GPU quotas say nothing of CPU-only work
-        gpu_type = ledger.holding[victim.id][1]
-        freed = ledger.held_by(preempted_from[job.team], gpu_type)
-        used = ledger.used[(job.team, gpu_type)] - freed
-        assert used + gpus(job) <= ledger.quota(job.team, gpu_type).nominal + EPSILON or (
-            gpu_type not in ledger.governed
-        ), f"{job.id} of team {job.team} would borrow, yet preempted {victim.id} of team {victim.team}"
+        # A victim may hold GPUs of more than one type (the generator mixes them): the job may have taken any.
+        type_at = {(n.name, g.index): g.type for n in snap.nodes for g in n.gpus}
+        held = {type_at[(a.node, i)] for a in snap.allocations_of()[victim.id] for i in a.gpus}
+        assert any(_within_nominal(ledger, job, preempted_from[job.team], t) for t in held), (
+            f"{job.id} of team {job.team} would borrow, yet preempted {victim.id} of team {victim.team}"
+        )
+
+
+def _within_nominal(ledger: QuotaLedger, job: Job, freeing: list[str], gpu_type: str) -> bool:
+    """Whether the job's team stays within its nominal of the type with the job, once ``freeing`` stop."""
+    used = ledger.used[(job.team, gpu_type)] - ledger.held_by(freeing, gpu_type)
+    return used + gpus(job) <= ledger.quota(job.team, gpu_type).nominal + EPSILON or gpu_type not in ledger.governed

@@ -7,6 +7,7 @@ from itertools import islice
 from typing import NamedTuple, TypeVar
 
 from corral.model import FULL_GPU, Allocation, Job, Request
+from corral.sched.domains import fewest_holding
 from corral.sched.plan import Placement
 from corral.sched.snapshot import CapacityView, NodeCapacity, Rank
 
@@ -90,8 +91,13 @@ def _choose_on(view: CapacityView, request: Request, gpu_type: str | None) -> li
     whole_gpus = gpu_type is not None and request.gpus_per_node > 0 and not request.fractional
     if request.nodes > 1 and request.topology is not None and whole_gpus:
         assert gpu_type is not None
+        host_matters = NodeCapacity.host_matters(request)
+        if not host_matters:
+            decided, chosen = _in_counted_domain(view, request, gpu_type)
+            if decided:
+                return chosen
         nodes = view.nodes_with_empty(gpu_type, request.gpu_slots_per_node)
-        if NodeCapacity.host_matters(request):
+        if host_matters:
             nodes = (n for n in nodes if n.fits_host(request))
         return _by_domain(((n, n) for n in nodes), request, _whole_choice)
     return _choose(candidates(view, request, gpu_type), request)
@@ -142,6 +148,26 @@ def _by_domain(
         return None
     ranked = sorted((-sizes[name], choice_of(first[0]).key, name) for name, first in firsts.items())
     return [choice_of(item) for _, _, name in ranked for item in firsts[name]][:count]
+
+
+def _in_counted_domain(view: CapacityView, request: Request, gpu_type: str) -> tuple[bool, list[Choice] | None]:
+    """``_by_domain`` for a whole-GPU gang that only needs empty GPUs, from the view's kept count of
+    candidates per domain: (True, the choice) where a domain holds the gang whole or none could
+    (``topology_required``, or too few candidates in all); (False, None) where the gang must spill over
+    domains, which ``_by_domain`` ranks."""
+    count, label, slots = request.nodes, request.topology, request.gpu_slots_per_node
+    assert label is not None
+    sizes = view.domain_sizes(label, gpu_type, slots)
+    value = fewest_holding(sizes, count, view.nodes_with_empty(gpu_type, slots), label)
+    if value is None:
+        return request.topology_required or sum(sizes.values()) < count, None
+    nodes = (view.nodes[name] for name in view.domain_members(label)[value])
+    chosen = sorted((n for n in nodes if len(n.empty_gpus(gpu_type)) >= slots), key=_gpu_order)[:count]
+    return True, [_whole_choice(node) for node in chosen]
+
+
+def _gpu_order(node: NodeCapacity) -> tuple[Rank, str]:
+    return node.gpu_rank, node.name
 
 
 def _placement(job: Job, gpu_type: str | None, chosen: list[Choice] | None) -> Placement | None:

@@ -25,6 +25,7 @@ from corral.model import (
     RunningJob,
 )
 from corral.sched import carry
+from corral.sched.domains import DomainSizes
 
 if TYPE_CHECKING:
     from corral.sched.feasibility import ClusterShapes
@@ -128,6 +129,7 @@ class NodeCapacity:
     __slots__ = (
         "_by_type",
         "cpu_rank",
+        "entries",
         "free_cpus",
         "free_gpus",
         "free_memory_mb",
@@ -151,6 +153,7 @@ class NodeCapacity:
         self.free_memory_mb = node.memory_mb
         self.gpu_rank: Rank = ()
         self.cpu_rank: Rank = ()
+        self.entries: IndexEntries = ((), ())  # as a view last indexed it (``index_entries()`` then)
 
     def copy(self) -> NodeCapacity:
         """An independent copy (the node and its GPU layout are shared: they never change)."""
@@ -158,7 +161,7 @@ class NodeCapacity:
         twin.node, twin.name, twin._by_type, twin.gpu_types = self.node, self.name, self._by_type, self.gpu_types
         twin.used = dict(self.used)
         twin.free_gpus, twin.free_cpus, twin.free_memory_mb = self.free_gpus, self.free_cpus, self.free_memory_mb
-        twin.gpu_rank, twin.cpu_rank = self.gpu_rank, self.cpu_rank
+        twin.gpu_rank, twin.cpu_rank, twin.entries = self.gpu_rank, self.cpu_rank, self.entries
         return twin
 
     def indices(self, gpu_type: str) -> tuple[int, ...]:
@@ -247,6 +250,7 @@ class CapacityView:
         self._empty: dict[str, dict[int, list[_NodeEntry]]] = {t: {} for t in self.gpu_types}
         self._shared: dict[str, list[_GpuEntry]] = {t: [] for t in self.gpu_types}
         self._hosts: list[_NodeEntry] = []
+        self._domains = DomainSizes()
         for node in self.nodes.values():
             self._index(node)
         self.version = 0  # bumped by every change, so callers can keep results that depend on it
@@ -268,6 +272,7 @@ class CapacityView:
         types: set[str] = set()
         for node, (empties, shares) in ranked:
             view.nodes[node.name] = node
+            node.entries = (empties, shares)
             types.update(node.gpu_types)
             entry = (node.gpu_rank, node.name)
             for gpu_type, count in empties:
@@ -282,6 +287,7 @@ class CapacityView:
         view._hosts = hosts
         view.version = 0
         view._own = set()
+        view._domains = DomainSizes()
         return view
 
     def copy(self) -> CapacityView:
@@ -295,6 +301,7 @@ class CapacityView:
         twin._shared = {t: list(entries) for t, entries in self._shared.items()}
         twin._hosts = list(self._hosts)
         twin.version = 0
+        twin._domains = self._domains.copy()
         return twin
 
     def nodes_with_empty(self, gpu_type: str, count: int) -> Iterator[NodeCapacity]:
@@ -303,6 +310,14 @@ class CapacityView:
         entries = buckets[0] if len(buckets) == 1 else heapq.merge(*buckets)
         for _, name in entries:
             yield self.nodes[name]
+
+    def domain_sizes(self, label: str, gpu_type: str, slots: int) -> Mapping[str | None, int]:
+        """Per value of the label (None: nodes without it), how many nodes have ``slots`` empty GPUs of the type."""
+        return self._domains.sizes((label, gpu_type, slots), self.nodes_with_empty(gpu_type, slots))
+
+    def domain_members(self, label: str) -> Mapping[str, tuple[str, ...]]:
+        """The names of the nodes with each value of the label."""
+        return self._domains.members(label, self.nodes.values())
 
     def shared_with_room(self, gpu_type: str, fraction: float) -> Iterator[tuple[float, NodeCapacity, int]]:
         """Partly allocated GPUs of the type with ``fraction`` left: ``(remaining, node, index)``, tightest first."""
@@ -355,22 +370,28 @@ class CapacityView:
             self._index(node)
 
     def _index(self, node: NodeCapacity) -> None:
-        node.gpu_rank = self._gpu_ranker(node)
+        node.gpu_rank = gpu_rank = self._gpu_ranker(node)
         node.cpu_rank = self._cpu_ranker(node)
-        for gpu_type in node.gpu_types:
-            if empty := len(node.empty_gpus(gpu_type)):
-                insort(self._empty[gpu_type].setdefault(empty, []), (node.gpu_rank, node.name))
-            for remaining, index in node.shared_gpus(gpu_type):
-                insort(self._shared[gpu_type], (remaining, node.gpu_rank, node.name, index))
+        empties, shares = node.entries = node.index_entries()
+        entry = (gpu_rank, node.name)
+        for gpu_type, count in empties:
+            insort(self._empty[gpu_type].setdefault(count, []), entry)
+        for gpu_type, remaining, index in shares:
+            insort(self._shared[gpu_type], (remaining, gpu_rank, node.name, index))
         insort(self._hosts, (node.cpu_rank, node.name))
+        if self._domains:
+            self._domains.count(node, empties, +1)
 
     def _unindex(self, node: NodeCapacity) -> None:
-        for gpu_type in node.gpu_types:
-            if empty := len(node.empty_gpus(gpu_type)):
-                _remove(self._empty[gpu_type][empty], (node.gpu_rank, node.name))
-            for remaining, index in node.shared_gpus(gpu_type):
-                _remove(self._shared[gpu_type], (remaining, node.gpu_rank, node.name, index))
+        empties, shares = node.entries  # what ``_index`` made entries of
+        entry = (node.gpu_rank, node.name)
+        for gpu_type, count in empties:
+            _remove(self._empty[gpu_type][count], entry)
+        for gpu_type, remaining, index in shares:
+            _remove(self._shared[gpu_type], (remaining, node.gpu_rank, node.name, index))
         _remove(self._hosts, (node.cpu_rank, node.name))
+        if self._domains:
+            self._domains.count(node, empties, -1)
 
 
 def _remove(entries: list[_T], entry: _T) -> None:
