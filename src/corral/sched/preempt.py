@@ -71,7 +71,7 @@ class Preemptor:
         self._by_team: dict[str, list[str]] = {}
         lowest: int | None = None
         any_stopping = reclaimable = False
-        borrows = _borrowing_of(quota)
+        borrows = None if quota is None else quota.borrowing_asked_once()
         for r in snapshot.running:
             held = held_by.get(r.id)
             if not held:
@@ -118,6 +118,8 @@ class Preemptor:
         self.searches = 0
         self.exhausted: dict[str, None] = {}  # jobs whose search scanned every node it was given (in order)
         self._subsets: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
+        # One node's answer, by all it depends on: searches for like jobs ask the same of the same nodes.
+        self._on_node: dict[tuple[object, ...], tuple[str, ...] | None] = {}
         self.taken: set[str] = set()
         self._any_stopping = any_stopping
         self._lowest = lowest
@@ -318,7 +320,7 @@ class Preemptor:
             if of_type < slots or name in free or (node := nodes.get(name)) is None:
                 continue
             eligible = [v for v in self.on_node[name] if self._eligible(v, job.team, level, within)]
-            found = self._cheapest_on_node(node, request, gpu_type, eligible) if eligible else None
+            found = self._cheapest_on_node_kept(node, request, gpu_type, eligible) if eligible else None
             if found is not None:
                 total = self._total(found)
                 options.append((total, name, found))
@@ -333,6 +335,15 @@ class Preemptor:
             return None
         chosen = sorted(options)[: request.nodes]
         return tuple(sorted({v for _, _, victims in chosen for v in victims}))
+
+    def _cheapest_on_node_kept(
+        self, node: NodeCapacity, request: Request, gpu_type: str | None, eligible: list[str]
+    ) -> tuple[str, ...] | None:
+        key = (node.name, *node.used.values(), node.free_cpus, node.free_memory_mb, request, gpu_type, *eligible)
+        if key in self._on_node:
+            return self._on_node[key]
+        found = self._on_node[key] = self._cheapest_on_node(node, request, gpu_type, eligible)
+        return found
 
     def _cheapest_on_node(
         self, node: NodeCapacity, request: Request, gpu_type: str | None, eligible: list[str]
@@ -368,25 +379,6 @@ class Preemptor:
             if fits_without(node, request, gpu_type, [a for c in rest for a in freed[c]]):
                 chosen = rest
         return tuple(sorted(chosen))
-
-
-def _borrowing_of(quota: QuotaLedger | None) -> Callable[[str], bool] | None:
-    """``quota.borrowing``, asked once per team and GPU type (what its answer depends on)."""
-    if quota is None:
-        return None
-    holding, known = quota.holding, dict[tuple[str, str], bool]()
-
-    def borrowing(running_job_id: str) -> bool:
-        held = holding.get(running_job_id)
-        if held is None:
-            return False
-        key = (held[0], held[1])
-        found = known.get(key)
-        if found is None:
-            found = known[key] = quota.borrowing(running_job_id)
-        return found
-
-    return borrowing
 
 
 def _priority(job: Job | RunningJob) -> int:

@@ -16,7 +16,7 @@ GPU types no team has a quota for are not governed: any team may use them freely
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from corral.model import Job, RunningJob, TeamQuota
 from corral.sched import carry, describe
@@ -119,6 +119,23 @@ class QuotaLedger:
         if held is None or held[1] not in self.governed:
             return False
         return self.levels(held[1]).over(held[0])
+
+    def borrowing_asked_once(self) -> Callable[[str], bool]:
+        """``borrowing``, asked once per team and GPU type (what its answer depends on): for a pass over
+        thousands of running jobs while usage stays as it is."""
+        holding, known = self.holding, dict[tuple[str, str], bool]()
+
+        def borrowing(running_job_id: str) -> bool:
+            held = holding.get(running_job_id)
+            if held is None:
+                return False
+            key = (held[0], held[1])
+            found = known.get(key)
+            if found is None:
+                found = known[key] = self.borrowing(running_job_id)
+            return found
+
+        return borrowing
 
     def reclaim_distance(self, running_job_id: str, team: str) -> int | None:
         """How near the running job's team is to ``team`` (the depth where their branches meet: 0 at
