@@ -85,3 +85,26 @@ def test_fragmented_gpus_are_reported_after_a_cycle(head):
     head.submit({"command": "b", "resources": {"gpus": 4}})
     head.cycle()
     assert value(scrape(head)["corral_gpus_fragmented"], type="H100") == 3.0  # 3 free, 4 wanted
+
+
+def test_a_shared_gpu_counts_for_each_team_by_its_fraction_and_names_every_job(head):
+    agent = head.register("n1", gpus=1)
+    first = head.submit({"command": "a", "resources": {"gpus": 0.5}, "team": "ta"})
+    second = head.submit({"command": "b", "resources": {"gpus": 0.25}, "team": "tb"})
+    head.cycle()
+    response = head.client.post(
+        "/v1/agents/n1/heartbeat",
+        json={
+            "tasks": [head.running(task) for task in agent.tasks()],
+            "applied_version": agent.applied,
+            "samples": [sample(0, 40.0)],
+        },
+        headers={"Authorization": f"Bearer {agent.token}"},
+    )
+    assert response.status_code == 200
+    metrics = scrape(head)
+    assert value(metrics["corral_gpus"], type="H100", state="allocated") == 1
+    assert value(metrics["corral_gpus_allocated_by_team"], type="H100", team="ta") == 0.5
+    assert value(metrics["corral_gpus_allocated_by_team"], type="H100", team="tb") == 0.25
+    jobs = ",".join(sorted((first["id"], second["id"])))
+    assert value(metrics["DCGM_FI_DEV_GPU_UTIL"], node="n1", gpu="0", job=jobs, team="ta,tb") == 40.0

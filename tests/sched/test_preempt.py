@@ -104,7 +104,7 @@ def test_a_stopping_job_is_waited_for_rather_than_preempting_more() -> None:
     plan = run(snap)
     assert plan.preemptions == ()
     assert plan.reasons["high"].code == PREEMPTING
-    assert plan.reasons["high"].message == "waiting for going to stop to start"
+    assert plan.reasons["high"].message == "waiting for going to stop, then starts"
 
 
 def test_a_gang_preempts_on_every_node_it_needs() -> None:

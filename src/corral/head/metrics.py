@@ -68,10 +68,9 @@ class _StateCollector(Collector):
         for state in JobState:
             jobs.add_metric([state.value], float(by_state.get(state.value, 0)))
         yield jobs
-        held: dict[tuple[str, int], tuple[float, str, str]] = {}
+        held: dict[tuple[str, int], list[tuple[float, str, str]]] = {}  # GPU → (fraction, job, team) of each claim
         for claim in claims:
-            fraction, _, _ = held.get((claim.node, claim.gpu_index), (0.0, "", ""))
-            held[(claim.node, claim.gpu_index)] = (fraction + claim.fraction, claim.job_id, claim.team)
+            held.setdefault((claim.node, claim.gpu_index), []).append((claim.fraction, claim.job_id, claim.team))
         yield from self._gpus(nodes, held)
         yield from self._nodes(nodes, now)
         yield from self._dcgm(nodes, held)
@@ -96,16 +95,17 @@ class _StateCollector(Collector):
         return idle
 
     def _gpus(
-        self, nodes: list[NodeRow], held: dict[tuple[str, int], tuple[float, str, str]]
+        self, nodes: list[NodeRow], held: dict[tuple[str, int], list[tuple[float, str, str]]]
     ) -> Iterator[GaugeMetricFamily]:
         counts: Counter[tuple[str, str]] = Counter()
-        by_team: Counter[tuple[str, str]] = Counter()
+        by_team: Counter[tuple[str, str]] = Counter()  # a shared GPU counts for each team by its fraction
         for node in nodes:
             for gpu in node.gpus:
-                fraction, _, team = held.get((node.name, gpu["index"]), (0.0, "", ""))
-                if fraction > EPSILON:
+                claims = held.get((node.name, gpu["index"]), [])
+                if sum(fraction for fraction, _, _ in claims) > EPSILON:
                     counts[(gpu["type"], "allocated")] += 1
-                    by_team[(gpu["type"], team)] += 1
+                    for fraction, _, team in claims:
+                        by_team[(gpu["type"], team)] += fraction
                 elif node.state == NodeState.READY.value:
                     counts[(gpu["type"], "free")] += 1
                 else:
@@ -134,9 +134,9 @@ class _StateCollector(Collector):
         yield lag
 
     def _dcgm(
-        self, nodes: list[NodeRow], held: dict[tuple[str, int], tuple[float, str, str]]
+        self, nodes: list[NodeRow], held: dict[tuple[str, int], list[tuple[float, str, str]]]
     ) -> Iterator[GaugeMetricFamily]:
-        labels = ["node", "gpu", "type", "job", "team"]
+        labels = ["node", "gpu", "type", "job", "team"]  # a shared GPU's jobs and teams, comma-separated
         families = {
             "utilization": GaugeMetricFamily(names.GPU_UTIL, "GPU utilization (%)", labels=labels),
             "memory_used_mb": GaugeMetricFamily(names.GPU_MEMORY_USED, "GPU memory used (MiB)", labels=labels),
@@ -149,7 +149,9 @@ class _StateCollector(Collector):
         }
         types = {(n.name, g["index"]): g["type"] for n in nodes for g in n.gpus}
         for (node, index), reading in sorted(self.rt.samples.latest().items()):
-            _, job, team = held.get((node, index), (0.0, "", ""))
+            claims = held.get((node, index), [])
+            job = ",".join(sorted({job for _, job, _ in claims}))
+            team = ",".join(sorted({team for _, _, team in claims}))
             values = [node, str(index), types.get((node, index), ""), job, team]
             for field, family in families.items():
                 family.add_metric(values, float(getattr(reading.sample, field)))

@@ -267,7 +267,8 @@ class Preemptor:
             parts.append(f"preempting {describe.and_list(new)} ({describe.number(round(lost, 2))} GPU-hours lost)")
         if going:
             parts.append(f"waiting for {describe.and_list(going)} to stop")
-        return Reason(PREEMPTING, f"{' and '.join(parts)} to start", base.position, base.queue_length)
+        then = ", then starts" if going else " to start"  # not "waiting for J to stop to start"
+        return Reason(PREEMPTING, f"{' and '.join(parts)}{then}", base.position, base.queue_length)
 
     def _cheapest_first(self, eligible: tuple[str, ...], smallest: int = 0) -> Iterable[tuple[str, ...]]:
         """Every subset of ``eligible``, cheapest first (victims' costs do not change within a cycle),
