@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from datetime import datetime
 
@@ -98,7 +98,7 @@ class _StateCollector(Collector):
         self, nodes: list[NodeRow], held: dict[tuple[str, int], list[tuple[float, str, str]]]
     ) -> Iterator[GaugeMetricFamily]:
         counts: Counter[tuple[str, str]] = Counter()
-        by_team: Counter[tuple[str, str]] = Counter()  # a shared GPU counts for each team by its fraction
+        by_team: defaultdict[tuple[str, str], float] = defaultdict(float)  # a shared GPU: each team by its fraction
         for node in nodes:
             for gpu in node.gpus:
                 claims = held.get((node.name, gpu["index"]), [])
@@ -119,8 +119,8 @@ class _StateCollector(Collector):
         teams = GaugeMetricFamily(
             names.GPUS_ALLOCATED_BY_TEAM, "Allocated GPUs by type and team", labels=["type", "team"]
         )
-        for (gpu_type, team), count in sorted(by_team.items()):
-            teams.add_metric([gpu_type, team], float(count))
+        for (gpu_type, team), share in sorted(by_team.items()):
+            teams.add_metric([gpu_type, team], round(share, 6))
         yield teams
 
     def _nodes(self, nodes: list[NodeRow], now: datetime) -> Iterator[GaugeMetricFamily]:
