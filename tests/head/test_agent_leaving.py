@@ -87,3 +87,16 @@ def test_a_node_heard_after_the_head_began_to_watch_keeps_its_own_clock(head):
     assert check_nodes(head.rt, watching_since) == []
     head.clock.advance(2)
     assert check_nodes(head.rt, watching_since) == ["n1"]
+
+
+def test_a_drained_node_whose_agent_leaves_says_it_comes_back_drained(head):
+    n1 = head.register("n1")
+    response = head.client.post("/v1/nodes/n1/drain", json={"reason": "maintenance"}, headers=head.admin)
+    assert response.status_code == 200, response.text
+    farewell(head, n1, [])
+    node = head.nodes()["n1"]
+    assert node["state"] == "NOT_READY"
+    assert "comes back drained when an agent registers" in node["reason"]
+    assert "maintenance" in node["reason"]
+    head.register("n1")
+    assert head.nodes()["n1"]["state"] == "DRAINED"

@@ -46,3 +46,11 @@ def test_a_drained_node_stays_drained_when_it_registers_again_or_times_out(head)
     node = head.nodes()["n1"]
     assert node["state"] == "DRAINED"
     assert "maintenance" in node["reason"]
+
+
+def test_draining_a_drained_node_again_without_a_reason_keeps_the_first_reason(head):
+    head.register("n1")
+    assert drain(head, "n1", "maintenance window").status_code == 200
+    assert drain(head, "n1").status_code == 200
+    assert head.nodes()["n1"]["reason"].endswith("maintenance window")
+    assert drain(head, "n1", "new reason").json()["reason"].endswith("new reason")

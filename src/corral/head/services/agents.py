@@ -256,7 +256,10 @@ def _apply_report(
 def _leave(session: Session, row: NodeRow, now: datetime, reported: Collection[str]) -> None:
     """The node's agent is shutting down: the node takes no work until an agent registers again, and the
     jobs of tasks it will not run (handed out, not started) are queued again, as its stopped ones are."""
-    why = "its agent shut down; the node takes work again once an agent registers"
+    if row.drained:
+        why = f"its agent shut down; the node comes back drained when an agent registers ({row.drain_reason})"
+    else:
+        why = "its agent shut down; the node takes work again once an agent registers"
     row.state = NodeState.NOT_READY.value
     row.reason = why
     bump_node(session, row.name)

@@ -98,8 +98,10 @@ def set_drained(rt: HeadRuntime, who: Principal, name: str, drained: bool, reaso
         row = session.get(NodeRow, name)
         if row is None:
             raise NotFound(f"no node {name!r}")
+        again = drained and row.drained and not reason  # draining again without a reason keeps the first one
         row.drained = drained
-        row.drain_reason = f"drained by {who.user}" + (f": {reason}" if reason else "") if drained else ""
+        if not again:
+            row.drain_reason = f"drained by {who.user}" + (f": {reason}" if reason else "") if drained else ""
         if row.state != NodeState.NOT_READY.value:
             row.state = NodeState.DRAINED.value if drained else NodeState.READY.value
             row.reason = row.drain_reason
