@@ -35,3 +35,20 @@ def test_a_bad_run_spec_exits_2_even_with_no_head_configured(tmp_path):
     result = subprocess.run(args, capture_output=True, text=True, env=env, timeout=60)
     assert result.returncode == 2, result.stderr
     assert "resources.gpus" in result.stderr
+
+
+def test_events_beyond_the_cap_exit_2_naming_it(tmp_path):
+    result = corral("events", "-n", "10001", home=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "--limit" in result.stderr and "10,000" in result.stderr
+
+
+def test_why_help_lists_every_check_the_head_runs():
+    from click.testing import CliRunner
+
+    from corral.cli.main import cli
+    from corral.sched.why import CAPACITY, FREE, GPU_TYPE, RUNTIME, STATE
+
+    text = " ".join(CliRunner().invoke(cli, ["why", "--help"]).output.split())
+    positions = [text.index(f"{check} (") for check in (STATE, RUNTIME, GPU_TYPE, CAPACITY, FREE)]
+    assert positions == sorted(positions)

@@ -50,3 +50,28 @@ def test_names_and_reasons_are_shown_as_they_are_not_read_as_markup():
     text = render(nodes, [pending])
     for shown in ("n[1]", "[/] lost", "waiting [bold]x", "[/]train", "[red]ada"):
         assert shown in text
+
+
+def test_piped_every_row_stays_whole_on_one_line(monkeypatch):
+    from click.testing import CliRunner
+
+    from corral.cli import top as top_module
+    from corral.cli.main import cli
+
+    reason = "waiting for 2 nodes with 4 free H100 GPUs each (none has that now); queue position 1 of 1; " * 2
+
+    class Head:
+        def nodes(self):
+            return [{"name": "n1", "state": "READY", "reason": "", "gpus": [gpu(0)]}]
+
+        def jobs(self):
+            return [job("j-1", "PENDING", reason.strip())]
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setattr(top_module, "api", lambda: Head())
+    lines = CliRunner().invoke(cli, ["top", "--once"]).output.splitlines()
+    assert any(line.rstrip().endswith(reason.strip()) for line in lines)  # not cut short with …
+    assert "…" not in "".join(line for line in lines if "GPU:" not in line)
+    legend = [line for line in lines if "unhealthy" in line]
+    assert len(legend) == 1 and "running" in legend[0] and "utilization of an allocated GPU" in legend[0]
+    assert all(len(line) < 400 for line in lines)  # one line each, not padded out to an endless width

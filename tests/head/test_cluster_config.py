@@ -249,3 +249,16 @@ def test_a_user_added_without_a_team_is_charged_to_the_config_team_listing_them(
     assert head.client.get("/v1/whoami", headers=bob).json()["teams"] == ["research", "nlp"]
     assert head.client.post("/v1/jobs", json={"command": "x"}, headers=bob).json()["team"] == "research"
     assert head.client.post("/v1/jobs", json={"command": "x", "team": "nlp"}, headers=bob).json()["team"] == "nlp"
+
+
+def test_user_add_and_list_report_the_teams_whoami_shows(configured):
+    head = configured
+    added = head.client.post("/v1/users", json={"name": "bob"}, headers=head.admin)
+    assert added.status_code == 201, added.text
+    assert added.json()["teams"] == ["nlp", "default"]  # listed under nlp's members in the config
+    bob = registered(head, "bob")
+    assert head.client.get("/v1/whoami", headers=bob).json()["teams"] == ["nlp", "default"]
+    registered(head, "alice", teams=["research"])
+    registered(head, "carol")
+    listed = {u["name"]: u["teams"] for u in head.client.get("/v1/users", headers=head.admin).json()}
+    assert listed == {"alice": ["research", "vision"], "bob": ["nlp", "default"], "carol": ["default"]}

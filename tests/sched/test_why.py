@@ -45,3 +45,11 @@ def test_fractional_requests_report_the_largest_share_left():
     job = make_job("j").gpus(0.5).build()
     snap = snapshot(nodes, live=[live_alloc("a", "n1", [0], fraction=0.75)], pending=[job])
     assert verdicts(job, snap) == [("free", "needs 0.5 of one GPU; the most left on one is 0.25", ("n1",))]
+
+
+def test_one_gpu_is_said_in_the_singular():
+    nodes = [make_node("none").gpus(0, "H100").build(), make_node("busy").gpus(2, "H100").build()]
+    job = make_job("j").gpus(1).build()
+    snap = snapshot(nodes, live=[live_alloc("other", "busy", [0, 1])], pending=[job])
+    messages = [message for _, message, _ in verdicts(job, snap)]
+    assert "needs 1 free GPU; 0 free now" in messages

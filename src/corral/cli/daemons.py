@@ -140,7 +140,7 @@ def head(
     idle_after_s = None if idle_off else _duration("--idle-after", idle_after)
     idle_grace_s = _duration("--idle-grace", idle_grace)
     if config_path is not None:
-        _check_config(config_path)
+        check_config(config_path)
     home = corral_home()
     home.mkdir(parents=True, exist_ok=True)
     settings = HeadSettings(
@@ -167,7 +167,7 @@ def head(
     run(settings)
 
 
-def _check_config(path: Path) -> None:
+def check_config(path: Path) -> None:
     """Refuse to start on a config that does not validate, naming each bad field."""
     from corral.head.config import read_config
     from corral.spec import SpecError

@@ -12,6 +12,13 @@ from corral.cli.context import api
 from corral.cli.render import emit_json, output_option, table
 
 FOLLOW_WAIT_S = 20.0
+MAX_EVENTS = 10_000  # the most the head answers in one request
+
+
+def _checked_limit(value: int) -> int:
+    if not 1 <= value <= MAX_EVENTS:
+        raise click.BadParameter(f"must be from 1 to {MAX_EVENTS:,} (the most events shown at once), got {value}")
+    return value
 
 
 def _line(event: dict[str, Any]) -> str:
@@ -25,10 +32,11 @@ def _line(event: dict[str, Any]) -> str:
 @click.option(
     "-n",
     "--limit",
-    type=click.IntRange(1, 10_000),
+    type=int,
     default=50,
     show_default=True,
-    help="how many of the newest events to show first",
+    callback=lambda _ctx, _param, value: _checked_limit(value),
+    help=f"how many of the newest events to show first (1 to {MAX_EVENTS:,})",
 )
 @output_option
 def events(follow: bool, job_id: str | None, limit: int, output: str) -> None:

@@ -1,4 +1,4 @@
-"""Job commands: submit, run, jobs, show, wait, cancel."""
+"""Job commands: submit, run, jobs, show, wait (cancel is in ``corral.cli.cancel``)."""
 
 from __future__ import annotations
 
@@ -340,21 +340,3 @@ def wait(ctx: click.Context, job_ids: tuple[str, ...], timeout: float | None) ->
     for job_id, state in bad.items():
         click.echo(f"{job_id} ended {state}", err=True)
     ctx.exit(1 if bad else 0)
-
-
-@click.command()
-@click.argument("job_ids", metavar="JOB...", nargs=-1, required=True)
-@output_option
-def cancel(job_ids: tuple[str, ...], output: str) -> None:
-    """Cancel jobs: their processes get SIGTERM, then SIGKILL after the grace period.
-
-    All or none: when a JOB is unknown, no job is cancelled (exit 4, naming each unknown id).
-    """
-    ids = list(dict.fromkeys(job_ids))
-    rows = api(timeout_s=30.0 + len(ids) / 100).cancel(ids)  # thousands of jobs end in one transaction
-    if output == "json":
-        emit_json(rows)
-        return
-    for job in rows:
-        note = "cancelled" if job["state"] == "CANCELLED" else f"already ended {job['state']}"
-        click.echo(f"{job['id']}: {note}")

@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
-import socket
-import subprocess
-import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,7 +11,8 @@ from typing import Any
 
 import click
 
-from corral.cli.daemons import DEFAULT_PORT
+from corral.cli.daemons import DEFAULT_PORT, check_config, parse_prices
+from corral.cli.procs import alive, free_port, head_holding_home, log_since, log_size, port_free, spawn, stop
 from corral.cli.render import emit_json, output_option
 from corral.client.calls import HeadApi
 from corral.client.config import corral_home, read_config_file
@@ -26,6 +22,14 @@ from corral.client.light import LightTransport
 STATE_FILE = "local-cluster.json"
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 20.0
+# Options `up` passes to the head, and the key each is remembered under in local-cluster.json's "head".
+HEAD_OPTIONS = {
+    "--db": "db",
+    "--storage-root": "storage_root",
+    "--config": "config",
+    "--gpu-prices": "gpu_prices",
+    "--preempt-grace": "preempt_grace",
+}
 
 
 def _state_path(home: Path) -> Path:
@@ -46,56 +50,6 @@ def _save_state(home: Path, state: dict[str, Any]) -> None:
     os.replace(tmp, _state_path(home))
 
 
-def _alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie is not alive
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket() as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _spawn(args: list[str], log_path: Path, home: Path) -> int:
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "CORRAL_HOME": str(home)}
-    env.pop("CORRAL_HEAD", None)
-    env.pop("CORRAL_TOKEN", None)
-    with log_path.open("ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "corral", *args],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            env=env,
-            cwd=home,
-        )
-    return proc.pid
-
-
 def _healthy(url: str) -> bool:
     try:
         HeadApi(LightTransport(url, timeout_s=2.0)).health()
@@ -104,13 +58,13 @@ def _healthy(url: str) -> bool:
     return True
 
 
-def _wait_head(url: str, pid: int, log_path: Path) -> None:
+def _wait_head(url: str, pid: int, log_path: Path, log_start: int) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if _healthy(url):
             return
-        if not _alive(pid):
-            tail = log_path.read_text(errors="replace")[-2000:] if log_path.exists() else ""
+        if not alive(pid):
+            tail = log_since(log_path, log_start)
             raise CorralError(f"the head exited during start-up; its log ({log_path}) ends with:\n{tail}")
         time.sleep(0.05)
     raise CorralError(f"the head did not answer at {url} within {START_TIMEOUT_S:.0f}s; see {log_path}")
@@ -151,6 +105,19 @@ def _wait_nodes(api: HeadApi, names: list[str], fresh: set[str], since: datetime
     help="where jobs' checkpoint directories go (default: CORRAL_HOME/checkpoints)",
 )
 @click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="cluster config (YAML) for the head: teams and quotas, priority classes, queues; checked before "
+    "anything starts  [default: as the last `up`, or none]",
+)
+@click.option("--gpu-prices", help="price of one GPU-hour per GPU type, for `corral acct`: H100=2.5,A100=1.2")
+@click.option(
+    "--preempt-grace",
+    type=click.FloatRange(min=0),
+    help="seconds between SIGTERM and SIGKILL on preemption and time limits  [default: 30]",
+)
+@click.option(
     "--runtime",
     type=click.Choice(["docker", "podman", "apptainer", "enroot", "none"]),
     help="container runtime of every agent for jobs with an image  [default: as the last `up`, or the "
@@ -163,6 +130,9 @@ def up(
     port: int | None,
     db_url: str | None,
     storage_root: Path | None,
+    config_path: Path | None,
+    gpu_prices: str | None,
+    preempt_grace: float | None,
     runtime: str | None,
     output: str,
 ) -> None:
@@ -171,6 +141,8 @@ def up(
 
     Running it again is harmless: what already runs is kept, missing agents are started.
     State stays under CORRAL_HOME, so `corral down` then `corral up` resumes the cluster.
+    The head's options (--db, --storage-root, --config, --gpu-prices, --preempt-grace) are
+    remembered for the next `up`.
     """
     from corral.spec import parse_gpu_groups
 
@@ -186,10 +158,11 @@ def up(
             find_runtime(runtime)  # the agents would stop at once: say why here
         except ValueError as exc:
             raise InvalidRequest(f"--runtime: {exc}") from None
+    asked = _head_options(db_url, storage_root, config_path, gpu_prices, preempt_grace)
     home = corral_home()
     home.mkdir(parents=True, exist_ok=True)
     state = _load_state(home)
-    url = _ensure_head(home, state, port, db_url, storage_root)
+    url = _ensure_head(home, state, port, asked)
     config = read_config_file(home)
     api = HeadApi(LightTransport(url, config.get("token", "")))
     count = agents if agents is not None else max(1, len(state.get("agents", [])))
@@ -205,43 +178,70 @@ def up(
         click.echo(url)
 
 
+def _head_options(
+    db_url: str | None,
+    storage_root: Path | None,
+    config_path: Path | None,
+    gpu_prices: str | None,
+    preempt_grace: float | None,
+) -> dict[str, Any]:
+    """The head options given, checked and in the form they are remembered in (None: not given)."""
+    if config_path is not None:
+        check_config(config_path)  # exit 2 naming each bad field, before anything starts
+    prices = None
+    if gpu_prices is not None:
+        prices = ",".join(f"{name}={price:g}" for name, price in parse_prices(gpu_prices).items())
+    return {
+        "--db": db_url,
+        "--storage-root": str(storage_root.resolve()) if storage_root else None,
+        "--config": str(config_path.resolve()) if config_path else None,
+        "--gpu-prices": prices,
+        "--preempt-grace": preempt_grace,
+    }
+
+
 def _heard_since(stamp: str | None, since: datetime) -> bool:
     return stamp is not None and datetime.fromisoformat(stamp.replace("Z", "+00:00")) >= since
 
 
-def _ensure_head(
-    home: Path, state: dict[str, Any], port: int | None, db_url: str | None, storage_root: Path | None = None
-) -> str:
+def _ensure_head(home: Path, state: dict[str, Any], port: int | None, asked: dict[str, Any]) -> str:
     head = state.get("head", {})
-    if _alive(head.get("pid")) and _healthy(head.get("url", "")):
-        asked = {
-            "--port": port,
-            "--db": db_url,
-            "--storage-root": str(storage_root.resolve()) if storage_root else None,
-        }
-        running = {"--port": head.get("port"), "--db": head.get("db"), "--storage-root": head.get("storage_root")}
-        for option, value in asked.items():
+    if alive(head.get("pid")) and _healthy(head.get("url", "")):
+        running = {"--port": head.get("port"), **{o: head.get(key) for o, key in HEAD_OPTIONS.items()}}
+        for option, value in {"--port": port, **asked}.items():
             if value is not None and value != running[option]:
                 _note(f"the head already runs at {head['url']}; {option} {value} applies after `corral down`")
         return str(head["url"])
+    other = head_holding_home(home)
+    if other is not None and other == str(head.get("pid")):
+        raise CorralError(
+            f"the head `corral up` started (pid {other}) runs but does not answer at {head.get('url')}; "
+            f"see {home / 'logs' / 'head.log'}, or `corral down` and `corral up` again"
+        )
+    if other is not None:
+        raise CorralError(
+            f"a head that `corral up` did not start (pid {other}) already runs with CORRAL_HOME {home}; "
+            "use it as it is (`corral status`), or stop it where it runs and `corral up` again"
+        )
     chosen = port or head.get("port") or DEFAULT_PORT
-    if not _port_free(chosen):
+    if not port_free(chosen):
         if port:
             raise InvalidRequest(f"--port: port {port} is in use; pick another or leave --port out")
-        chosen = _free_port()
+        chosen = free_port()
     url = f"http://127.0.0.1:{chosen}"
     args = ["head", "--host", "127.0.0.1", "--port", str(chosen)]
-    db = db_url or head.get("db")
-    if db:
-        args += ["--db", db]
-    root = str(storage_root.resolve()) if storage_root else head.get("storage_root")
-    if root:
-        args += ["--storage-root", root]
+    remembered: dict[str, Any] = {}
+    for option, key in HEAD_OPTIONS.items():
+        value = asked[option] if asked[option] is not None else head.get(key)
+        remembered[key] = value
+        if value is not None:
+            args += [option, str(value)]
     log_path = home / "logs" / "head.log"
-    pid = _spawn(args, log_path, home)
-    state["head"] = {"pid": pid, "port": chosen, "url": url, "db": db, "storage_root": root}
+    log_start = log_size(log_path)
+    pid = spawn(args, log_path, home)
+    state["head"] = {"pid": pid, "port": chosen, "url": url, **remembered}
     _save_state(home, state)
-    _wait_head(url, pid, log_path)
+    _wait_head(url, pid, log_path, log_start)
     return url
 
 
@@ -251,37 +251,29 @@ def _ensure_agents(
     """Start the agents that are not running; answers all their names and the ones just started."""
     agents: list[dict[str, Any]] = state.setdefault("agents", [])
     spec = fake_gpus if fake_gpus is not None else state.get("fake_gpus")
-    alive = sum(1 for a in agents if _alive(a.get("pid")))
-    if alive and fake_gpus is not None and fake_gpus != state.get("fake_gpus"):
-        _note(f"the {alive} running agent(s) keep their GPUs; --fake-gpus {fake_gpus} applies to agents started later")
-    if count < alive:
-        _note(f"{alive} agents already run (asked for {count}); `corral down` first to run fewer")
+    running = sum(1 for a in agents if alive(a.get("pid")))
+    if running and fake_gpus is not None and fake_gpus != state.get("fake_gpus"):
+        _note(
+            f"the {running} running agent(s) keep their GPUs; --fake-gpus {fake_gpus} applies to agents started later"
+        )
+    if count < running:
+        _note(f"{running} agents already run (asked for {count}); `corral down` first to run fewer")
     state["fake_gpus"] = spec
-    wanted = max(count, alive)
     names: list[str] = []
     started: set[str] = set()
-    for index in range(wanted):
+    for index in range(max(count, running)):
         name = f"local-{index + 1}"
         names.append(name)
         entry = next((a for a in agents if a["name"] == name), None)
-        if entry is not None and _alive(entry.get("pid")):
+        if entry is not None and alive(entry.get("pid")):
             continue
-        args = [
-            "agent",
-            "--head",
-            url,
-            "--token",
-            join_token,
-            "--name",
-            name,
-            "--work-dir",
-            str(home / "agents" / name),
-        ]
+        args = ["agent", "--head", url, "--token", join_token, "--name", name]
+        args += ["--work-dir", str(home / "agents" / name)]
         if spec:
             args += ["--fake-gpus", spec]
         if state.get("runtime"):
             args += ["--runtime", state["runtime"]]
-        pid = _spawn(args, home / "logs" / f"agent-{name}.log", home)
+        pid = spawn(args, home / "logs" / f"agent-{name}.log", home)
         started.add(name)
         if entry is None:
             agents.append({"name": name, "pid": pid})
@@ -294,38 +286,19 @@ def _note(message: str) -> None:
     click.echo(f"corral up: {message}", err=True)
 
 
-def _stop(pids: list[int], timeout_s: float) -> list[int]:
-    """SIGTERM each daemon's process group, wait, then SIGKILL what is left; returns survivors."""
-    for pid in pids:
-        _signal_group(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and any(_alive(p) for p in pids):
-        time.sleep(0.05)
-    for pid in pids:
-        if _alive(pid):
-            _signal_group(pid, signal.SIGKILL)
-    time.sleep(0.1)
-    return [p for p in pids if _alive(p)]
-
-
-def _signal_group(pid: int, sig: signal.Signals) -> None:
-    try:
-        os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, sig)
-
-
 @click.command()
 def down() -> None:
-    """Stop the local cluster that `corral up` started. State stays on disk."""
+    """Stop the local cluster that `corral up` started. State stays on disk.
+
+    A head (and agents) started by hand with this CORRAL_HOME are not `up`'s: they are left running."""
     home = corral_home()
     state = _load_state(home)
-    agents = [a["pid"] for a in state.get("agents", []) if _alive(a.get("pid"))]
-    survivors = _stop(agents, STOP_TIMEOUT_S)
+    agents = [a["pid"] for a in state.get("agents", []) if alive(a.get("pid"))]
+    survivors = stop(agents, STOP_TIMEOUT_S)
     head = state.get("head", {})
-    if _alive(head.get("pid")):
-        survivors += _stop([head["pid"]], STOP_TIMEOUT_S)
+    head_ran = alive(head.get("pid"))
+    if head_ran:
+        survivors += stop([head["pid"]], STOP_TIMEOUT_S)
     for agent in state.get("agents", []):
         agent["pid"] = None
     if head:
@@ -334,4 +307,12 @@ def down() -> None:
         _save_state(home, state)
     if survivors:
         raise CorralError(f"processes {survivors} did not stop")
-    click.echo("stopped" if (agents or head) else "nothing was running")
+    if agents or head_ran:
+        click.echo("stopped")
+    elif (other := head_holding_home(home)) is not None:
+        click.echo(
+            f"nothing of its own to stop: the head running with CORRAL_HOME {home} (pid {other}) was not started "
+            "by `corral up`, so it (and its agents) are left running; stop it where it runs"
+        )
+    else:
+        click.echo("nothing was running")

@@ -36,7 +36,7 @@ COMMANDS: dict[str, str] = {
     "show": "corral.cli.jobs:show",
     "logs": "corral.cli.logs:logs",
     "wait": "corral.cli.jobs:wait",
-    "cancel": "corral.cli.jobs:cancel",
+    "cancel": "corral.cli.cancel:cancel",
     "why": "corral.cli.why:why",
     "cluster-config": "corral.cli.clusterconfig:cluster_config",
     "preempt": "corral.cli.preempt:preempt",

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from corral.cli.context import api
-from corral.cli.render import STATE_STYLE
+from corral.cli.render import STATE_STYLE, output_width
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
 
@@ -24,7 +24,9 @@ def _gpu_cell(gpu: dict[str, Any]) -> str:
     return "[dim]·[/]"
 
 
-def frame(nodes: list[dict[str, Any]], jobs: list[dict[str, Any]], now: str) -> Any:
+def frame(nodes: list[dict[str, Any]], jobs: list[dict[str, Any]], now: str, one_line: bool = False) -> Any:
+    """The nodes, the queue and a legend. On a terminal the queue fills its width and cuts long reasons
+    short; with ``one_line`` (a file or a pipe) every row is printed whole, on one line."""
     from rich.console import Group
     from rich.markup import escape
     from rich.table import Table
@@ -47,10 +49,10 @@ def frame(nodes: list[dict[str, Any]], jobs: list[dict[str, Any]], now: str) -> 
             f"{used}/{len(gpus)}",
             escape(node.get("reason", "")),
         )
-    queue = Table(title="queue", title_justify="left", box=None, header_style="bold", expand=True)
+    queue = Table(title="queue", title_justify="left", box=None, header_style="bold", expand=not one_line)
     for column in ("JOB", "NAME", "STATE", "USER", "GPUS", "PRIO"):
         queue.add_column(column, no_wrap=True, min_width=len(column))
-    queue.add_column("WHERE / WHY", overflow="ellipsis", no_wrap=True, ratio=1)
+    queue.add_column("WHERE / WHY", overflow="fold" if one_line else "ellipsis", no_wrap=True, ratio=1)
     live = [j for j in jobs if j["state"] in ("RUNNING", "PENDING")]
     for job in sorted(live, key=lambda j: (j["state"] != "RUNNING", -j["priority"], j["submitted_at"]))[:40]:
         where = " ".join(a["node"] for a in job["allocation"]) if job["state"] == "RUNNING" else job["reason"]
@@ -89,10 +91,11 @@ def top(interval: float, once: bool) -> None:
     from rich.live import Live
 
     client = api()
-    console = Console()
+    console = Console(soft_wrap=False, width=output_width())
+    one_line = output_width() is not None  # a file or a pipe, and no COLUMNS: rows are never folded
 
     def render() -> Any:
-        return frame(client.nodes(), client.jobs(), time.strftime("%H:%M:%S"))
+        return frame(client.nodes(), client.jobs(), time.strftime("%H:%M:%S"), one_line)
 
     if once:
         console.print(render())

@@ -8,6 +8,7 @@ import click
 
 from corral.cli.context import api
 from corral.cli.render import output_option, render, table
+from corral.sched.describe import plural
 
 _SHOWN_NODES = 4
 
@@ -23,7 +24,7 @@ def _why_table(out: dict[str, Any]) -> None:
     if out["state"] != "PENDING":
         click.echo("it is not waiting; below, where it would fit now if it were submitted again")
     need = out["nodes_needed"]
-    click.echo(f"needs {need} node{'s' if need != 1 else ''} that fit at once")
+    click.echo(f"needs {plural(need, 'node')} that {'fits' if need == 1 else 'fit'} at once")
     table(
         None,
         ["NODES", "CHECK", "VERDICT"],
@@ -37,7 +38,8 @@ def _why_table(out: dict[str, Any]) -> None:
 def why(job_id: str, output: str) -> None:
     """Explain why JOB waits: which check each group of nodes fails.
 
-    Checks run in order: state (READY and heard from), gpu_type (an acceptable type),
+    Checks run in order: state (READY and heard from), runtime (a job with an image
+    needs the node's agent to have a container runtime), gpu_type (an acceptable type),
     capacity (could ever hold one node's share), free (has it free now). Nodes that
     pass every check show as `fits`.
     """

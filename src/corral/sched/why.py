@@ -74,7 +74,7 @@ def _inventory(node: Node) -> str:
 
 def _capacity(request: Request, node: Node, types: Sequence[str]) -> str | None:
     if request.gpus_per_node > 0 and max(node.count_of_type(t) for t in types) < request.gpu_slots_per_node:
-        return f"needs {request.gpu_slots_per_node} GPUs per node; it has {_inventory(node)}"
+        return f"needs {describe.plural(request.gpu_slots_per_node, 'GPU')} per node; it has {_inventory(node)}"
     if request.cpus_per_node is not None and request.cpus_per_node > node.cpus + EPSILON:
         return f"needs {describe.plural(request.cpus_per_node, 'CPU')}; it has {describe.number(node.cpus)}"
     if request.memory_mb_per_node is not None and request.memory_mb_per_node > node.memory_mb:
@@ -90,7 +90,7 @@ def _free(request: Request, free: NodeCapacity, types: Sequence[str]) -> str | N
     elif request.gpus_per_node > 0:
         empty = max(len(free.empty_gpus(t)) for t in types)
         if empty < request.gpu_slots_per_node:
-            return f"needs {request.gpu_slots_per_node} free GPUs; {empty} free now"
+            return f"needs {describe.plural(request.gpu_slots_per_node, 'free GPU')}; {empty} free now"
     if request.cpus_per_node is not None and request.cpus_per_node > free.free_cpus + EPSILON:
         return f"needs {describe.plural(request.cpus_per_node, 'CPU')}; {describe.number(free.free_cpus)} free now"
     if request.memory_mb_per_node is not None and request.memory_mb_per_node > free.free_memory_mb:

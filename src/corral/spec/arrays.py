@@ -22,11 +22,13 @@ def parse_array(text: str) -> ArraySpec:
     """Parse an array expression; ``ValueError`` says what was wrong and what would be valid."""
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"expected {ARRAY_HELP}, got {text!r}")
-    body, _, limit_text = text.strip().partition("%")
+    body, percent, limit_text = text.strip().partition("%")
     limit = None
-    if limit_text:
+    if percent:
         if not limit_text.isdigit() or int(limit_text) < 1:
-            raise ValueError(f"the limit after % must be a whole number of at least 1, got {limit_text!r}")
+            raise ValueError(
+                f"the limit after % must be a whole number of at least 1 (such as 0-99%8), got {limit_text!r}"
+            )
         limit = int(limit_text)
     indices: set[int] = set()
     for part in body.split(","):
@@ -39,5 +41,8 @@ def parse_array(text: str) -> ArraySpec:
             raise ValueError(f"range {part.strip()!r} ends before it starts")
         if last - first + 1 + len(indices) > MAX_ARRAY_SIZE:
             raise ValueError(f"{text!r} has more than {MAX_ARRAY_SIZE} elements")
-        indices.update(range(first, last + 1))
+        part_indices = range(first, last + 1)
+        if twice := indices.intersection(part_indices):
+            raise ValueError(f"index {min(twice)} is listed twice in {text!r}; list each index once")
+        indices.update(part_indices)
     return ArraySpec(tuple(sorted(indices)), limit)

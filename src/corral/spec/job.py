@@ -75,11 +75,9 @@ def _duration(value: Any) -> Any:
 
 def _grace(value: Any) -> Any:
     """Like a duration, but 0 is allowed: SIGKILL right after SIGTERM."""
-    if isinstance(value, int | float) and not isinstance(value, bool) and value == 0:
-        return 0.0
-    if isinstance(value, str) and value.strip().lower() in ("0", "0s"):
-        return 0.0
-    return _duration(value)
+    if value is None:
+        return None
+    return parse_duration_s(value, allow_zero=True)
 
 
 MIN_GPU_FRACTION = 0.01
@@ -121,7 +119,11 @@ class ResourcesSpec(BaseModel):
         if value is None:
             return []
         if isinstance(value, str):
-            return [t.strip() for t in value.split(",") if t.strip()]
+            names = [t.strip() for t in value.split(",")]
+            if not all(names):
+                where = "must not be empty" if not value.strip() else f"has an empty GPU type name in {value!r}"
+                raise ValueError(f"{where}: give a type such as H100 or H100,A100 (or leave gpu_type out for any type)")
+            return names
         if not isinstance(value, list):
             raise ValueError(f"expected a GPU type or a list of them, such as H100 or [H100, A100], got {value!r}")
         return value
@@ -130,6 +132,8 @@ class ResourcesSpec(BaseModel):
     @classmethod
     def _type_names(cls, value: list[str]) -> list[str]:
         for name in value:
+            if not name.strip():
+                raise ValueError("has an empty GPU type name: give types such as [H100, A100] (or leave gpu_type out)")
             if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", name):
                 raise ValueError(f"bad GPU type {name!r}: expected a name such as H100 or A100")
         if len(set(value)) != len(value):

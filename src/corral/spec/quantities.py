@@ -63,27 +63,27 @@ def parse_memory_mb(value: str | int | float) -> int:
     return int(megabytes) if unit == "" else round(megabytes)
 
 
-def parse_duration_s(value: str | int | float) -> float:
-    """Duration in seconds from ``90``, ``90s``, ``2h``, ``1h30m`` or ``HH:MM:SS``."""
+def parse_duration_s(value: str | int | float, allow_zero: bool = False) -> float:
+    """Duration in seconds from ``90``, ``90s``, ``2h``, ``1h30m``, ``MM:SS`` or ``H:MM:SS``.
+
+    With ``allow_zero`` (a grace period: SIGKILL at once) 0 is valid, and only a negative one is refused.
+    """
     if isinstance(value, bool):
         raise ValueError(f"expected {DURATION_HELP}, got {value!r}")
     if isinstance(value, int | float):
-        if value <= 0:
-            raise ValueError(f"must be positive, got {value}")
+        if value < 0 or (value == 0 and not allow_zero):
+            raise ValueError(f"{_sign_rule(allow_zero)}, got {value}")
         if not value <= MAX_DURATION_S:  # also refuses NaN
             raise ValueError(f"must be at most {MAX_DURATION_S:.0f} s (ten years), got {value}")
         return float(value)
     if not isinstance(value, str):
         raise ValueError(f"expected {DURATION_HELP}, got {_kind(value)}")
     text = value.strip().lower()
+    if text.startswith("-"):
+        raise ValueError(f"{_sign_rule(allow_zero)}, got {value!r}")
     seconds: float
     if ":" in text:
-        parts = text.split(":")
-        if len(parts) > 3 or not all(p.isdigit() for p in parts):
-            raise ValueError(f"expected {DURATION_HELP}, got {value!r}")
-        seconds = 0.0
-        for part in parts:
-            seconds = seconds * 60 + int(part)
+        seconds = _clock_s(text, value)
     elif re.fullmatch(r"\d+(?:\.\d+)?", text):
         seconds = float(text)
     else:
@@ -95,10 +95,29 @@ def parse_duration_s(value: str | int | float) -> float:
             pos = match.end()
         if pos != len(text) or not text:
             raise ValueError(f"expected {DURATION_HELP}, got {value!r}")
-    if seconds <= 0:
-        raise ValueError(f"must be positive, got {value!r}")
+    if seconds < 0 or (seconds == 0 and not allow_zero):
+        raise ValueError(f"{_sign_rule(allow_zero)}, got {value!r}")
     if seconds > MAX_DURATION_S:
         raise ValueError(f"{value!r} is longer than ten years")
+    return seconds
+
+
+def _sign_rule(allow_zero: bool) -> str:
+    return "must not be negative (0 kills at once)" if allow_zero else "must be positive"
+
+
+def _clock_s(text: str, value: str) -> float:
+    """``MM:SS`` or ``H:MM:SS``: the first part may be any size, the ones after it below 60."""
+    parts = text.split(":")
+    if len(parts) > 3 or not all(p.isdigit() for p in parts):
+        raise ValueError(f"expected {DURATION_HELP}, got {value!r}")
+    units = ("minutes", "seconds")[-(len(parts) - 1) :]
+    for unit, part in zip(units, parts[1:], strict=True):
+        if int(part) >= 60:
+            raise ValueError(f"{unit} must be below 60 in {'H:MM:SS' if len(parts) == 3 else 'MM:SS'}, got {value!r}")
+    seconds = 0.0
+    for part in parts:
+        seconds = seconds * 60 + int(part)
     return seconds
 
 

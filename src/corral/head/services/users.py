@@ -29,12 +29,13 @@ def add_user(rt: HeadRuntime, spec: UserIn) -> tuple[UserOut, bool]:
             session.add(row)
         else:
             row.role, row.teams = spec.role, list(spec.teams)
-        return _user_out(row), created
+        return _user_out(row, rt.config.current), created
 
 
 def list_users(rt: HeadRuntime) -> list[UserOut]:
     with rt.read() as session:
-        return [_user_out(row) for row in session.scalars(select(UserRow).order_by(UserRow.name))]
+        config = rt.config.current
+        return [_user_out(row, config) for row in session.scalars(select(UserRow).order_by(UserRow.name))]
 
 
 def whoami(who: Principal, config: ClusterConfig) -> WhoAmI:
@@ -46,12 +47,16 @@ def teams_of(who: Principal, config: ClusterConfig) -> tuple[str, ...]:
     `corral user add` gives without --team) whom the cluster config lists under a team's ``members``
     has that team first: their jobs are charged to it unless they name another. A user with teams of their
     own keeps their first as the default, and the config's team comes last."""
-    member_of = config.team_of(who.user)
-    if member_of is None or member_of in who.teams:
-        return who.teams
-    if who.teams == DEFAULT_TEAMS:
+    return _with_config_team(who.user, who.teams, config)
+
+
+def _with_config_team(user: str, teams: tuple[str, ...], config: ClusterConfig) -> tuple[str, ...]:
+    member_of = config.team_of(user)
+    if member_of is None or member_of in teams:
+        return teams
+    if teams == DEFAULT_TEAMS:
         return (member_of, *DEFAULT_TEAMS)
-    return (*who.teams, member_of)  # a member there too, though not by default
+    return (*teams, member_of)  # a member there too, though not by default
 
 
 def create_token(rt: HeadRuntime, who: Principal, spec: TokenIn) -> TokenCreated:
@@ -106,8 +111,10 @@ def _by_id(session: Session, tid: str) -> TokenRow | None:
     return session.scalars(select(TokenRow).where(TokenRow.hash.startswith(tid))).first()
 
 
-def _user_out(row: UserRow) -> UserOut:
-    return UserOut(name=row.name, role=row.role, teams=[str(t) for t in row.teams], created_at=row.created_at)
+def _user_out(row: UserRow, config: ClusterConfig) -> UserOut:
+    """The user as ``whoami`` shows them: their teams with the cluster config's team, the default first."""
+    teams = _with_config_team(row.name, tuple(str(t) for t in row.teams), config)
+    return UserOut(name=row.name, role=row.role, teams=list(teams), created_at=row.created_at)
 
 
 def _token_out(row: TokenRow, role: Role | None = None) -> TokenOut:

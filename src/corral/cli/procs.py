@@ -1,0 +1,128 @@
+"""The processes `corral up` starts and `corral down` stops: spawning, liveness, stopping, the home's head."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HEAD_LOCK = "head.lock"  # what every head of a CORRAL_HOME holds while it lives (see corral.head.main)
+
+
+def alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie is not alive
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def port_free(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def spawn(args: list[str], log_path: Path, home: Path) -> int:
+    """Start ``corral ARGS`` in its own session, its output appended to ``log_path``."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "CORRAL_HOME": str(home)}
+    env.pop("CORRAL_HEAD", None)
+    env.pop("CORRAL_TOKEN", None)
+    with log_path.open("ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "corral", *args],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
+            cwd=home,
+        )
+    return proc.pid
+
+
+def log_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def log_since(path: Path, offset: int, limit: int = 2000) -> str:
+    """What was written to the log from ``offset`` on (its last ``limit`` characters): this start's lines,
+    not those of an earlier one."""
+    try:
+        with path.open("rb") as log:
+            log.seek(offset)
+            text = log.read().decode(errors="replace")
+    except OSError:
+        return ""
+    return text[-limit:]
+
+
+def head_holding_home(home: Path) -> str | None:
+    """The pid (as written) of a head that runs with this CORRAL_HOME, whoever started it; None if none does.
+
+    Every head holds an exclusive lock on CORRAL_HOME/head.lock while it lives; taking it for a moment
+    (and letting it go at once) tells whether one does without disturbing it."""
+    path = home / HEAD_LOCK
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return path.read_text().strip() or "?"
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def stop(pids: list[int], timeout_s: float) -> list[int]:
+    """SIGTERM each daemon's process group, wait, then SIGKILL what is left; returns survivors."""
+    for pid in pids:
+        _signal_group(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and any(alive(p) for p in pids):
+        time.sleep(0.05)
+    for pid in pids:
+        if alive(pid):
+            _signal_group(pid, signal.SIGKILL)
+    time.sleep(0.1)
+    return [p for p in pids if alive(p)]
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)

@@ -1,0 +1,112 @@
+"""`corral up` and `corral down` beside a head they did not start, and with the head's options.
+
+No daemon starts here: a head that `up` did not start is a lock held on CORRAL_HOME/head.lock, as a
+head run by hand holds it, and a running head of `up`'s is a state file with a live pid."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from corral.cli import local
+from corral.cli.main import cli
+from corral.cli.procs import head_holding_home, log_since
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("CORRAL_HOME", str(tmp_path))
+    monkeypatch.delenv("CORRAL_HEAD", raising=False)
+    monkeypatch.setattr(local, "spawn", lambda *a, **k: pytest.fail("nothing may start"))
+    return tmp_path
+
+
+@pytest.fixture
+def head_by_hand(home) -> Iterator[int]:
+    """What `corral head` run by hand leaves: head.lock held, its pid written in it."""
+    fd = os.open(home / "head.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    os.write(fd, b"4242\n")
+    yield 4242
+    os.close(fd)
+
+
+def test_up_beside_a_head_started_by_hand_starts_nothing_and_says_so_once(home, head_by_hand):
+    (home / "logs").mkdir()
+    (home / "logs" / "head.log").write_text("corral head: another head (pid 4242) already runs\n" * 2)
+    result = CliRunner().invoke(cli, ["up"])
+    assert getattr(result.exception, "exit_code", None) == 1  # what `corral` exits with
+    message = str(result.exception)
+    assert "pid 4242" in message and "did not start" in message
+    assert "another head" not in message  # not an earlier start's log lines
+
+
+def test_down_beside_a_head_started_by_hand_stops_nothing_and_says_so(home, head_by_hand, monkeypatch):
+    (home / local.STATE_FILE).write_text(json.dumps({"head": {"pid": None, "port": 8470}}))
+    monkeypatch.setattr(local, "stop", lambda pids, timeout_s: pids and pytest.fail(f"stopped {pids}"))
+    result = CliRunner().invoke(cli, ["down"])
+    assert result.exit_code == 0, result.output
+    assert "stopped" not in result.output.replace("to stop", "")
+    assert "nothing of its own to stop" in result.output and "pid 4242" in result.output
+
+
+def test_down_with_nothing_running_says_so(home):
+    (home / local.STATE_FILE).write_text(json.dumps({"head": {"pid": None}, "agents": [{"name": "a", "pid": None}]}))
+    result = CliRunner().invoke(cli, ["down"])
+    assert (result.exit_code, result.output) == (0, "nothing was running\n")
+
+
+def test_the_home_lock_tells_whether_a_head_runs(home, head_by_hand):
+    assert head_holding_home(home) == "4242"
+    assert head_holding_home(home / "elsewhere") is None
+
+
+def test_the_log_of_a_failed_start_is_only_what_that_start_wrote(tmp_path):
+    log = tmp_path / "head.log"
+    log.write_text("an earlier start\n")
+    offset = log.stat().st_size
+    with log.open("a") as out:
+        out.write("this start\n")
+    assert log_since(log, offset) == "this start\n"
+
+
+def test_up_checks_the_cluster_config_before_anything_starts(home, tmp_path):
+    bad = tmp_path / "cluster.yaml"
+    bad.write_text("teams:\n  nlp: {members: 5, bogus: 1}\n")
+    result = CliRunner().invoke(cli, ["up", "--config", str(bad)])
+    assert getattr(result.exception, "exit_code", None) == 2 and "--config" in str(result.exception)
+    assert "teams.nlp.bogus" in str(result.exception)
+    assert not (home / local.STATE_FILE).exists()
+
+
+def test_up_passes_the_config_and_head_options_and_remembers_them(home, tmp_path, monkeypatch):
+    good = tmp_path / "cluster.yaml"
+    good.write_text("teams:\n  nlp: {members: [bob]}\n")
+    started: list[list[str]] = []
+    monkeypatch.setattr(local, "spawn", lambda args, log, home: started.append(args) or 999_999)
+    monkeypatch.setattr(local, "_wait_head", lambda *a: None)
+    state: dict = {}
+    local._ensure_head(home, state, 12345, local._head_options(None, None, good, "H100=2.50", 5.0))
+    assert started[0][-6:] == ["--config", str(good.resolve()), "--gpu-prices", "H100=2.5", "--preempt-grace", "5.0"]
+    assert (state["head"]["config"], state["head"]["gpu_prices"]) == (str(good.resolve()), "H100=2.5")
+    state["head"]["pid"] = None  # it stopped: the next `up` starts it with what was remembered
+    local._ensure_head(home, state, None, local._head_options(None, None, None, None, None))
+    assert started[1][-6:] == started[0][-6:]
+
+
+def test_up_notes_a_different_setting_while_the_head_runs(home, tmp_path, monkeypatch, capsys):
+    other = tmp_path / "other.yaml"
+    other.write_text("{}\n")
+    state = {"head": {"pid": os.getpid(), "url": "http://127.0.0.1:1", "port": 1, "config": "/etc/a.yaml"}}
+    monkeypatch.setattr(local, "_healthy", lambda url: True)
+    asked = local._head_options(None, None, other, None, 30.0)
+    assert local._ensure_head(home, state, None, asked) == "http://127.0.0.1:1"
+    err = capsys.readouterr().err
+    assert f"--config {other.resolve()} applies after `corral down`" in err
+    assert "--preempt-grace 30.0 applies after `corral down`" in err
