@@ -32,5 +32,5 @@ def test_a_client_names_a_head_url_it_cannot_use(url, capsys, tmp_path, monkeypa
     monkeypatch.setenv("CORRAL_HOME", str(tmp_path))
     monkeypatch.setenv("CORRAL_HEAD", url)
     code, err = exit_code(["status"], capsys)
-    assert code == 3
-    assert f"bad head URL {url!r}" in err
+    assert code == 2  # bad usage: the variable names no usable URL
+    assert f"bad head URL {url!r}" in err and "CORRAL_HEAD" in err

@@ -6,6 +6,7 @@ import httpx
 import pytest
 
 from corral.client import ClientConfig, HeadApi, Unreachable, corral_home, load_config
+from corral.client.errors import InvalidRequest
 from corral.client.light import LightTransport
 from corral.client.sdk import Client, HttpxTransport
 
@@ -134,12 +135,14 @@ def test_nothing_configured_is_unreachable_and_says_how_to_start(env):
 
 
 @pytest.mark.parametrize("content", ["not json", "[1, 2]", ""])
-def test_a_broken_config_file_counts_as_none(env, tmp_path, content):
+def test_a_broken_config_file_is_bad_usage_naming_the_file(env, tmp_path, content):
     (tmp_path / "ch").mkdir()
     (tmp_path / "ch" / "client.json").write_text(content)
     env.setenv("CORRAL_HOME", str(tmp_path / "ch"))
-    with pytest.raises(Unreachable):
+    with pytest.raises(InvalidRequest) as info:
         load_config()
+    assert str(tmp_path / "ch" / "client.json") in str(info.value)
+    assert info.value.exit_code == 2
 
 
 def test_the_config_a_head_writes_lets_the_sdk_connect(env, live_head):

@@ -136,7 +136,6 @@ def test_bad_fake_gpu_inventories_say_what_is_valid(value, expected):
         ("", {}),
         ("zone=", {"zone": ""}),
         ("expr=a=b", {"expr": "a=b"}),
-        ("rack=r1,rack=r2", {"rack": "r2"}),
     ],
 )
 def test_labels(text, labels):

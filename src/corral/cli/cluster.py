@@ -90,8 +90,14 @@ def nodes(output: str) -> None:
     render(output, api().nodes(), _nodes_table)
 
 
+def _node_name(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    if not value.strip():
+        raise click.BadParameter("a node name is needed, as `corral nodes` lists them", param_hint="NODE")
+    return value
+
+
 @click.command()
-@click.argument("node")
+@click.argument("node", callback=_node_name)
 @click.option("--reason", default="", help="why, shown in `corral nodes`")
 @output_option
 def drain(node: str, reason: str, output: str) -> None:
@@ -100,7 +106,7 @@ def drain(node: str, reason: str, output: str) -> None:
 
 
 @click.command()
-@click.argument("node")
+@click.argument("node", callback=_node_name)
 @output_option
 def undrain(node: str, output: str) -> None:
     """Let a drained NODE take new jobs again (admins only)."""

@@ -2,47 +2,65 @@
 
 from __future__ import annotations
 
+import math
 import socket
 from pathlib import Path
 
 import click
 
-from corral.client.config import corral_home
-from corral.client.errors import InvalidRequest
+from corral.client.config import corral_home, make_home
+from corral.client.errors import InvalidRequest, Unreachable
 
 DEFAULT_PORT = 8470
+POSITIVE = click.FloatRange(min=0, min_open=True)
+NOT_NEGATIVE = click.FloatRange(min=0)
 
 
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="address to listen on (0.0.0.0 for all)")
 @click.option("--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, show_default=True)
-@click.option("--db", "db_url", help="database URL (default: SQLite under CORRAL_HOME; postgresql+psycopg://…)")
-@click.option("--public-url", help="URL clients and agents use to reach this head (default: from host and port)")
-@click.option("--heartbeat-interval", type=float, default=2.0, show_default=True, help="seconds, told to agents")
+@click.option(
+    "--db",
+    "db_url",
+    help="database URL: sqlite:///PATH (a relative PATH is under CORRAL_HOME) or postgresql+psycopg://USER@HOST/DB "
+    "(default: sqlite:///corral.db under CORRAL_HOME)",
+)
+@click.option(
+    "--public-url",
+    callback=lambda _ctx, _param, value: value if value is None else _head_urls(value, single=True),
+    help="URL clients and agents use to reach this head, http(s)://HOST:PORT (default: from host and port)",
+)
+@click.option(
+    "--heartbeat-interval",
+    type=POSITIVE,
+    default=2.0,
+    show_default=True,
+    help="seconds, told to agents; at most half of --node-timeout",
+)
 @click.option(
     "--node-timeout",
-    type=float,
+    type=POSITIVE,
     default=10.0,
     show_default=True,
     help="seconds without a heartbeat before a node is NOT_READY",
 )
 @click.option(
     "--grace",
-    type=float,
+    type=NOT_NEGATIVE,
     default=10.0,
     show_default=True,
-    help="seconds between SIGTERM and SIGKILL when stopping tasks (cancel, gang teardown)",
+    help="seconds between SIGTERM and SIGKILL when stopping tasks (cancel, gang teardown); 0 kills at once",
 )
 @click.option(
     "--preempt-grace",
-    type=float,
+    type=NOT_NEGATIVE,
     default=30.0,
     show_default=True,
     help="the same on preemption and time limits, so jobs can save a checkpoint; a job's grace_period wins",
 )
 @click.option(
     "--agent-lease",
-    type=float,
+    type=POSITIVE,
     help="seconds an agent keeps its tasks without reaching the head; "
     "more than --node-timeout (default: node timeout + 5, at least 15)",
 )
@@ -119,6 +137,7 @@ def head(
     from corral.head.main import run
     from corral.head.settings import HeadSettings
     from corral.head.store.db import sqlite_url
+    from corral.head.store.dburl import probe_db
     from corral.sched import POLICIES
 
     runnable = [name for name, p in POLICIES.items() if not p.simulation_only]
@@ -129,7 +148,17 @@ def head(
         )
     if policy not in POLICIES:
         raise InvalidRequest(f"--policy: unknown policy {policy!r}; valid policies are {', '.join(runnable)}")
+    finite("--heartbeat-interval", heartbeat_interval)
+    finite("--node-timeout", node_timeout)
+    finite("--grace", grace)
+    finite("--preempt-grace", preempt_grace)
+    if heartbeat_interval * 2 > node_timeout:
+        raise InvalidRequest(
+            f"--heartbeat-interval: {heartbeat_interval:g}s must be at most half of --node-timeout "
+            f"({node_timeout:g}s), so that one late heartbeat does not make a node NOT_READY"
+        )
     lease = agent_lease if agent_lease is not None else max(node_timeout + 5.0, 15.0)
+    finite("--agent-lease", lease)
     if lease <= node_timeout:
         raise InvalidRequest(
             f"--agent-lease: {lease:g}s must be longer than --node-timeout ({node_timeout:g}s), so that an agent "
@@ -141,11 +170,15 @@ def head(
     idle_grace_s = _duration("--idle-grace", idle_grace)
     if config_path is not None:
         check_config(config_path)
-    home = corral_home()
-    home.mkdir(parents=True, exist_ok=True)
+    url = check_db(db_url, corral_home())
+    try:
+        probe_db(url)
+    except ConnectionError as exc:
+        raise Unreachable(f"--db: {exc}") from None
+    home = make_home()
     settings = HeadSettings(
         home=home,
-        db_url=db_url or sqlite_url(home / "corral.db"),
+        db_url=url or sqlite_url(home / "corral.db"),
         host=host,
         port=port,
         public_url=public_url or "",
@@ -179,6 +212,24 @@ def check_config(path: Path) -> None:
         raise InvalidRequest(f"--config: {path} is not a valid cluster config:\n  {problems}") from None
 
 
+def finite(option: str, value: float) -> None:
+    if not math.isfinite(value):
+        raise InvalidRequest(f"{option}: expected a number of seconds, got {value}")
+
+
+def check_db(db_url: str | None, home: Path) -> str:
+    """The --db URL checked (exit 2 naming --db and what is valid), a relative SQLite path made absolute
+    under ``home``; "" for the default. Reads only: nothing is created."""
+    if db_url is None:
+        return ""
+    from corral.head.store.dburl import check_db_url
+
+    try:
+        return check_db_url(db_url, home)
+    except ValueError as exc:
+        raise InvalidRequest(f"--db: {exc}") from None
+
+
 def _duration(option: str, value: str) -> float:
     from corral.spec import parse_duration_s
 
@@ -206,10 +257,12 @@ def parse_prices(text: str) -> dict[str, float]:
     return prices
 
 
-def _head_urls(value: str) -> str:
+def _head_urls(value: str, single: bool = False) -> str:
     """The --head value, each URL checked: http(s)://HOST[:PORT], PORT 1-65535."""
     from urllib.parse import urlsplit
 
+    if single and "," in value:
+        raise click.BadParameter(f"{value!r}: expected one URL, http://HOST:PORT (or https://)")
     for url in value.split(","):
         url = url.strip()
         try:
@@ -228,26 +281,46 @@ def _head_urls(value: str) -> str:
     "head_url",
     required=True,
     envvar="CORRAL_HEAD",
+    show_envvar=True,
     callback=lambda _ctx, _param, value: _head_urls(value),
-    help="the head's URL; several heads sharing one database: URL1,URL2,… (fails over between them)",
+    help="the head's URL; several heads sharing one database: URL1,URL2,… (fails over between them); "
+    "required, here or in CORRAL_HEAD",
 )
-@click.option("--token", required=True, envvar="CORRAL_JOIN_TOKEN", help="the join token (`corral join-token`)")
+@click.option(
+    "--token",
+    required=True,
+    envvar="CORRAL_JOIN_TOKEN",
+    show_envvar=True,
+    help="the join token (`corral join-token`); required, here or in CORRAL_JOIN_TOKEN",
+)
 @click.option("--name", default=lambda: socket.gethostname().split(".")[0], show_default="host name")
-@click.option("--fake-gpus", help="pretend to have GPUs: COUNTxTYPE[:MEMORY],… e.g. 8xH100:80GB")
-@click.option("--labels", default="", help="topology and other labels: rack=r1,nvlink=nv0")
+@click.option(
+    "--fake-gpus",
+    help="pretend to have GPUs: COUNTxTYPE[:MEMORY],… e.g. 8xH100:80GB; at most 64 GPUs, 80GB each where no "
+    "MEMORY is given",
+)
+@click.option(
+    "--labels",
+    default="",
+    help="topology and other labels: rack=r1,nvlink=nv0 (each key once: letters, digits, _ . - /)",
+)
 @click.option("--advertise-addr", help="address other nodes reach this one at (default: the one facing the head)")
 @click.option(
     "--work-dir",
     type=click.Path(file_okay=False, path_type=Path),
     help="where task directories and logs go (default: CORRAL_HOME/agents/NAME)",
 )
-@click.option("--heartbeat-interval", type=float, help="seconds between heartbeats (default: the head's setting)")
+@click.option(
+    "--heartbeat-interval",
+    type=POSITIVE,
+    help="seconds between heartbeats (default: the head's setting); keep it well under the head's --node-timeout",
+)
 @click.option(
     "--health-cmd",
     help="a shell command run every --health-interval; a non-zero exit marks the node "
     "unhealthy: it gets no new work and its jobs are requeued",
 )
-@click.option("--health-interval", type=float, default=30.0, show_default=True, help="seconds between health checks")
+@click.option("--health-interval", type=POSITIVE, default=30.0, show_default=True, help="seconds between health checks")
 @click.option(
     "--runtime",
     type=click.Choice(["docker", "podman", "apptainer", "enroot", "none"]),
@@ -275,8 +348,11 @@ def agent(
     from corral.obs.logging import setup_logging
     from corral.spec import parse_gpu_groups, parse_labels
 
+    if heartbeat_interval is not None:
+        finite("--heartbeat-interval", heartbeat_interval)
+    finite("--health-interval", health_interval)
     try:
-        if fake_gpus:
+        if fake_gpus is not None:
             parse_gpu_groups(fake_gpus)
     except ValueError as exc:
         raise InvalidRequest(f"--fake-gpus: {exc}") from None

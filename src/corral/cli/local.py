@@ -11,12 +11,12 @@ from typing import Any
 
 import click
 
-from corral.cli.daemons import DEFAULT_PORT, check_config, parse_prices
+from corral.cli.daemons import DEFAULT_PORT, check_config, check_db, parse_prices
 from corral.cli.procs import alive, free_port, head_holding_home, log_since, log_size, port_free, spawn, stop
 from corral.cli.render import emit_json, output_option
 from corral.client.calls import HeadApi
-from corral.client.config import corral_home, read_config_file
-from corral.client.errors import CorralError, InvalidRequest
+from corral.client.config import corral_home, make_home, read_config_file
+from corral.client.errors import CorralError, InvalidRequest, Unreachable
 from corral.client.light import LightTransport
 
 STATE_FILE = "local-cluster.json"
@@ -94,11 +94,22 @@ def _wait_nodes(api: HeadApi, names: list[str], fresh: set[str], since: datetime
     type=click.IntRange(0, 64),
     help="agents (nodes) to run  [default: as many as the last `up`, or 1]",
 )
-@click.option("--fake-gpus", help="GPUs every agent pretends to have: 8xH100:80GB or 4xA100:40GB,2xL4:24GB")
 @click.option(
-    "--port", type=click.IntRange(1, 65535), help=f"head port (default {DEFAULT_PORT}, or a free one if taken)"
+    "--fake-gpus",
+    help="GPUs every agent pretends to have: 8xH100:80GB or 4xA100:40GB,2xL4:24GB (at most 64 GPUs; 80GB "
+    "each where no memory is given; none: the GPUs NVML finds)  [default: as the last `up`]",
 )
-@click.option("--db", "db_url", help="database URL (default: SQLite under CORRAL_HOME)")
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    help=f"head port  [default: the last `up`'s if free, else {DEFAULT_PORT} if free, else any free one]",
+)
+@click.option(
+    "--db",
+    "db_url",
+    help="database URL: sqlite:///PATH (a relative PATH is under CORRAL_HOME) or postgresql+psycopg://USER@HOST/DB"
+    "  [default: as the last `up`, or sqlite:///corral.db under CORRAL_HOME]",
+)
 @click.option(
     "--storage-root",
     type=click.Path(file_okay=False, path_type=Path),
@@ -141,12 +152,15 @@ def up(
 
     Running it again is harmless: what already runs is kept, missing agents are started.
     State stays under CORRAL_HOME, so `corral down` then `corral up` resumes the cluster.
-    The head's options (--db, --storage-root, --config, --gpu-prices, --preempt-grace) are
-    remembered for the next `up`.
+    The head's options (--port, --db, --storage-root, --config, --gpu-prices, --preempt-grace) are
+    remembered for the next `up`; given while the head runs, they apply once it is restarted
+    (`corral down`, then `corral up`).
     """
     from corral.spec import parse_gpu_groups
 
-    if fake_gpus:
+    if fake_gpus is not None and fake_gpus.strip().lower() == "none":
+        fake_gpus = ""  # no fake GPUs: the agents started from now on report what NVML finds
+    elif fake_gpus is not None:
         try:
             parse_gpu_groups(fake_gpus)
         except ValueError as exc:
@@ -159,8 +173,7 @@ def up(
         except ValueError as exc:
             raise InvalidRequest(f"--runtime: {exc}") from None
     asked = _head_options(db_url, storage_root, config_path, gpu_prices, preempt_grace)
-    home = corral_home()
-    home.mkdir(parents=True, exist_ok=True)
+    home = make_home()
     state = _load_state(home)
     url = _ensure_head(home, state, port, asked)
     config = read_config_file(home)
@@ -191,8 +204,16 @@ def _head_options(
     prices = None
     if gpu_prices is not None:
         prices = ",".join(f"{name}={price:g}" for name, price in parse_prices(gpu_prices).items())
+    db = check_db(db_url, corral_home()) or None  # exit 2 naming --db; a relative SQLite path is made absolute
+    if db is not None:
+        from corral.head.store.dburl import probe_db
+
+        try:
+            probe_db(db)
+        except ConnectionError as exc:
+            raise Unreachable(f"--db: {exc}") from None
     return {
-        "--db": db_url,
+        "--db": db,
         "--storage-root": str(storage_root.resolve()) if storage_root else None,
         "--config": str(config_path.resolve()) if config_path else None,
         "--gpu-prices": prices,
@@ -207,10 +228,7 @@ def _heard_since(stamp: str | None, since: datetime) -> bool:
 def _ensure_head(home: Path, state: dict[str, Any], port: int | None, asked: dict[str, Any]) -> str:
     head = state.get("head", {})
     if alive(head.get("pid")) and _healthy(head.get("url", "")):
-        running = {"--port": head.get("port"), **{o: head.get(key) for o, key in HEAD_OPTIONS.items()}}
-        for option, value in {"--port": port, **asked}.items():
-            if value is not None and value != running[option]:
-                _note(f"the head already runs at {head['url']}; {option} {value} applies after `corral down`")
+        _remember_for_restart(head, port, asked)
         return str(head["url"])
     other = head_holding_home(home)
     if other is not None and other == str(head.get("pid")):
@@ -223,16 +241,16 @@ def _ensure_head(home: Path, state: dict[str, Any], port: int | None, asked: dic
             f"a head that `corral up` did not start (pid {other}) already runs with CORRAL_HOME {home}; "
             "use it as it is (`corral status`), or stop it where it runs and `corral up` again"
         )
-    chosen = port or head.get("port") or DEFAULT_PORT
-    if not port_free(chosen):
-        if port:
-            raise InvalidRequest(f"--port: port {port} is in use; pick another or leave --port out")
-        chosen = free_port()
+    pending = head.get("next", {})
+    if port and not port_free(port):
+        raise InvalidRequest(f"--port: port {port} is in use; pick another or leave --port out")
+    candidates = [p for p in (port, pending.get("port"), head.get("port"), DEFAULT_PORT) if p]
+    chosen = next((p for p in candidates if port_free(p)), None) or free_port()
     url = f"http://127.0.0.1:{chosen}"
     args = ["head", "--host", "127.0.0.1", "--port", str(chosen)]
     remembered: dict[str, Any] = {}
     for option, key in HEAD_OPTIONS.items():
-        value = asked[option] if asked[option] is not None else head.get(key)
+        value = next((v for v in (asked[option], pending.get(key), head.get(key)) if v is not None), None)
         remembered[key] = value
         if value is not None:
             args += [option, str(value)]
@@ -241,8 +259,33 @@ def _ensure_head(home: Path, state: dict[str, Any], port: int | None, asked: dic
     pid = spawn(args, log_path, home)
     state["head"] = {"pid": pid, "port": chosen, "url": url, **remembered}
     _save_state(home, state)
-    _wait_head(url, pid, log_path, log_start)
+    try:
+        _wait_head(url, pid, log_path, log_start)
+    except CorralError:
+        if not alive(pid):  # it did not start: the next `up` tries what worked before, not these values
+            state["head"] = {**{k: v for k, v in head.items() if k != "next"}, "pid": None}
+            _save_state(home, state)
+        raise
     return url
+
+
+def _remember_for_restart(head: dict[str, Any], port: int | None, asked: dict[str, Any]) -> None:
+    """Options given while the head runs: saved in ``head["next"]``, used when `up` next starts the head."""
+    pending: dict[str, Any] = head.setdefault("next", {})
+    for option, value in {"--port": port, **asked}.items():
+        key = HEAD_OPTIONS.get(option, "port")
+        if value is None:
+            continue
+        if value == head.get(key):
+            pending.pop(key, None)  # back to what runs: nothing to change
+            continue
+        pending[key] = value
+        _note(
+            f"the head already runs at {head['url']}; {option} {value} applies after `corral down` and "
+            "`corral up` (saved for the head's next start)"
+        )
+    if not pending:
+        head.pop("next")
 
 
 def _ensure_agents(

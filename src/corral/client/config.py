@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from corral.client.errors import Unreachable
+from corral.client.errors import InvalidRequest, Unreachable
 
 CLIENT_CONFIG = "client.json"
 HOW_TO_START = "start a local cluster with `corral up`, or set CORRAL_HEAD and CORRAL_TOKEN"
@@ -20,6 +20,33 @@ def head_urls(text: str) -> list[str]:
 
 def corral_home() -> Path:
     return Path(os.environ.get("CORRAL_HOME") or Path.home() / ".corral").expanduser().absolute()
+
+
+def make_home() -> Path:
+    """CORRAL_HOME, created if missing; exit 2 naming CORRAL_HOME where it is a file or cannot be made."""
+    home = corral_home()
+    if home.exists() and not home.is_dir():
+        raise InvalidRequest(f"CORRAL_HOME: {home} is a file, not a directory; point CORRAL_HOME at a directory")
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InvalidRequest(f"CORRAL_HOME: cannot create the directory {home}: {exc.strerror or exc}") from None
+    return home
+
+
+def check_head_urls(text: str, where: str) -> None:
+    """Each of the comma-separated URLs is http(s)://HOST[:PORT]; exit 2 naming ``where`` otherwise."""
+    from urllib.parse import urlsplit
+
+    for url in text.split(","):
+        url = url.strip()
+        try:
+            parts = urlsplit(url)
+            port = parts.port
+        except ValueError as exc:
+            raise InvalidRequest(f"{where}: bad head URL {url!r} ({exc}); expected http://HOST:PORT") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
+            raise InvalidRequest(f"{where}: bad head URL {url!r}; expected http://HOST:PORT (or https://)")
 
 
 @dataclass(frozen=True)
@@ -37,11 +64,34 @@ def read_config_file(home: Path | None = None) -> dict[str, str]:
     return {k: str(v) for k, v in data.items()} if isinstance(data, dict) else {}
 
 
+def _strict_config_file() -> dict[str, str]:
+    """The client config, or {} where there is none; a file that is there but unreadable is an error."""
+    path = corral_home() / CLIENT_CONFIG
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise InvalidRequest(
+            f"the client config {path} is unreadable or corrupt ({exc}); fix or remove it "
+            "(`corral head` and `corral up` write it again), or set CORRAL_HEAD and CORRAL_TOKEN"
+        ) from None
+    if not isinstance(data, dict):
+        raise InvalidRequest(f"the client config {path} is corrupt (not a JSON object); fix or remove it")
+    return {k: str(v) for k, v in data.items()}
+
+
 def load_config() -> ClientConfig:
-    """The head URL and token to use; raises Unreachable if there is no head configured."""
-    file = read_config_file()
-    url = os.environ.get("CORRAL_HEAD") or file.get("head_url", "")
-    token = os.environ.get("CORRAL_TOKEN") or file.get("token", "")
+    """The head URL and token to use; raises Unreachable if there is no head configured, InvalidRequest
+    if CORRAL_HEAD is not a URL or the client config is corrupt."""
+    env_url, env_token = os.environ.get("CORRAL_HEAD"), os.environ.get("CORRAL_TOKEN")
+    file = {} if env_url and env_token else _strict_config_file()
+    url = env_url or file.get("head_url", "")
+    token = env_token or file.get("token", "")
+    if env_url:
+        check_head_urls(env_url, "CORRAL_HEAD")
+    elif url:
+        check_head_urls(url, f"head_url in {corral_home() / CLIENT_CONFIG}")
     if not url:
         raise Unreachable(f"no Corral head is configured: {HOW_TO_START}")
     return ClientConfig(head_url=url.rstrip("/"), token=token)

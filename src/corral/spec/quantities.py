@@ -132,11 +132,15 @@ class GpuGroup:
 
 FAKE_GPUS_HELP = "comma-separated COUNTxTYPE[:MEMORY] groups such as 8xH100:80GB or 4xA100:40GB,2xL4:24GB"
 _GPU_GROUP_RE = re.compile(r"^(\d+)x([A-Za-z0-9][A-Za-z0-9_.\-]*)(?::(.+))?$")
-DEFAULT_FAKE_GPU_MEMORY_MB = 80 * 1024
+DEFAULT_FAKE_GPU_MEMORY_MB = 80 * 1024  # a group without :MEMORY, whatever its type
+MAX_GPUS_PER_NODE = 64  # as many as a job may ask for on one node
+LABEL_KEY_HELP = "letters, digits and _ . - / (starting with a letter or digit, at most 63)"
+_LABEL_KEY_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-/]{0,62}")
 
 
 def parse_gpu_groups(value: str) -> list[GpuGroup]:
-    """Parse a fake GPU inventory such as ``4xA100:40GB,2xL4:24GB``."""
+    """Parse a fake GPU inventory such as ``4xA100:40GB,2xL4:24GB``: at most ``MAX_GPUS_PER_NODE`` GPUs in all,
+    each with some memory (80GB where a group names none)."""
     groups: list[GpuGroup] = []
     for raw in value.split(","):
         item = raw.strip()
@@ -152,12 +156,17 @@ def parse_gpu_groups(value: str) -> list[GpuGroup]:
                 memory_mb = parse_memory_mb(match.group(3))
             except ValueError as exc:
                 raise ValueError(f"bad GPU group {item!r}: {exc}") from None
+            if memory_mb < 1:
+                raise ValueError(f"bad GPU group {item!r}: GPU memory must be at least 1MB, such as 80GB")
         groups.append(GpuGroup(count=count, gpu_type=match.group(2), memory_mb=memory_mb))
+    total = sum(g.count for g in groups)
+    if total > MAX_GPUS_PER_NODE:
+        raise ValueError(f"{value!r} is {total} GPUs; a node has at most {MAX_GPUS_PER_NODE}")
     return groups
 
 
 def parse_labels(value: str) -> dict[str, str]:
-    """Parse ``k=v,k2=v2`` node labels."""
+    """Parse ``k=v,k2=v2`` node labels; a key may appear once, and holds only ``LABEL_KEY_HELP``."""
     labels: dict[str, str] = {}
     for raw in value.split(","):
         item = raw.strip()
@@ -166,7 +175,12 @@ def parse_labels(value: str) -> dict[str, str]:
         key, sep, val = item.partition("=")
         if not sep or not key.strip():
             raise ValueError(f"bad label {item!r}: expected key=value pairs such as rack=r1,nvlink=nv0")
-        labels[key.strip()] = val.strip()
+        key = key.strip()
+        if not _LABEL_KEY_RE.fullmatch(key):
+            raise ValueError(f"bad label key {key!r}: a key holds {LABEL_KEY_HELP}")
+        if key in labels:
+            raise ValueError(f"label key {key!r} is given twice; give each key once")
+        labels[key] = val.strip()
     return labels
 
 
