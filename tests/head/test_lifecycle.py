@@ -257,7 +257,9 @@ def test_a_failed_rank_requeues_when_restarts_are_left(head, pair):
     assert job["exit_code"] is None
     assert job["reason"].startswith("requeued (restart 1 of 2): ")
     assert f"node rank 1 on node {failed_agent.name} failed: exit code 3" in job["reason"]
-    assert job["tasks"] == []  # the new attempt has no tasks yet
+    # The new attempt has no tasks yet; the old attempt's other rank is shown while it stops.
+    assert [(t["generation"], t["node_rank"], t["state"]) for t in job["tasks"]] == [(0, 0, "STOPPING")]
+    assert job["allocation"] == []
 
     # The old attempt still holds the other node's GPUs: no room for the gang yet.
     assert head.cycle().placed == 0

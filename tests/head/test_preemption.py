@@ -24,7 +24,9 @@ def test_a_higher_priority_job_preempts_a_preemptible_one_after_its_grace(head):
     assert victim["state"] == "PENDING"
     assert victim["reason"] == f"preempted by job {high} (priority 10 > 0)"
     assert victim["restarts"] == 1 and victim["preemptions"] == 1
-    assert victim["tasks"] == []  # the new attempt has no tasks yet
+    # The new attempt has no tasks yet; the old one's is shown while it stops (it holds the GPUs).
+    assert [(t["generation"], t["state"]) for t in victim["tasks"]] == [(0, "STOPPING")]
+    assert victim["allocation"] == []
     assert n1.tasks() == []
     assert n1.desired()["stop_grace_s"] == {low_task["task_id"]: 30.0}  # the default preemption grace
     assert head.job(high)["reason"].startswith(f"preempting {low} (0 GPU-hours lost) to start")
@@ -32,6 +34,7 @@ def test_a_higher_priority_job_preempts_a_preemptible_one_after_its_grace(head):
     assert head.cycle().placed == 0  # the victim still holds its GPUs while it checkpoints
     assert head.job(high)["reason"].startswith(f"waiting for {low} to stop")
     n1.beat([head.exited(low_task, 143)])
+    assert head.job(low)["tasks"] == []  # stopped: nothing of it runs
     assert head.cycle().placed == 1
     high_task = run_all(head, n1)[high]
     assert head.job(high)["state"] == "RUNNING"

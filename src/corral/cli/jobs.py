@@ -299,8 +299,11 @@ def _show_table(job: dict[str, Any]) -> None:
     if job.get("tasks"):
         table(
             "tasks",
-            ["RANK", "NODE", "STATE", "EXIT", "DETAIL"],
-            [[t["node_rank"], t["node"], t["state"], t.get("exit_code"), t.get("detail", "")] for t in job["tasks"]],
+            ["RANK", "ATTEMPT", "NODE", "STATE", "EXIT", "DETAIL"],
+            [
+                [t["node_rank"], t.get("generation"), t["node"], t["state"], t.get("exit_code"), t.get("detail", "")]
+                for t in job["tasks"]
+            ],
         )
 
 

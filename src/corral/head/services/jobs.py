@@ -22,7 +22,7 @@ from corral.head.services.arrays import as_submitted, check_dependencies, elemen
 from corral.head.services.classes import resolve
 from corral.head.services.common import Conflict, Infeasible, NotFound, record_event, wake_scheduler
 from corral.head.services.convert import request_of
-from corral.head.services.lifecycle import end_job
+from corral.head.services.lifecycle import LIVE_TASK_STATES, end_job
 from corral.head.services.users import team_checked
 from corral.head.store.tables import EventRow, JobRow, TaskRow
 from corral.model import TERMINAL_JOB_STATES, JobState, NodeState
@@ -238,17 +238,21 @@ def _tasks_by_job(session: Session, rows: Sequence[JobRow]) -> dict[str, list[Ta
     for start in range(0, len(ids), 500):
         chunk = ids[start : start + 500]
         for task in session.scalars(select(TaskRow).where(TaskRow.job_id.in_(chunk))):
-            if task.generation == generation[task.job_id]:
+            if task.generation == generation[task.job_id] or task.state in _STILL_RUNNING:
                 by_job[task.job_id].append(task)
     return by_job
 
 
+# An earlier attempt's tasks in these states are shown too: their processes still hold their GPUs (a
+# preempted or requeued job is PENDING while its old tasks stop).
+_STILL_RUNNING = frozenset(s.value for s in LIVE_TASK_STATES)
+
+
 def to_out(session: Session, row: JobRow, rt: HeadRuntime, tasks: list[TaskRow] | None = None) -> JobOut:
     if tasks is None:
-        tasks = list(
-            session.scalars(select(TaskRow).where(TaskRow.job_id == row.id, TaskRow.generation == row.generation))
-        )
-    tasks = sorted(tasks, key=lambda t: t.node_rank)
+        current = or_(TaskRow.generation == row.generation, TaskRow.state.in_(_STILL_RUNNING))
+        tasks = list(session.scalars(select(TaskRow).where(TaskRow.job_id == row.id, current)))
+    tasks = sorted(tasks, key=lambda t: (t.generation, t.node_rank))
     spec = row.spec
     resources = spec.get("resources", {})
     gpus = row.gpus_per_node
@@ -273,7 +277,9 @@ def to_out(session: Session, row: JobRow, rt: HeadRuntime, tasks: list[TaskRow] 
         restarts=row.restarts,
         reason=reason,
         allocation=[
-            AllocationOut(node=t.node, gpus=list(t.gpus), gpu_fraction=t.gpu_fraction if t.gpus else 0.0) for t in tasks
+            AllocationOut(node=t.node, gpus=list(t.gpus), gpu_fraction=t.gpu_fraction if t.gpus else 0.0)
+            for t in tasks
+            if t.generation == row.generation
         ],
         command=spec["command"],
         launcher=spec.get("launcher", "per-node"),
