@@ -230,3 +230,17 @@ def test_an_older_agents_index_directory_is_read_and_folded_into_the_journal(tmp
     assert index.entries() == {"j-1/0/0": tmp_path / "old"}
     assert not legacy.exists()
     assert LiveIndex(tmp_path / INDEX).entries() == {"j-1/0/0": tmp_path / "old"}
+
+
+def test_a_task_stopped_by_the_agents_shutdown_is_reported_interrupted_by_the_next_agent(tmp_path):
+    from corral.agent.adopt import Survivor, mark_interrupted
+
+    desired = _desired(tmp_path)
+    exit_file = tmp_path / "exit-0"
+    exit_file.write_text("143\n")
+    survivor = Survivor(f"n:{desired.task_id}", tmp_path, desired, 0, (RankRecord(0, 1, None, "", str(exit_file)),))
+    assert not survivor.final_report().interrupted
+    mark_interrupted(tmp_path)
+    report = survivor.final_report()
+    assert report.interrupted and report.exit_code == 143
+    assert "the agent was shutting down" in report.detail

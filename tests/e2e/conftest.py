@@ -208,9 +208,9 @@ def _spawn(cluster: Cluster, args: list[str], log_name: str) -> subprocess.Popen
         )
 
 
-def _stop(proc: subprocess.Popen[bytes], timeout_s: float = 30.0) -> None:
+def _stop(proc: subprocess.Popen[bytes], timeout_s: float = 30.0, sig: signal.Signals = signal.SIGTERM) -> None:
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
+        os.killpg(proc.pid, sig)
     try:
         proc.wait(timeout_s)
     except subprocess.TimeoutExpired:
@@ -257,7 +257,7 @@ def _daemons(
         for name, proc in reversed(list(daemons.items())):  # agents first: they tell the head how tasks ended
             with contextlib.suppress(ProcessLookupError):
                 os.kill(proc.pid, signal.SIGCONT)
-            _stop(proc)
+            _stop(proc, sig=signal.SIGTERM if name == "head" else signal.SIGINT)  # SIGINT: an agent stops its tasks
             del name
         leftovers = cluster.processes()
         if leftovers:
@@ -350,6 +350,17 @@ def restartable_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[No
     agents: dict[str, str | list[str]] = dict(gpus)
     options = ["--heartbeat-interval", "0.5", "--grace", "2"]
     with _daemons(tmp_path_factory, "corral-restart-", options, agents) as (cluster, daemons):
+        yield NodeControl(cluster, daemons, gpus)
+
+
+@pytest.fixture(scope="module")
+def leaving_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeControl]:
+    """One node (``s1``, one fake GPU) whose agent tests may stop and start again; the head declares a
+    node lost after 3 s of silence, while a task's grace period is 5 s (heartbeats every 0.5 s)."""
+    gpus = {"s1": "1xH100:80GB"}
+    agents: dict[str, str | list[str]] = dict(gpus)
+    options = ["--node-timeout", "3", "--agent-lease", "5", "--heartbeat-interval", "0.5", "--grace", "5"]
+    with _daemons(tmp_path_factory, "corral-leave-", options, agents) as (cluster, daemons):
         yield NodeControl(cluster, daemons, gpus)
 
 

@@ -58,9 +58,9 @@ def _healthy(url: str) -> bool:
     return False
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
+def _stop(proc: subprocess.Popen[bytes], sig: signal.Signals = signal.SIGTERM) -> None:
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
+        os.killpg(proc.pid, sig)
     try:
         proc.wait(20)
     except subprocess.TimeoutExpired:
@@ -88,7 +88,7 @@ def priced_cluster(tmp_path: Path) -> Iterator[Cli]:
         yield cli
     finally:
         for proc in reversed(procs):
-            _stop(proc)
+            _stop(proc, signal.SIGTERM if proc is procs[0] else signal.SIGINT)  # SIGINT: the agent stops its tasks
 
 
 @pytest.mark.timeout(90)

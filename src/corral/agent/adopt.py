@@ -29,6 +29,7 @@ from corral.api import DesiredTask, TaskReport
 
 log = logging.getLogger(__name__)
 RECORD = "task.json"
+INTERRUPTED = "interrupted"  # in a task directory: the agent stopped the task because it was shutting down
 INDEX = "live.log"
 LEGACY_INDEX = "live"  # a directory with a file per task, as older agents kept it
 _STOP_STATUSES = (128 + 15, 128 + 9)  # SIGTERM, SIGKILL: what stopping a failed rank's siblings gives
@@ -72,13 +73,19 @@ class Survivor:
         statuses = [launch.read_exit_file(Path(r.exit_file)) for r in self.ranks]
         failures = [launch.UNRECORDED_STATUS if s is None else s for s in statuses if s != 0]
         code = min(failures, key=lambda s: s in _STOP_STATUSES) if failures else 0
+        interrupted = (self.task_dir / INTERRUPTED).exists()
+        if interrupted:
+            detail = f"stopped: the agent was shutting down ({launch.describe_exit(code)})" if code else ""
+        else:
+            detail = f"{launch.describe_exit(code)} while the agent was away" if code else ""
         return TaskReport(
             task_id=self.task_id,
             generation=self.generation,
             state="EXITED",
             exit_code=code,
-            detail=f"{launch.describe_exit(code)} while the agent was away" if code else "",
+            detail=detail,
             master_port=self.master_port,
+            interrupted=interrupted,
         )
 
     def processes(self) -> list[launch.AdoptedProcess]:
@@ -107,6 +114,15 @@ def write_record(
     tmp.write_text(json.dumps(data))
     os.replace(tmp, task_dir / RECORD)
     index.add(desired.task_id, task_dir)
+
+
+def mark_interrupted(task_dir: Path) -> None:
+    """The agent stops the task because it shuts down: should the head not hear of it now, the next agent
+    reports the task's end as an interruption (its job queued again), not as a failure."""
+    try:
+        (task_dir / INTERRUPTED).touch()
+    except OSError as exc:
+        log.debug("task directory %s: %s", task_dir, exc)
 
 
 def forget(index: LiveIndex, task_id: str) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from corral import __version__
 from corral.agent import launch, watchdog
-from corral.agent.adopt import Found, Survivor, find_tasks, forget
+from corral.agent.adopt import Found, Survivor, find_tasks, forget, mark_interrupted
 from corral.agent.containers import ContainerRuntime, remove_left_behind
 from corral.agent.containers.rank import container_names
 from corral.agent.gpus import Inventory, sampler_for
@@ -80,6 +80,11 @@ class Agent:
         self.sampler = sampler_for(inventory.gpus, inventory.source)
         self.health_problem = ""
         self.sampled_at = -float("inf")
+        self.registered = False  # the head gave this agent a node credential
+        self._farewell_failed = False
+        # How this agent ends (set by the signal that stops it, see ``main``): "keep" leaves the tasks running
+        # for the next agent, "stop" stops them and leaves the node; None (an error) stops them too.
+        self.stopping: str | None = None
 
     async def run(self) -> None:
         """Serve until cancelled; on the way out, stop every task."""
@@ -95,23 +100,58 @@ class Agent:
                 log.warning("the head dropped this node (%s): stopping its tasks and registering again", lost)
                 await self.tasks.stop_all("stopped: the node was declared lost")
         finally:
-            await self.tasks.stop_all("stopped: the agent is shutting down", interrupted=True)
-            await self._say_goodbye()
-            await asyncio.to_thread(watchdog.stop, guard, self.options.work_dir)
+            if self.stopping == "keep":
+                # The watchdog stays, and the beat file with it: it stops the tasks should no agent come
+                # back before the lease ends.
+                live = sum(1 for t in self.tasks.tasks.values() if t.state != "EXITED")
+                log.info("agent exits, leaving %d task(s) running for the next agent on this node", live)
+            else:
+                await self._shut_down()
+                await asyncio.to_thread(watchdog.stop, guard, self.options.work_dir)
 
-    async def _say_goodbye(self) -> None:
-        """Tell the head how the stopped tasks ended, so their jobs do not wait for the node timeout."""
-        try:
-            await asyncio.wait_for(self._final_report(), FAREWELL_TIMEOUT_S)
-        except (TimeoutError, CorralError) as exc:
-            log.warning("could not report the last task states to the head: %s", exc)
-
-    async def _final_report(self) -> None:
+    async def _shut_down(self) -> None:
+        """Stop every task and leave the node. The head hears at once that the node is leaving (it places
+        nothing more here and does not count the grace period as silence), hears from it while the tasks
+        take their grace period, and then how each ended: interrupted, so their jobs are queued again."""
+        for local in self.tasks.tasks.values():
+            if local.state != "EXITED" and not local.stop_requested:
+                mark_interrupted(local.task_dir)  # for the next agent to report, should the head not hear it now
+        stopping = asyncio.create_task(self.tasks.stop_all("stopped: the agent is shutting down", interrupted=True))
+        if not self.registered:
+            await stopping
+            return
+        heard = await self._leaving_beat()
+        while not stopping.done():
+            await asyncio.wait([stopping], timeout=self.interval_s)
+            if not stopping.done() and heard is not False:
+                heard = await self._leaving_beat()
+        await stopping
+        if heard is False:
+            log.warning("not reporting the last task states: the head refused this node")
+            return
         await self._ship_logs()
+        if await self._leaving_beat(final=True) is not True:
+            log.warning("could not report the last task states to the head; the next agent here reports them")
+
+    async def _leaving_beat(self, final: bool = False) -> bool | None:
+        """Heartbeat saying this agent is leaving; True if the head heard it, None if it could not be
+        reached, False if it refused this node (declared lost, or its credential replaced)."""
         reports = self.tasks.reports(hold_exit=False)
         farewell = HeartbeatRequest(tasks=reports, applied_version=self.version, leaving=True)
-        await self.api.heartbeat(self.options.name, farewell)  # the head places nothing more here
-        self.tasks.acknowledge(reports)  # the next agent need not report them again
+        sent = time.monotonic()
+        try:
+            await asyncio.wait_for(self.api.heartbeat(self.options.name, farewell), FAREWELL_TIMEOUT_S)
+        except (ConflictError, NotFoundError, NotAllowedError) as exc:
+            log.warning("the head refused this node's last heartbeat: %s", exc)
+            return False
+        except (TimeoutError, CorralError) as exc:
+            log.log(logging.DEBUG if self._farewell_failed else logging.WARNING, "heartbeat while leaving: %s", exc)
+            self._farewell_failed = True
+            return None
+        self._contact(sent)
+        if final:
+            self.tasks.acknowledge(reports)  # the next agent need not report them again
+        return True
 
     async def _find_earlier_tasks(self) -> Found:
         """Tasks an earlier agent on this node ran, to report when registering: those still running
@@ -172,6 +212,7 @@ class Agent:
         self.interval_s = self.options.heartbeat_interval_s or reply.heartbeat_interval_s
         self.lease_s = reply.lease_s
         self._contact(sent)
+        self.registered = True
         self.version = -1
         log.info("registered as %s with %d GPUs (%s)", reply.node, len(self.inventory.gpus), self.inventory.source)
         self._adopt(found.running, reply.desired)

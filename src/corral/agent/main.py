@@ -10,10 +10,14 @@ import socket
 import sys
 from urllib.parse import urlsplit
 
+from pydantic import ValidationError
+
 from corral.agent.agent import Agent, AgentOptions
 from corral.agent.containers import RUNTIMES, ContainerRuntime, find_runtime
 from corral.agent.gpus import FakeGpus, Inventory, NvmlGpus
+from corral.api import RegisterRequest
 from corral.client.agent_api import AgentApi
+from corral.client.errors import InvalidRequest
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +66,19 @@ def address_towards(head_url: str) -> str:
         return "127.0.0.1"
 
 
+def check_name(name: str) -> None:
+    """Refuse a node name the head would refuse, before anything is written (the name is part of the
+    default work directory's path)."""
+    try:
+        RegisterRequest.model_validate({"name": name, "cpus": 0, "memory_mb": 0})
+    except ValidationError:
+        raise InvalidRequest(
+            f"--name {name!r}: a node name is 1 to 63 letters, digits, _ . - and starts with a letter or digit"
+        ) from None
+
+
 def run(options: AgentOptions, head_url: str, token: str, inventory: Inventory) -> None:
+    check_name(options.name)
     options.work_dir.mkdir(parents=True, exist_ok=True)
     _watch_children_by_pidfd()
     asyncio.run(_main(options, head_url, token, inventory))
@@ -85,11 +101,30 @@ async def _main(options: AgentOptions, head_url: str, token: str, inventory: Inv
     agent = Agent(options, api, inventory)
     runner = asyncio.create_task(agent.run())
     loop = asyncio.get_running_loop()
+
+    def on_signal(sig: signal.Signals) -> None:
+        """SIGTERM (``systemctl stop`` and ``restart``): the agent exits and leaves its tasks running for
+        the next agent (its watchdog stops them should none come back within the lease). SIGINT (Ctrl-C,
+        ``corral down``): the agent stops its tasks, tells the head, and leaves the node. The first signal
+        decides; later ones are ignored."""
+        if agent.stopping is not None:
+            log.info("%s: already stopping", sig.name)
+            return
+        agent.stopping = "stop" if sig == signal.SIGINT else "keep"
+        runner.cancel()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, runner.cancel)
+        loop.add_signal_handler(sig, on_signal, sig)
     try:
         await runner
     except asyncio.CancelledError:
         log.info("agent stopped")
     finally:
         await api.close()
+    if agent.stopping == "keep":
+        # Closing the event loop would kill the task processes it still tracks (asyncio ends the children
+        # of its subprocess transports): leave without closing it, as an agent killed outright would.
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +23,8 @@ from corral.client.light import LightTransport
 STATE_FILE = "local-cluster.json"
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 20.0
+# An agent stopped by `corral down` stops its tasks first, each with its grace period (10 s by default).
+AGENT_STOP_TIMEOUT_S = 60.0
 # Options `up` passes to the head, and the key each is remembered under in local-cluster.json's "head".
 HEAD_OPTIONS = {
     "--db": "db",
@@ -337,7 +340,9 @@ def down() -> None:
     home = corral_home()
     state = _load_state(home)
     agents = [a["pid"] for a in state.get("agents", []) if alive(a.get("pid"))]
-    survivors = stop(agents, STOP_TIMEOUT_S)
+    # SIGINT: the agents stop their tasks (their jobs queued again) and leave their nodes; SIGTERM would
+    # leave the tasks running for the next agent, as a restart of the agent does.
+    survivors = stop(agents, AGENT_STOP_TIMEOUT_S, signal.SIGINT)
     head = state.get("head", {})
     head_ran = alive(head.get("pid"))
     if head_ran:

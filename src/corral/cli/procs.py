@@ -106,10 +106,10 @@ def head_holding_home(home: Path) -> str | None:
         os.close(fd)
 
 
-def stop(pids: list[int], timeout_s: float) -> list[int]:
-    """SIGTERM each daemon's process group, wait, then SIGKILL what is left; returns survivors."""
+def stop(pids: list[int], timeout_s: float, sig: signal.Signals = signal.SIGTERM) -> list[int]:
+    """Signal each daemon's process group (``sig``), wait, then SIGKILL what is left; returns survivors."""
     for pid in pids:
-        _signal_group(pid, signal.SIGTERM)
+        _signal_group(pid, sig)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and any(alive(p) for p in pids):
         time.sleep(0.05)

@@ -119,7 +119,8 @@ def heartbeat(rt: HeadRuntime, node: str, token: str, req: HeartbeatRequest) -> 
     now = rt.clock.now()
     with rt.write() as session:
         row = authenticate_node(session, node, token)
-        if row.state == NodeState.NOT_READY.value:
+        if row.state == NodeState.NOT_READY.value and not req.leaving:
+            # (A leaving agent is heard out: it reports how the tasks it stops end, over its grace period.)
             rt.quiet.forget(node)
             raise Conflict(f"node {node} was declared lost ({row.reason}); stop its tasks and register again")
         row.last_heartbeat = now
@@ -260,10 +261,11 @@ def _leave(session: Session, row: NodeRow, now: datetime, reported: Collection[s
         why = f"its agent shut down; the node comes back drained when an agent registers ({row.drain_reason})"
     else:
         why = "its agent shut down; the node takes work again once an agent registers"
-    row.state = NodeState.NOT_READY.value
-    row.reason = why
-    bump_node(session, row.name)
-    record_event(session, now, "node.not_ready", why, node=row.name)
+    if row.state != NodeState.NOT_READY.value:  # the first of a leaving agent's heartbeats
+        row.state = NodeState.NOT_READY.value
+        row.reason = why
+        bump_node(session, row.name)
+        record_event(session, now, "node.not_ready", why, node=row.name)
     for task in _live_tasks(session, row.name):
         if task.id in reported:
             continue
