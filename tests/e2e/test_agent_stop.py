@@ -93,3 +93,15 @@ def test_a_bad_node_name_or_token_is_refused_up_front(nodes, tmp_path):
     assert done.returncode == 5, done.stderr
     assert "unknown or revoked token" in done.stderr
     assert "could not report" not in done.stderr and "Illegal header" not in done.stderr
+
+
+def test_a_second_agent_of_the_same_work_directory_is_refused(nodes):
+    cluster = nodes.cluster
+    work_dir = cluster.home / "agents" / "s1"  # the running agent's
+    args = [sys.executable, "-m", "corral", "agent", "--head", cluster.url, "--token", cluster.config()["join_token"]]
+    args += ["--name", "s1", "--fake-gpus", "1xH100:80GB", "--runtime", "none", "--work-dir", str(work_dir)]
+    done = subprocess.run(args, capture_output=True, text=True, env=cluster.env(), timeout=20)
+    assert done.returncode == 2, done.stderr
+    assert "another agent (pid" in done.stderr and "--name 's1'" in done.stderr
+    assert nodes.daemons["s1"].poll() is None  # the first one runs on
+    assert _ready(cluster)

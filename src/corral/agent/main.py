@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import logging
 import os
 import signal
@@ -80,8 +81,28 @@ def check_name(name: str) -> None:
 def run(options: AgentOptions, head_url: str, token: str, inventory: Inventory) -> None:
     check_name(options.name)
     options.work_dir.mkdir(parents=True, exist_ok=True)
+    _lock_work_dir(options)  # held while this process lives
     _watch_children_by_pidfd()
     asyncio.run(_main(options, head_url, token, inventory))
+
+
+def _lock_work_dir(options: AgentOptions) -> int:
+    """Refuse to start beside another agent of the same work directory (the same --name under the same
+    CORRAL_HOME): the two would adopt, report and stop each other's tasks."""
+    path = options.work_dir / "agent.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        other = path.read_text().strip() or "?"
+        raise InvalidRequest(
+            f"--name {options.name!r}: another agent (pid {other}) already runs with the work directory "
+            f"{options.work_dir}; stop it first, or give this one another --name"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode())
+    return fd
 
 
 def _watch_children_by_pidfd() -> None:
