@@ -40,6 +40,7 @@ class LocalTask:
     stopper: asyncio.Task[None] | None = None
     launched: asyncio.Event = field(default_factory=asyncio.Event)
     ran: bool = False  # every rank started
+    never_started: bool = False  # stopped while it waited for its turn to start: no process to end
     seen_running: bool = False  # the head has acknowledged a RUNNING report
 
     @property
@@ -64,6 +65,12 @@ class LocalTask:
 
 
 ENDED_KEPT = 4096  # ended task ids remembered; a stale desired state is seconds old, not thousands of tasks
+STARTS_AT_ONCE = 8
+"""Tasks being started at one time; the others wait their turn, reported STARTING. Starting a task forks
+its processes in the event loop, a few milliseconds each: thousands of tasks handed out at once (a large
+array of CPU-only jobs) would otherwise all fork in one turn of the loop, and hold the heartbeat and the
+lease check for as many seconds, long enough for the head to declare the node lost and for the agent to
+fence its own tasks."""
 
 
 class TaskSet:
@@ -93,6 +100,7 @@ class TaskSet:
         # released one may arrive after, and must not start it again (a task id names one attempt).
         self.ended: dict[str, None] = {}
         self.index = LiveIndex(work_dir / INDEX)  # tasks whose end the head has not acknowledged (see ``adopt``)
+        self._start_turns = asyncio.Semaphore(STARTS_AT_ONCE)
 
     def reconcile(self, desired: list[DesiredTask], stop_grace_s: Mapping[str, float] | None = None) -> None:
         """Start what is wanted and missing, stop what is running and no longer wanted.
@@ -130,10 +138,29 @@ class TaskSet:
 
     async def _terminate(self, local: LocalTask) -> None:
         await local.launched.wait()  # processes still being started are stopped too
+        if local.never_started:
+            return
         grace_s = local.desired.grace_s if local.grace_s is None else local.grace_s
         await launch.terminate_tree(local.processes, local.marker, grace_s, tracker=self.tracker)
 
     async def _supervise(self, local: LocalTask) -> None:
+        try:
+            async with self._start_turns:  # a few tasks start at a time (see STARTS_AT_ONCE)
+                started = await self._start_ranks(local) if not local.stop_requested else self._skip(local)
+        finally:
+            local.launched.set()
+        if started:
+            await self._follow(local)
+
+    def _skip(self, local: LocalTask) -> bool:
+        """The task was stopped before its turn to start came: it ends without a process, its exit unknown."""
+        local.never_started = True
+        local.state = "EXITED"
+        self.changed.set()
+        return False
+
+    async def _start_ranks(self, local: LocalTask) -> bool:
+        """Start every rank of the task; False if it could not start (it is EXITED then)."""
         try:
             await self._launch(local)
         except (OSError, launch.LaunchError) as exc:
@@ -144,10 +171,8 @@ class TaskSet:
             local.exit_code, local.detail = 127, f"could not start: {exc}"
             local.state = "EXITED"
             self.changed.set()
-            return
-        finally:
-            local.launched.set()
-        await self._follow(local)
+            return False
+        return True
 
     def adopt(self, survivor: Survivor, desired: DesiredTask | None) -> None:
         """Take over a task an earlier agent on this node started (``desired``: as the head wants it now)."""

@@ -1,4 +1,5 @@
-"""Commit a scheduler Plan in one transaction, re-checking every placement against current state.
+"""Commit a scheduler Plan in one transaction (a very large one in a few), re-checking every placement
+against current state.
 
 The scheduler worked on a snapshot; between that read and this write a node may
 have left or a job may have been cancelled. What no longer fits is skipped (the
@@ -24,6 +25,7 @@ from corral.head.services.common import bump_nodes, record_event
 from corral.head.services.lifecycle import (
     LIVE_TASK_STATES,
     WANTED_TASK_STATES,
+    add_claims,
     current_tasks,
     preempt,
     with_requeue_cause,
@@ -58,28 +60,54 @@ class _Usage:
             self.memory[task.node] += task.memory_mb
 
 
+PLACEMENTS_PER_WRITE = 5000
+"""A plan with more placements is applied in several write transactions, this many placements each (the
+preemptions and reasons with the last): other writers, heartbeats among them, get their turn in between
+instead of waiting for one transaction that places tens of thousands of jobs (5,000 take about a second).
+Not fewer: every transaction that places tasks on a node advances its desired-state version, and the
+node's agent then reads its whole task set again."""
+
+
 def apply_plan(rt: HeadRuntime, plan: Plan, known_reasons: Mapping[str, str]) -> ApplyResult:
-    now = rt.clock.now()
-    placed = skipped = 0
-    touched = {a.node for p in plan.placements for a in p.allocations}
-    with rt.write() as session:
-        if not still_leading(session, rt.db):  # fencing: a head that lost the lease must not apply its plan
+    placed = skipped = preempted = 0
+    placements = list(plan.placements)
+    for start in range(0, max(len(placements), 1), PLACEMENTS_PER_WRITE):
+        part = placements[start : start + PLACEMENTS_PER_WRITE]
+        last = start + PLACEMENTS_PER_WRITE >= len(placements)
+        applied = _apply_part(rt, part, plan if last else None, known_reasons)
+        if applied is None:  # fencing: a head that lost the lease must not apply (the rest of) its plan
             log.warning("plan not applied: another head holds the leader lease now")
-            return ApplyResult(placed=0, skipped=len(plan.placements))
+            return ApplyResult(placed=placed, skipped=skipped + len(placements) - start)
+        placed, skipped, preempted = placed + applied.placed, skipped + applied.skipped, applied.preempted
+    if skipped:
+        log.info("plan apply skipped %d stale placements", skipped)
+    return ApplyResult(placed=placed, skipped=skipped, preempted=preempted)
+
+
+def _apply_part(
+    rt: HeadRuntime, placements: list[Placement], rest: Plan | None, known_reasons: Mapping[str, str]
+) -> ApplyResult | None:
+    """Apply some placements in one transaction, and ``rest``'s preemptions and reasons with them;
+    None if this head no longer leads."""
+    now = rt.clock.now()
+    placed = skipped = preempted = 0
+    touched = {a.node for p in placements for a in p.allocations}
+    with rt.write() as session:
+        if not still_leading(session, rt.db):
+            return None
         nodes = {row.name: row for row in session.scalars(select(NodeRow).where(NodeRow.name.in_(touched)))}
         usage = _Usage(session, touched)
-        placing = _Placing(session, [p.job_id for p in plan.placements], touched)
-        for placement in plan.placements:
+        placing = _Placing(session, [p.job_id for p in placements], touched)
+        for placement in placements:
             if _place(session, placement, placing, nodes, usage, now):
                 placed += 1
             else:
                 skipped += 1
         session.flush()  # the task rows first: the claims refer to them
-        session.add_all(placing.claims)
-        preempted = sum(_preempt(session, p, now, rt.settings.preempt_grace_s) for p in plan.preemptions)
-        _write_reasons(session, plan, known_reasons)
-    if skipped:
-        log.info("plan apply skipped %d stale placements", skipped)
+        add_claims(session, placing.claims)
+        if rest is not None:
+            preempted = sum(_preempt(session, p, now, rt.settings.preempt_grace_s) for p in rest.preemptions)
+            _write_reasons(session, rest, known_reasons)
     return ApplyResult(placed=placed, skipped=skipped, preempted=preempted)
 
 

@@ -15,6 +15,9 @@ from corral.agent.launch.procfs import MARKER_ENV, ProcKey, key_of
 
 # Processes started here and not yet reaped; ``reap_orphans`` must leave their exit status alone.
 _RUNNING: dict[int, asyncio.subprocess.Process] = {}
+# Starts between their fork and their entry in ``_RUNNING`` (a few turns of the event loop apart): a
+# process that exits at once is meanwhile a zombie child that nothing here names yet.
+_in_flight = 0
 
 
 class LaunchError(Exception):
@@ -93,6 +96,11 @@ def describe_exit(status: int) -> str:
     return f"exit code {status}"
 
 
+def starts_in_flight() -> int:
+    """How many ``start`` calls have begun and not yet recorded their process in ``running_pids``."""
+    return _in_flight
+
+
 def running_pids() -> set[int]:
     """Pids started by ``start`` whose exit has not been collected yet."""
     for pid, proc in list(_RUNNING.items()):
@@ -111,13 +119,16 @@ async def start(spec: ProcessSpec) -> LaunchedProcess:
         log_fd = os.open(spec.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
     except OSError as exc:
         raise LaunchError(f"cannot open log file {spec.log_path}: {exc}") from exc
+    global _in_flight
+    _in_flight += 1
     try:
         proc = await _spawn(spec.command, env, spec.cwd, log_fd)
+        _RUNNING[proc.pid] = proc  # before the count drops (see ``reap_orphans``)
     except OSError as exc:
         raise LaunchError(f"cannot start {spec.command!r} in {spec.cwd}: {exc}") from exc
     finally:
+        _in_flight -= 1
         os.close(log_fd)
-    _RUNNING[proc.pid] = proc
     return LaunchedProcess(proc, spec.marker, key_of(proc.pid))
 
 

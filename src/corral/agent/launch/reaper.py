@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Collection
 
-from corral.agent.launch.process import running_pids
+from corral.agent.launch.process import running_pids, starts_in_flight
 from corral.agent.launch.procfs import children_of, read_info, snapshot
 
 _PR_SET_CHILD_SUBREAPER = 36
@@ -51,19 +51,27 @@ def reap_orphans(known_pids: Collection[int] = ()) -> list[int]:
     Leaves alone: processes started by ``start`` and not yet awaited, ``known_pids``, and children
     in this process's own session, which other code (``subprocess``, ``asyncio``) started and
     waits for itself. Never calls ``waitpid(-1)``, so no other waiter loses an exit status.
+
+    While a ``start`` is under way (it runs in another thread, the event loop's), a task process
+    that exited at once may be a zombie that ``running_pids`` does not name yet; so zombies that lead
+    their own session, as every process ``start`` makes does, wait for a call with no start under way.
     """
     me = os.getpid()
     own_session = os.getsid(0)
-    skip = running_pids() | set(known_pids)
     children = children_of(me)
     candidates = (
         [info for pid in children if (info := read_info(pid)) is not None]
         if children is not None
         else list(snapshot().values())
     )
+    # Read after the candidates: a start whose fork they saw is either still counted or recorded by now.
+    starting = starts_in_flight() > 0
+    skip = running_pids() | set(known_pids)
     reaped: list[int] = []
     for info in candidates:
         if info.ppid != me or info.state != "Z" or info.pid in skip or info.sid == own_session:
+            continue
+        if starting and info.sid == info.pid:
             continue
         if _reap(info.pid):
             reaped.append(info.pid)

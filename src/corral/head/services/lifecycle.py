@@ -62,6 +62,18 @@ def set_job_state(session: Session, job: JobRow, state: JobState, now: datetime,
     record_event(session, now, "job." + state.value.lower(), reason, job_id=job.id, previous=old)
 
 
+_CLAIMS_PENDING = "gpu_claims_pending"
+
+
+def add_claims(session: Session, claims: list[GpuClaimRow]) -> None:
+    """Add GPU claims to the transaction. ``release`` deletes claims by statement, so it writes pending
+    ones first; this says there are some (looking through every new row for one would cost each release
+    as much as the transaction has added so far: a heartbeat ending thousands of tasks took seconds)."""
+    session.add_all(claims)
+    if claims:
+        session.info[_CLAIMS_PENDING] = True
+
+
 def release(
     session: Session, task: TaskRow, state: TaskState, now: datetime, exit_code: int | None, detail: str
 ) -> None:
@@ -70,7 +82,7 @@ def release(
     task.exit_code = exit_code
     task.detail = detail
     task.finished_at = now
-    if any(isinstance(row, GpuClaimRow) for row in session.new):
+    if session.info.pop(_CLAIMS_PENDING, False):
         session.flush()  # claims added in this transaction must be written before they can be deleted
     # A Core statement: the ORM's would first flush everything pending and look through the session.
     claims = cast(Table, GpuClaimRow.__table__)

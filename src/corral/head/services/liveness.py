@@ -21,8 +21,11 @@ def check_nodes(rt: HeadRuntime, watching_since: datetime | None = None) -> list
     ``watching_since``: when this head began to watch (it started, or took over the lead). Silence
     counts only from then: while no head ran, agents had no one to answer them, and a head that was
     down longer than the node timeout must not declare every node lost before they reach it again."""
-    write_heard(rt)  # quiet heartbeats this head answered from memory count too
+    # The time is read first: a heartbeat that arrived by then, and waits with this check for the
+    # write lock behind a long transaction, is written first (the lock is first come, first served)
+    # and counts, however long the wait. The head's own stall is no node's silence.
     now = rt.clock.now()
+    write_heard(rt)  # quiet heartbeats this head answered from memory count too
     deadline = now - timedelta(seconds=rt.settings.node_timeout_s)
     if watching_since is not None and watching_since > deadline:
         return []
