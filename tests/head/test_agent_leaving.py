@@ -100,3 +100,22 @@ def test_a_drained_node_whose_agent_leaves_says_it_comes_back_drained(head):
     assert "maintenance" in node["reason"]
     head.register("n1")
     assert head.nodes()["n1"]["state"] == "DRAINED"
+
+
+def test_an_agent_that_falls_silent_while_leaving_has_its_tasks_declared_lost(head):
+    n1 = head.register("n1")
+    job_id, task = running_on(head, "n1", max_restarts=1)
+    n1.beat([head.running(task)])
+    farewell(head, n1, [head.running(task)])  # leaving: its task still stops, within its grace period
+    assert head.nodes()["n1"]["state"] == "NOT_READY"
+    assert head.job(job_id)["state"] == "RUNNING"
+
+    head.clock.advance(5)
+    check_nodes(head.rt)
+    assert head.job(job_id)["state"] == "RUNNING"  # within the node timeout: it may still report
+
+    head.clock.advance(6)  # then nothing more came
+    check_nodes(head.rt)
+    job = head.job(job_id)
+    assert (job["state"], job["restarts"]) == ("PENDING", 1)
+    assert "node n1 stopped answering" in job["reason"]

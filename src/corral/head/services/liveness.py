@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import or_, select
 
 from corral.head.leader import still_leading
 from corral.head.runtime import HeadRuntime
@@ -29,11 +29,16 @@ def check_nodes(rt: HeadRuntime, watching_since: datetime | None = None) -> list
     deadline = now - timedelta(seconds=rt.settings.node_timeout_s)
     if watching_since is not None and watching_since > deadline:
         return []
+    live = [s.value for s in LIVE_TASK_STATES]
+    # A node already NOT_READY counts too while tasks there are live: its agent said it was leaving
+    # (stopping them, heartbeating through their grace period) and then fell silent before it was done.
+    with_live_tasks = NodeRow.name.in_(select(TaskRow.node).where(TaskRow.state.in_(live)))
     with rt.read() as session:
         late = list(
             session.scalars(
                 select(NodeRow.name).where(
-                    NodeRow.state != NodeState.NOT_READY.value, NodeRow.last_heartbeat < deadline
+                    or_(NodeRow.state != NodeState.NOT_READY.value, with_live_tasks),
+                    NodeRow.last_heartbeat < deadline,
                 )
             )
         )
@@ -48,13 +53,13 @@ def check_nodes(rt: HeadRuntime, watching_since: datetime | None = None) -> list
                 continue
             silent = (now - row.last_heartbeat).total_seconds()
             why = f"no heartbeat for {silent:.0f}s (node timeout {rt.settings.node_timeout_s:.0f}s)"
-            row.state = NodeState.NOT_READY.value
-            row.reason = why
-            bump_node(session, name)  # its next heartbeat is handled in full, and told
-            record_event(session, now, "node.not_ready", why, node=name)
+            if row.state != NodeState.NOT_READY.value:
+                row.state = NodeState.NOT_READY.value
+                row.reason = why
+                bump_node(session, name)  # its next heartbeat is handled in full, and told
+                record_event(session, now, "node.not_ready", why, node=name)
             # The node's agent stops its tasks once its lease runs out; until then they may still run.
             fenced_after = row.last_heartbeat + timedelta(seconds=rt.settings.agent_lease_s)
-            live = [s.value for s in LIVE_TASK_STATES]
             for task in session.scalars(select(TaskRow).where(TaskRow.node == name, TaskRow.state.in_(live))):
                 job = session.scalar(select(JobRow).where(JobRow.id == task.job_id))
                 if job is not None:
