@@ -111,8 +111,8 @@ class Cluster:
     def stop(self) -> None:
         self.client.close()
         for proc in [*(a for a, _ in self.agents.values()), self.head]:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError):  # SIGINT: an agent stops its tasks (SIGTERM leaves them)
+                os.killpg(proc.pid, signal.SIGTERM if proc is self.head else signal.SIGINT)
             try:
                 proc.wait(30)
             except subprocess.TimeoutExpired:

@@ -120,10 +120,10 @@ class ChaosCluster:
         return path.read_text(errors="replace")[-4000:] if path.exists() else f"(no log at {path})"
 
     def stop(self) -> None:
-        for proc in reversed(list(self.daemons.values())):  # agents first: they tell the head how tasks ended
+        for name, proc in reversed(list(self.daemons.items())):  # agents first: they tell the head how tasks ended
             if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGTERM)
+                with contextlib.suppress(ProcessLookupError):  # SIGINT: an agent stops its tasks (SIGTERM leaves them)
+                    os.killpg(proc.pid, signal.SIGTERM if name == "head" else signal.SIGINT)
         for proc in self.daemons.values():
             try:
                 proc.wait(30)

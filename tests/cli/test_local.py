@@ -49,7 +49,7 @@ def test_up_beside_a_head_started_by_hand_starts_nothing_and_says_so_once(home, 
 
 def test_down_beside_a_head_started_by_hand_stops_nothing_and_says_so(home, head_by_hand, monkeypatch):
     (home / local.STATE_FILE).write_text(json.dumps({"head": {"pid": None, "port": 8470}}))
-    monkeypatch.setattr(local, "stop", lambda pids, timeout_s: pids and pytest.fail(f"stopped {pids}"))
+    monkeypatch.setattr(local, "stop", lambda pids, timeout_s, sig=None: pids and pytest.fail(f"stopped {pids}"))
     result = CliRunner().invoke(cli, ["down"])
     assert result.exit_code == 0, result.output
     assert "stopped" not in result.output.replace("to stop", "")

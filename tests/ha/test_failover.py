@@ -80,9 +80,9 @@ class Cluster:
         return json.loads((self.tmp / name / "client.json").read_text())["token"]
 
     def stop(self):
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
+        for name, proc in self.procs.items():
+            if proc.poll() is None:  # SIGINT: an agent stops its tasks (SIGTERM leaves them for the next agent)
+                proc.send_signal(signal.SIGTERM if name in self.heads else signal.SIGINT)
         for proc in self.procs.values():
             try:
                 proc.wait(timeout=15)
