@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import logging
 import os
 import signal
@@ -13,6 +12,7 @@ from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
+from corral import pidlock
 from corral.agent.agent import Agent, AgentOptions
 from corral.agent.containers import RUNTIMES, ContainerRuntime, find_runtime
 from corral.agent.gpus import FakeGpus, Inventory, NvmlGpus
@@ -89,20 +89,13 @@ def run(options: AgentOptions, head_url: str, token: str, inventory: Inventory) 
 def _lock_work_dir(options: AgentOptions) -> int:
     """Refuse to start beside another agent of the same work directory (the same --name under the same
     CORRAL_HOME): the two would adopt, report and stop each other's tasks."""
-    path = options.work_dir / "agent.lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        other = path.read_text().strip() or "?"
+        return pidlock.hold(options.work_dir / "agent.lock")
+    except pidlock.Held as held:
         raise InvalidRequest(
-            f"--name {options.name!r}: another agent (pid {other}) already runs with the work directory "
+            f"--name {options.name!r}: another agent (pid {held.holder}) already runs with the work directory "
             f"{options.work_dir}; stop it first, or give this one another --name"
         ) from None
-    os.ftruncate(fd, 0)
-    os.write(fd, str(os.getpid()).encode())
-    return fd
 
 
 def _watch_children_by_pidfd() -> None:

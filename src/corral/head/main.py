@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import gc
 import logging
 import os
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import uvicorn
 
+from corral import pidlock
 from corral.head.app import create_app
 from corral.head.runtime import HeadRuntime
 from corral.head.settings import HeadSettings
@@ -73,20 +73,13 @@ def _lock_home(home: Path) -> int:
     """Refuse to start beside another head of the same CORRAL_HOME: both would write its client config,
     and (being the same holder) take the leader lease from each other at every renewal."""
     home.mkdir(parents=True, exist_ok=True)
-    path = home / "head.lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        other = path.read_text().strip() or "?"
+        return pidlock.hold(home / "head.lock")
+    except pidlock.Held as held:
         raise SystemExit(
-            f"corral head: another head (pid {other}) already runs with CORRAL_HOME {home}; stop it first,"
+            f"corral head: another head (pid {held.holder}) already runs with CORRAL_HOME {home}; stop it first,"
             " or give this one its own CORRAL_HOME (several heads share a PostgreSQL database, not a home)"
         ) from None
-    os.ftruncate(fd, 0)
-    os.write(fd, f"{os.getpid()}\n".encode())
-    return fd
 
 
 class _Server(uvicorn.Server):
