@@ -3,6 +3,7 @@
 from corral.sched.cycle import schedule
 from corral.sched.feasibility import NO_CONTAINER_RUNTIME, ClusterShapes, never_fits, no_domain_holds
 from corral.sched.fragmentation import fragmentation
+from corral.sched.node_capacity import NodeCapacity, NodeRanker, Rank
 from corral.sched.plan import (
     BACKFILL_BLOCKED,
     DEPENDENCY,
@@ -20,7 +21,7 @@ from corral.sched.plan import (
     Reservation,
 )
 from corral.sched.policy import POLICIES, Policy, get_policy
-from corral.sched.snapshot import CapacityView, NodeCapacity, NodeRanker, Rank, Snapshot
+from corral.sched.snapshot import CapacityView, Snapshot
 from corral.sched.why import NodeGroup, why
 
 __all__ = [

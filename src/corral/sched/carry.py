@@ -23,7 +23,8 @@ from corral.model import Allocation, LiveAllocation, Node, NodeState
 
 if TYPE_CHECKING:
     from corral.sched.feasibility import ClusterShapes, _Shape
-    from corral.sched.snapshot import CapacityView, IndexEntries, NodeCapacity, NodeRanker, Snapshot
+    from corral.sched.node_capacity import IndexEntries, NodeCapacity, NodeRanker
+    from corral.sched.snapshot import CapacityView, Snapshot
 
 _CHANGED_AT_MOST = 0.5  # past this share of allocations changed, assembling from nodes is as cheap
 _NODES_KEPT = 200_000  # per-node memos are dropped past this many node names (a bound, never reached in one cluster)
@@ -121,7 +122,8 @@ def _on_node(name: str, held: list[LiveAllocation]) -> _OnNode:
 def _assembled(snapshot: Snapshot, gpu_ranker: NodeRanker, cpu_ranker: NodeRanker) -> CapacityView:
     """The view assembled from each READY node's capacity, recomputed for the nodes whose allocations
     (or the node itself) changed since it was last computed under these rankers."""
-    from corral.sched.snapshot import CapacityView, NodeCapacity
+    from corral.sched.node_capacity import NodeCapacity
+    from corral.sched.snapshot import CapacityView
 
     kept = _capacities.setdefault((gpu_ranker, cpu_ranker), {})
     if len(kept) >= _NODES_KEPT:

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from corral.sched.snapshot import NodeCapacity
+    from corral.sched.node_capacity import NodeCapacity
 
 SizeKey = tuple[str, str, int]
 """(topology label, GPU type, empty GPUs of that type a node needs)."""

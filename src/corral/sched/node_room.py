@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from corral.model import EPSILON, FULL_GPU, Allocation, Request
-from corral.sched.snapshot import NodeCapacity
+from corral.sched.node_capacity import NodeCapacity
 
 
 def gpus_short(node: NodeCapacity, request: Request, gpu_type: str | None) -> int:

@@ -8,8 +8,9 @@ from typing import NamedTuple, TypeVar
 
 from corral.model import FULL_GPU, Allocation, Job, Request
 from corral.sched.domains import fewest_holding
+from corral.sched.node_capacity import NodeCapacity, Rank
 from corral.sched.plan import Placement
-from corral.sched.snapshot import CapacityView, NodeCapacity, Rank
+from corral.sched.snapshot import CapacityView
 
 _T = TypeVar("_T")
 

@@ -8,9 +8,9 @@ from types import MappingProxyType
 
 from corral.model import Job, RunningJob
 from corral.sched.las import TIRESIAS_THRESHOLDS, tiresias_level, tiresias_order
+from corral.sched.node_capacity import NodeCapacity, NodeRanker, Rank
 from corral.sched.oracle import srpt_level, srpt_order
 from corral.sched.service_rank import THRESHOLDS, default_level, default_order
-from corral.sched.snapshot import NodeCapacity, NodeRanker, Rank
 
 
 def by_priority(job: Job | RunningJob) -> int:

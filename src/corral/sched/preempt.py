@@ -27,11 +27,12 @@ from itertools import combinations, islice
 
 from corral.model import Allocation, Job, Request, RunningJob
 from corral.sched import describe
+from corral.sched.node_capacity import NodeCapacity
 from corral.sched.node_room import emptied, fits_without, gpus_short
 from corral.sched.placement import candidates, find_placement
 from corral.sched.plan import PREEMPTING, Placement, Preemption, Reason
 from corral.sched.quota import QuotaLedger
-from corral.sched.snapshot import CapacityView, NodeCapacity, Snapshot
+from corral.sched.snapshot import CapacityView, Snapshot
 from corral.sched.victim_scan import Cost, ScanOrder
 
 EXHAUSTIVE = 8  # victims on one node up to which every subset is tried

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 
 from corral.model import EPSILON, FULL_GPU, Job, Node, NodeState, Request
 from corral.sched import describe
+from corral.sched.node_capacity import NodeCapacity
 from corral.sched.policy import Policy
-from corral.sched.snapshot import NodeCapacity, Snapshot
+from corral.sched.snapshot import Snapshot
 
 STATE, RUNTIME, GPU_TYPE, CAPACITY, FREE, FITS = "state", "runtime", "gpu_type", "capacity", "free", "fits"
 

@@ -1,0 +1,117 @@
+"""What is still free on one READY node (``NodeCapacity``), and how nodes are ranked."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from corral.model import EPSILON, FULL_GPU, Allocation, Node, Request
+
+Rank = tuple[float, ...]
+"""Preference of a node: lower sorts first; the node name breaks ties."""
+
+NodeRanker = Callable[["NodeCapacity"], Rank]
+"""Ranks a node from its own free capacity only, so indexes can stay sorted by rank."""
+
+# Fractions are rounded so that apply/revert and summing in another order give equal floats.
+_DIGITS = 12
+
+
+IndexEntries = tuple[tuple[tuple[str, int], ...], tuple[tuple[str, float, int], ...]]
+"""``NodeCapacity.index_entries()``."""
+
+
+class NodeCapacity:
+    """What is still free on one READY node. Change it only through ``CapacityView``."""
+
+    __slots__ = (
+        "_by_type",
+        "cpu_rank",
+        "entries",
+        "free_cpus",
+        "free_gpus",
+        "free_memory_mb",
+        "gpu_rank",
+        "gpu_types",
+        "name",
+        "node",
+        "used",
+    )
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+        self.name = node.name
+        self.used: dict[int, float] = {g.index: 0.0 for g in node.gpus}  # allocated fraction per GPU index
+        self._by_type: dict[str, tuple[int, ...]] = {}
+        for gpu in sorted(node.gpus, key=lambda g: g.index):
+            self._by_type[gpu.type] = (*self._by_type.get(gpu.type, ()), gpu.index)
+        self.gpu_types = tuple(sorted(self._by_type))
+        self.free_gpus = len(node.gpus)  # GPUs with nothing allocated, any type
+        self.free_cpus = node.cpus
+        self.free_memory_mb = node.memory_mb
+        self.gpu_rank: Rank = ()
+        self.cpu_rank: Rank = ()
+        self.entries: IndexEntries = ((), ())  # as a view last indexed it (``index_entries()`` then)
+
+    def copy(self) -> NodeCapacity:
+        """An independent copy (the node and its GPU layout are shared: they never change)."""
+        twin = NodeCapacity.__new__(NodeCapacity)
+        twin.node, twin.name, twin._by_type, twin.gpu_types = self.node, self.name, self._by_type, self.gpu_types
+        twin.used = dict(self.used)
+        twin.free_gpus, twin.free_cpus, twin.free_memory_mb = self.free_gpus, self.free_cpus, self.free_memory_mb
+        twin.gpu_rank, twin.cpu_rank, twin.entries = self.gpu_rank, self.cpu_rank, self.entries
+        return twin
+
+    def indices(self, gpu_type: str) -> tuple[int, ...]:
+        return self._by_type.get(gpu_type, ())
+
+    def empty_gpus(self, gpu_type: str) -> list[int]:
+        """Indices of the GPUs of this type with nothing allocated, lowest first."""
+        return [i for i in self.indices(gpu_type) if self.used[i] <= EPSILON]
+
+    def shared_gpus(self, gpu_type: str) -> list[tuple[float, int]]:
+        """``(remaining, index)`` of the partly allocated GPUs of this type."""
+        return [
+            (_round(FULL_GPU - u), i)
+            for i in self.indices(gpu_type)
+            if EPSILON < (u := self.used[i]) < FULL_GPU - EPSILON
+        ]
+
+    def fits_host(self, request: Request) -> bool:
+        """Whether the request's CPUs and memory per node fit what is free here, and its container
+        image, if it has one, can run here."""
+        cpus, memory = request.cpus_per_node, request.memory_mb_per_node
+        return (
+            (cpus is None or cpus <= self.free_cpus + EPSILON)
+            and (memory is None or memory <= self.free_memory_mb)
+            and (not request.container or bool(self.node.container_runtime))
+        )
+
+    @staticmethod
+    def host_matters(request: Request) -> bool:
+        """Whether ``fits_host`` can turn any node away for this request (else it is always true)."""
+        return request.cpus_per_node is not None or request.memory_mb_per_node is not None or request.container
+
+    def index_entries(self) -> tuple[tuple[tuple[str, int], ...], tuple[tuple[str, float, int], ...]]:
+        """What ``CapacityView`` indexes this node under: ``(type, empty GPUs)`` for each type with an
+        empty GPU, and ``(type, remaining, index)`` for each partly allocated GPU."""
+        empty: list[tuple[str, int]] = []
+        shared: list[tuple[str, float, int]] = []
+        for gpu_type in self.gpu_types:
+            if count := len(self.empty_gpus(gpu_type)):
+                empty.append((gpu_type, count))
+            shared.extend((gpu_type, remaining, index) for remaining, index in self.shared_gpus(gpu_type))
+        return tuple(empty), tuple(shared)
+
+    def _add(self, alloc: Allocation, sign: int) -> None:
+        for index in alloc.gpus:
+            if index not in self.used:
+                continue  # a stale allocation on a GPU the node no longer reports
+            was_empty = self.used[index] <= EPSILON
+            self.used[index] = max(0.0, _round(self.used[index] + sign * alloc.gpu_fraction))
+            self.free_gpus += (self.used[index] <= EPSILON) - was_empty
+        self.free_cpus = _round(self.free_cpus - sign * alloc.cpus)
+        self.free_memory_mb -= sign * alloc.memory_mb
+
+
+def _round(value: float) -> float:
+    return round(value, _DIGITS)
