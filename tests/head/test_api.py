@@ -220,3 +220,11 @@ def test_status_counts_nodes_gpus_and_jobs(head):
     assert status["gpus_by_type"] == {"H100": {"free": 4, "total": 8}, "L4": {"free": 2, "total": 2}}
     assert status["jobs_by_state"]["PENDING"] == 1
     assert status["head_url"] == "http://127.0.0.1:8470"
+
+
+def test_cancel_says_which_jobs_had_already_ended(head):
+    job = head.submit({"command": "sleep 60"})
+    first = head.client.post("/v1/jobs/cancel", json={"ids": [job["id"]]}, headers=head.admin).json()
+    assert [(j["state"], j["already_ended"]) for j in first] == [("CANCELLED", False)]
+    again = head.client.post(f"/v1/jobs/{job['id']}/cancel", headers=head.admin).json()
+    assert (again["state"], again["already_ended"]) == ("CANCELLED", True)

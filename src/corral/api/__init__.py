@@ -14,6 +14,7 @@ from corral.api.agents import (
 )
 from corral.api.jobs import (
     AllocationOut,
+    CancelOut,
     CheckpointDone,
     JobIds,
     JobOut,
@@ -28,6 +29,7 @@ from corral.api.nodes import DrainRequest, EventOut, GpuCount, GpuOut, JoinToken
 __all__ = [
     "AGENT_PROTOCOL_VERSION",
     "AllocationOut",
+    "CancelOut",
     "CheckpointDone",
     "DesiredState",
     "DesiredTask",

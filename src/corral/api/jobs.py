@@ -74,6 +74,13 @@ class JobOut(BaseModel):
     after_any: list[str] = Field(default_factory=list, description="jobs that must end before this one starts")
 
 
+class CancelOut(JobOut):
+    """A job object as `corral cancel` answers it: ``already_ended`` where the job had ended before
+    (it was left as it is), false where this cancel ended it."""
+
+    already_ended: bool = False
+
+
 class SubmitBatch(BaseModel):
     """Several jobs in one request, accepted or refused together."""
 

@@ -259,19 +259,13 @@ def parse_prices(text: str) -> dict[str, float]:
 
 def _head_urls(value: str, single: bool = False) -> str:
     """The --head value, each URL checked: http(s)://HOST[:PORT], PORT 1-65535."""
-    from urllib.parse import urlsplit
+    from corral.client.config import head_url_problem
 
     if single and "," in value:
         raise click.BadParameter(f"{value!r}: expected one URL, http://HOST:PORT (or https://)")
     for url in value.split(","):
-        url = url.strip()
-        try:
-            parts = urlsplit(url)
-            port = parts.port
-        except ValueError as exc:
-            raise click.BadParameter(f"{url!r}: {exc}; expected http://HOST:PORT") from None
-        if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
-            raise click.BadParameter(f"{url!r}: expected http://HOST:PORT (or https://)")
+        if problem := head_url_problem(url.strip()):
+            raise click.BadParameter(problem)
     return value
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import signal
 import socket
@@ -11,6 +10,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from corral import pidlock
 
 HEAD_LOCK = "head.lock"  # what every head of a CORRAL_HOME holds while it lives (see corral.head.main)
 
@@ -86,24 +87,9 @@ def log_since(path: Path, offset: int, limit: int = 2000) -> str:
 
 
 def head_holding_home(home: Path) -> str | None:
-    """The pid (as written) of a head that runs with this CORRAL_HOME, whoever started it; None if none does.
-
-    Every head holds an exclusive lock on CORRAL_HOME/head.lock while it lives; taking it for a moment
-    (and letting it go at once) tells whether one does without disturbing it."""
-    path = home / HEAD_LOCK
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return path.read_text().strip() or "?"
-    else:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
-    finally:
-        os.close(fd)
+    """The pid (as written) of a head that runs with this CORRAL_HOME, whoever started it; None if none does
+    (every head holds CORRAL_HOME/head.lock while it lives)."""
+    return pidlock.holder(home / HEAD_LOCK)
 
 
 def stop(pids: list[int], timeout_s: float, sig: signal.Signals = signal.SIGTERM) -> list[int]:

@@ -34,19 +34,25 @@ def make_home() -> Path:
     return home
 
 
-def check_head_urls(text: str, where: str) -> None:
-    """Each of the comma-separated URLs is http(s)://HOST[:PORT]; exit 2 naming ``where`` otherwise."""
+def head_url_problem(url: str) -> str | None:
+    """Why ``url`` is not http(s)://HOST[:PORT] with PORT 1-65535; None when it is."""
     from urllib.parse import urlsplit
 
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:  # a port past 65535 or not a number, an unclosed IPv6 bracket
+        return f"bad head URL {url!r} ({exc}); expected http://HOST:PORT"
+    if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
+        return f"bad head URL {url!r}; expected http://HOST:PORT (or https://)"
+    return None
+
+
+def check_head_urls(text: str, where: str) -> None:
+    """Each of the comma-separated URLs is http(s)://HOST[:PORT]; exit 2 naming ``where`` otherwise."""
     for url in text.split(","):
-        url = url.strip()
-        try:
-            parts = urlsplit(url)
-            port = parts.port
-        except ValueError as exc:
-            raise InvalidRequest(f"{where}: bad head URL {url!r} ({exc}); expected http://HOST:PORT") from None
-        if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
-            raise InvalidRequest(f"{where}: bad head URL {url!r}; expected http://HOST:PORT (or https://)")
+        if problem := head_url_problem(url.strip()):
+            raise InvalidRequest(f"{where}: {problem}")
 
 
 @dataclass(frozen=True)

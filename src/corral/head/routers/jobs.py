@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Response
 from fastapi.responses import StreamingResponse
 
-from corral.api import CheckpointDone, JobIds, JobOut, SubmitBatch, SubmitBatchOut, WhyOut
+from corral.api import CancelOut, CheckpointDone, JobIds, JobOut, SubmitBatch, SubmitBatchOut, WhyOut
 from corral.head.routers.deps import Runtime, User
 from corral.head.runtime import HeadRuntime
 from corral.head.security import Principal
@@ -65,8 +65,8 @@ def show(job_id: str, rt: Runtime, who: User) -> JobOut:
     return service.show(rt, who, job_id)
 
 
-@router.post("/{job_id}/cancel", response_model=JobOut)
-def cancel(job_id: str, rt: Runtime, who: User) -> JobOut:
+@router.post("/{job_id}/cancel", response_model=CancelOut)
+def cancel(job_id: str, rt: Runtime, who: User) -> CancelOut:
     return service.cancel(rt, who, [job_id])[0]
 
 
@@ -88,8 +88,8 @@ def checkpoint(job_id: str, rt: Runtime, who: User, body: CheckpointDone | None 
     return preemption.checkpoint_done(rt, who, job_id, body.at if body else None)
 
 
-@router.post("/cancel", response_model=list[JobOut])
-def cancel_many(ids: JobIds, rt: Runtime, who: User) -> list[JobOut]:
+@router.post("/cancel", response_model=list[CancelOut])
+def cancel_many(ids: JobIds, rt: Runtime, who: User) -> list[CancelOut]:
     """Cancel every job given, or none: an unknown id is answered 404 naming each unknown one."""
     return service.cancel(rt, who, ids.ids)
 

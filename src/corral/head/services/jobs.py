@@ -13,7 +13,7 @@ from sqlalchemy import case, insert, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from corral.api import AllocationOut, JobOut, TaskOut
+from corral.api import AllocationOut, CancelOut, JobOut, TaskOut
 from corral.api.usage import UsageOut
 from corral.head.runtime import HeadRuntime
 from corral.head.security import Principal
@@ -218,17 +218,20 @@ def _by_seq(row: JobRow) -> int:
     return row.seq
 
 
-def cancel(rt: HeadRuntime, who: Principal, job_ids: Sequence[str]) -> list[JobOut]:
+def cancel(rt: HeadRuntime, who: Principal, job_ids: Sequence[str]) -> list[CancelOut]:
     """Cancel every job given, or none: an unknown id (or another user's job, which is not revealed)
-    refuses the whole request."""
+    refuses the whole request. A job that has already ended is left as it is, and said to be."""
     now = rt.clock.now()
     with rt.write() as session:
         rows = get_rows(session, job_ids, who, "cancelled")
+        ended = {row.id for row in rows if JobState(row.state).terminal}
         for row in rows:
-            if not JobState(row.state).terminal:
+            if row.id not in ended:
                 end_job(session, row, JobState.CANCELLED, now, f"cancelled by {who.user}")
         session.flush()
-        return [to_out(session, row, rt) for row in rows]
+        return [
+            CancelOut.model_construct(**dict(to_out(session, row, rt)), already_ended=row.id in ended) for row in rows
+        ]
 
 
 def _tasks_by_job(session: Session, rows: Sequence[JobRow]) -> dict[str, list[TaskRow]]:
