@@ -105,3 +105,16 @@ def test_a_second_agent_of_the_same_work_directory_is_refused(nodes):
     assert "another agent (pid" in done.stderr and "--name 's1'" in done.stderr
     assert nodes.daemons["s1"].poll() is None  # the first one runs on
     assert _ready(cluster)
+
+
+def test_an_agent_given_the_name_of_a_live_node_elsewhere_leaves_it_to_that_node(nodes, tmp_path):
+    cluster = nodes.cluster
+    args = [sys.executable, "-m", "corral", "agent", "--head", cluster.url, "--token", cluster.config()["join_token"]]
+    args += ["--name", "s1", "--fake-gpus", "4xA100:40GB", "--runtime", "none", "--work-dir", str(tmp_path / "s1")]
+    done = subprocess.run(args, capture_output=True, text=True, env=cluster.env(), timeout=30)
+    assert done.returncode == 1, done.stderr
+    assert "node s1 is held by another agent" in done.stderr and "Traceback" not in done.stderr
+    assert nodes.daemons["s1"].poll() is None  # the node's own agent runs on, its inventory as it was
+    with cluster.client() as client:
+        [node] = [n for n in client.nodes() if n["name"] == "s1"]
+    assert node["state"] == "READY" and [g["type"] for g in node["gpus"]] == ["H100"]

@@ -151,6 +151,8 @@ class Head:
             "gpu_source": "fake",
             "running": running or [],
             "container_runtime": container_runtime,
+            # The same simulated agent registering again (a restart) shows the credential it kept.
+            "node_token": self.agents[name].token if name in self.agents else "",
         }
         response = self.client.post("/v1/agents/register", json=body, headers=auth(self.join_token()))
         assert response.status_code == 200, response.text

@@ -124,3 +124,23 @@ def test_re_registration_after_being_declared_lost_is_ready_again(head):
     assert head.job(job_id)["restarts"] == 1  # not counted twice
     assert head.cycle().placed == 1
     assert agent.tasks()[0]["generation"] == 1
+
+
+def test_a_heartbeating_node_is_not_handed_to_another_agent_of_the_same_name(head):
+    first = head.register("n1", gpus=2)
+    first.beat()
+    body = {"name": "n1", "cpus": 8, "memory_mb": 1024, "gpus": [], "labels": {"rack": "other"}}
+    other = head.client.post("/v1/agents/register", json=body, headers=head.auth(head.join_token()))
+    assert other.status_code == 409, other.text
+    assert "node n1 is held by another agent" in other.json()["detail"] and "--name" in other.json()["detail"]
+    assert first.heartbeat().status_code == 200  # the first keeps its node and credential
+    assert len(head.nodes()["n1"]["gpus"]) == 2
+
+    again = head.client.post(
+        "/v1/agents/register", json={**body, "node_token": first.token}, headers=head.auth(head.join_token())
+    )
+    assert again.status_code == 200  # the same agent, restarted, shows its credential
+
+    head.clock.advance(11)  # silent past the node timeout: the node may be taken over
+    taken = head.client.post("/v1/agents/register", json=body, headers=head.auth(head.join_token()))
+    assert taken.status_code == 200, taken.text

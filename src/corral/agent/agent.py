@@ -37,6 +37,9 @@ FENCE_MARGIN_S = 1.0
 FENCE_CHECK_S = 0.2
 
 
+CREDENTIAL_FILE = "node.token"  # in the work directory: the node credential of the last registration
+
+
 @dataclass(frozen=True)
 class AgentOptions:
     name: str
@@ -200,6 +203,7 @@ class Agent:
                     *(s.report() for s in found.running),
                     *(s.final_report() for s in found.finished),
                 ],
+                node_token=self._kept_credential(),
             )
             sent = time.monotonic()
             try:
@@ -207,8 +211,15 @@ class Agent:
                 break
             except Unreachable as exc:
                 log.warning("head unreachable, retrying in %.1fs: %s", delay, exc)
+            except ConflictError:
+                # Another agent holds the node (two agents given one name): leave it to that one. Tasks an
+                # earlier agent here left stay with the watchdog, which ends them with their lease.
+                if found.running:
+                    self.stopping = "keep"
+                raise
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)
+        self._keep_credential(reply.node_token)
         self.interval_s = self.options.heartbeat_interval_s or reply.heartbeat_interval_s
         self.lease_s = reply.lease_s
         self._contact(sent)
@@ -219,6 +230,20 @@ class Agent:
         for ended in found.finished:
             forget(self.tasks.index, ended.task_id)  # the head has its exit status now
         self._apply(reply.desired)
+
+    def _kept_credential(self) -> str:
+        """The node credential an earlier agent of this work directory got, so that a restarted agent takes
+        its node back while the head still hears from it ("" when there is none)."""
+        try:
+            return (self.options.work_dir / CREDENTIAL_FILE).read_text().strip()
+        except OSError:
+            return ""
+
+    def _keep_credential(self, token: str) -> None:
+        path = self.options.work_dir / CREDENTIAL_FILE
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(token)
 
     async def _serve(self) -> str:
         """Follow the head until it drops this node; answers why it did."""

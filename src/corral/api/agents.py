@@ -50,6 +50,12 @@ class RegisterRequest(BaseModel):
     version: str = ""
     protocol: int = AGENT_PROTOCOL_VERSION
     running: list[TaskReport] = Field(default_factory=list)
+    node_token: str = Field(
+        default="",
+        max_length=200,
+        description="the node credential this agent got when it last registered, if it kept one: while the "
+        "node's agent is heartbeating, only the holder of its credential may register it again",
+    )
 
 
 class HostSlots(BaseModel):

@@ -37,10 +37,13 @@ from corral.model import NodeState, TaskState
 def register(rt: HeadRuntime, req: RegisterRequest) -> RegisterResponse:
     """(Re-)register a node. Tasks it reports running are kept, ones it reports ended (while its agent
     was away) get their exit status, and live tasks it no longer has are lost: their jobs requeued or failed."""
+    write_heard(rt)  # quiet heartbeats answered from memory: the node may be live though its row is not yet
     now = rt.clock.now()
     token = new_token("cn")
     with rt.write() as session:
         row = session.get(NodeRow, req.name)
+        if row is not None:
+            _check_not_held(rt, row, req.node_token, now)
         gpus = [g.model_dump() for g in sorted(req.gpus, key=lambda g: g.index)]
         if row is None:
             row = NodeRow(
@@ -180,6 +183,21 @@ def quiet_heartbeat(rt: HeadRuntime, node: str, token: str, req: HeartbeatReques
         if req.samples:
             rt.samples.record(node, now, req.samples)
     return answer
+
+
+def _check_not_held(rt: HeadRuntime, row: NodeRow, node_token: str, now: datetime) -> None:
+    """Refuse to hand a node whose agent is heartbeating to another agent (two agents given one --name):
+    only the holder of the node's credential (the same agent, restarted) may register it again, until
+    the node falls silent for the node timeout or its agent leaves."""
+    if row.state == NodeState.NOT_READY.value or row.last_heartbeat is None or not row.token_hash:
+        return
+    silent = (now - row.last_heartbeat).total_seconds()
+    if silent >= rt.settings.node_timeout_s or (node_token and same_token(node_token, row.token_hash)):
+        return
+    raise Conflict(
+        f"node {row.name} is held by another agent, heard {silent:.0f}s ago: stop that agent, or give this one "
+        f"another --name (a node silent for {rt.settings.node_timeout_s:.0f}s may be taken over)"
+    )
 
 
 def write_heard(rt: HeadRuntime) -> int:
