@@ -57,17 +57,18 @@ def test_status_nodes_and_join_token(client, live_head):
     assert client.join_token().startswith("cj_")
 
 
-def test_logs_stream_what_the_agent_shipped(client, live_head):
+def test_logs_stream_what_the_agent_shipped(client, live_head, request):
     join = client.join_token()
+    name = f"log-node-{request.node.callspec.id}"  # a node of its own per transport: a live node is not taken over
     with httpx.Client(base_url=live_head.url) as http:
         node = http.post(
             "/v1/agents/register",
-            json={"name": "log-node", "cpus": 1, "memory_mb": 1},
+            json={"name": name, "cpus": 1, "memory_mb": 1},
             headers={"Authorization": f"Bearer {join}"},
         ).json()
         job = client.submit({"command": "echo hello"})
         shipped = http.put(
-            f"/v1/agents/log-node/logs/{job['id']}/0/0",
+            f"/v1/agents/{name}/logs/{job['id']}/0/0",
             params={"offset": 0},
             content=b"hello\nworld\n",
             headers={"Authorization": f"Bearer {node['node_token']}"},

@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -259,7 +260,10 @@ def _daemons(
                 os.kill(proc.pid, signal.SIGCONT)
             _stop(proc, sig=signal.SIGTERM if name == "head" else signal.SIGINT)  # SIGINT: an agent stops its tasks
             del name
-        leftovers = cluster.processes()
+        # The watchdog of an agent killed earlier notices that its successor has stopped within a check (1 s).
+        deadline = time.monotonic() + 3.0
+        while (leftovers := cluster.processes()) and time.monotonic() < deadline:
+            time.sleep(0.1)
         if leftovers:
             _reap(home, leftovers)
         assert not leftovers, f"processes left after stopping the daemons: {leftovers}"
