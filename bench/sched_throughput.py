@@ -26,7 +26,7 @@ from datetime import UTC, datetime, timedelta
 
 from corral.collector import collections_paused
 from corral.head.main import GC_YOUNG_THRESHOLD
-from corral.model import FairShare, Gpu, Job, LiveAllocation, Node, NodeState, Request, RunningJob, TeamQuota
+from corral.model import FairShare, Gpu, Job, LiveAllocation, Node, NodeState, Request, RunningJob, TeamQuota, interned
 from corral.sched import Snapshot, get_policy, schedule
 
 TYPES = ("H100", "A100", "L40S", "L4")
@@ -46,10 +46,10 @@ def queue(jobs: int, teams: int, rng: random.Random) -> list[Job]:
     out = []
     for seq in range(jobs):
         if rng.random() < 0.05:
-            request = Request(nodes=rng.randint(2, 8), gpus_per_node=8.0, gpu_types=(rng.choice(TYPES),))
+            request = interned(Request(nodes=rng.randint(2, 8), gpus_per_node=8.0, gpu_types=(rng.choice(TYPES),)))
         else:
             types = tuple(rng.sample(TYPES, rng.randint(1, 2)))
-            request = Request(nodes=1, gpus_per_node=float(rng.choice((1, 1, 1, 2, 4, 8))), gpu_types=types)
+            request = interned(Request(nodes=1, gpus_per_node=float(rng.choice((1, 1, 1, 2, 4, 8))), gpu_types=types))
         out.append(
             Job(
                 id=f"j{seq:06d}",

@@ -16,7 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from corral.head.store.tables import JobRow
-from corral.model import Job, Request
+from corral.model import Job, Request, interned
 
 _CHUNK = 500
 
@@ -106,14 +106,16 @@ def load_jobs(session: Session, ids: Sequence[str]) -> list[tuple[Job, Gate]]:
                 team=r.team,
                 time_limit_s=r.spec.get("time_limit_s"),
                 preemptible=bool(r.spec.get("preemptible", False)),
-                request=Request(
-                    nodes=r.nodes,
-                    gpus_per_node=r.gpus_per_node,
-                    gpu_types=tuple(r.gpu_types),
-                    cpus_per_node=r.cpus,
-                    memory_mb_per_node=r.memory_mb,
-                    **_topology(r.spec),
-                    container=r.spec.get("image") is not None,
+                request=interned(
+                    Request(
+                        nodes=r.nodes,
+                        gpus_per_node=r.gpus_per_node,
+                        gpu_types=tuple(r.gpu_types),
+                        cpus_per_node=r.cpus,
+                        memory_mb_per_node=r.memory_mb,
+                        **_topology(r.spec),
+                        container=r.spec.get("image") is not None,
+                    )
                 ),
             ),
             Gate.of(r.spec),

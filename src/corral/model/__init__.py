@@ -1,6 +1,17 @@
 """Frozen domain values shared by the head, the scheduler and the simulator."""
 
-from corral.model.resources import EPSILON, FULL_GPU, Allocation, Gpu, Job, LiveAllocation, Node, Request, RunningJob
+from corral.model.resources import (
+    EPSILON,
+    FULL_GPU,
+    Allocation,
+    Gpu,
+    Job,
+    LiveAllocation,
+    Node,
+    Request,
+    RunningJob,
+    interned,
+)
 from corral.model.states import (
     JOB_TRANSITIONS,
     TERMINAL_JOB_STATES,
@@ -32,4 +43,5 @@ __all__ = [
     "TaskState",
     "TeamQuota",
     "check_job_transition",
+    "interned",
 ]

@@ -86,6 +86,24 @@ class Request:
         return self.nodes * self.gpus_per_node
 
 
+_INTERNED: dict[Request, Request] = {}
+_INTERNED_AT_MOST = 65_536  # distinct requests kept; a cluster has far fewer (they repeat across jobs)
+
+
+def interned(request: Request) -> Request:
+    """The one object kept for requests equal to ``request`` (``request`` itself the first time).
+
+    The scheduler looks requests up in dicts and sets many times per cycle; equal requests that are
+    one object compare by identity, without comparing their fields."""
+    found = _INTERNED.get(request)
+    if found is not None:
+        return found
+    if len(_INTERNED) >= _INTERNED_AT_MOST:
+        _INTERNED.clear()
+    _INTERNED[request] = request
+    return request
+
+
 @dataclass(frozen=True)
 class Allocation:
     """The share of one node given to one task of a job."""

@@ -8,7 +8,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from corral.model import Job, Node, Request
+from corral.model import Job, Node, Request, interned
 from corral.sched import never_fits
 from corral.sim.trace import Trace, TraceJob
 
@@ -43,7 +43,7 @@ def gang_request(job: TraceJob, max_per_node: int, gpu_types: tuple[str, ...] | 
     ``gpu_types`` in place of the job's own (spelled as the cluster spells them)."""
     nodes = max(1, math.ceil(job.gpus / max_per_node)) if max_per_node > 0 else 1
     types = job.gpu_types if gpu_types is None else gpu_types
-    return Request(nodes=nodes, gpus_per_node=float(math.ceil(job.gpus / nodes)), gpu_types=types)
+    return interned(Request(nodes=nodes, gpus_per_node=float(math.ceil(job.gpus / nodes)), gpu_types=types))
 
 
 def cluster_spelling(gpu_types: Sequence[str], known: Collection[str]) -> tuple[str, ...]:

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from corral.head.store.tables import NodeRow
-from corral.model import Gpu, Node, NodeState, Request
+from corral.model import Gpu, Node, NodeState, Request, interned
 from corral.spec import JobSpec
 
 
@@ -49,13 +49,15 @@ def effective_gpus(gpus: tuple[Gpu, ...], unhealthy: Collection[str]) -> tuple[G
 
 
 def request_of(spec: JobSpec) -> Request:
-    return Request(
-        nodes=spec.nodes,
-        gpus_per_node=spec.resources.gpus,
-        gpu_types=tuple(spec.resources.gpu_type),
-        cpus_per_node=spec.resources.cpus,
-        memory_mb_per_node=spec.resources.memory_mb,
-        topology=spec.topology.label,
-        topology_required=spec.topology.required is not None,
-        container=spec.image is not None,
+    return interned(
+        Request(
+            nodes=spec.nodes,
+            gpus_per_node=spec.resources.gpus,
+            gpu_types=tuple(spec.resources.gpu_type),
+            cpus_per_node=spec.resources.cpus,
+            memory_mb_per_node=spec.resources.memory_mb,
+            topology=spec.topology.label,
+            topology_required=spec.topology.required is not None,
+            container=spec.image is not None,
+        )
     )
