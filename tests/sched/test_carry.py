@@ -15,7 +15,7 @@ def state(view: CapacityView) -> tuple[object, ...]:
         for name, n in view.nodes.items()
     )
     empty = {t: {count: entries for count, entries in sorted(b.items()) if entries} for t, b in view._empty.items()}
-    return nodes, empty, view._shared, view._hosts, view.gpu_types
+    return nodes, empty, view._shared, [n.name for n in view.hosts()], view.gpu_types
 
 
 def cluster(rng: random.Random) -> tuple[Node, ...]:
@@ -90,6 +90,27 @@ def test_a_carried_view_equals_one_built_from_scratch_through_many_snapshots():
             carried = carry.pristine_view(snapshot, policy.gpu_ranker, policy.cpu_ranker)
             built = CapacityView(snapshot, policy.gpu_ranker, policy.cpu_ranker)
             assert state(carried) == state(built), f"{policy_name}, step {step}"
+
+
+def test_the_cpu_only_order_kept_through_changes_equals_a_fresh_one():
+    """The nodes in CPU-only preference order are sorted when first asked for, then kept current as
+    allocations come and go: always the order of a view built from scratch."""
+    rng = random.Random(17)
+    policy = get_policy("default")
+    nodes = cluster(rng)
+    view = CapacityView(Snapshot(nodes=nodes), policy.gpu_ranker, policy.cpu_ranker)
+    # Every node empty: nodes without GPUs first, then the fewest GPUs, then by name.
+    expected = sorted(nodes, key=lambda n: (1 if n.gpus else 0, len(n.gpus), n.name))
+    assert [n.name for n in view.hosts()] == [n.name for n in expected]
+    live: dict[str, LiveAllocation] = {}
+    used: dict[tuple[str, int], float] = {}
+    for step in range(100):
+        before = dict(live)
+        churn(rng, nodes, live, used, step, ends=3, starts=4)
+        view.release([a.allocation for job_id, a in before.items() if job_id not in live])
+        view.take([a.allocation for job_id, a in live.items() if job_id not in before])
+        built = CapacityView(Snapshot(nodes=nodes, live=tuple(live.values())), policy.gpu_ranker, policy.cpu_ranker)
+        assert [n.name for n in view.hosts()] == [n.name for n in built.hosts()], f"step {step}"
 
 
 def test_a_carried_view_is_a_copy_that_later_snapshots_do_not_change():

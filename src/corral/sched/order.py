@@ -34,7 +34,6 @@ class _Kept:
     inputs: Hashable  # all the keys depend on besides each job
     jobs: dict[int, Job]  # the jobs of ``items`` by ``id()`` (held here, so that an id stays theirs)
     items: list[Item]  # sorted by key
-    item_of: dict[int, Item]  # by the job's ``id()``
     same: dict[Request, Request]  # each request value's one object
     members: dict[Group, set[int]] | None = None  # each group's jobs, once needed
 
@@ -59,7 +58,7 @@ def ordered(
             same: dict[Request, Request] = {}
             items = [(key(job), job, same.setdefault(job.request, job.request)) for job in pending]
             items.sort(key=_key_of)
-            kept = _Kept(inputs, now, items, {id(item[1]): item for item in items}, same)
+            kept = _Kept(inputs, now, items, same)
         _kept[inputs] = kept
         if len(_kept) > 4:  # callers with other policies or share tables: keep the latest few
             del _kept[next(iter(_kept))]
@@ -77,9 +76,9 @@ def _update(kept: _Kept, now: dict[int, Job], key: Callable[[Job], Key]) -> bool
     gone, new = kept.jobs.keys() - now.keys(), now.keys() - kept.jobs.keys()
     if len(gone) + len(new) > len(now) // 2:
         return False
-    items, item_of, same = kept.items, kept.item_of, kept.same
-    if len(gone) * 32 < len(items):  # a few: find each one by its key
-        at = sorted(bisect_left(items, item_of[i][0], key=_key_of) for i in gone)
+    items, jobs, same = kept.items, kept.jobs, kept.same
+    if len(gone) * 32 < len(items):  # a few: find each one by its key (keys are unique: they end with the id)
+        at = sorted(bisect_left(items, key(jobs[i]), key=_key_of) for i in gone)
         kept_items: list[Item] = []
         start = 0
         for i in at:
@@ -92,10 +91,7 @@ def _update(kept: _Kept, now: dict[int, Job], key: Callable[[Job], Key]) -> bool
     if kept.members is not None:
         _leave(kept.members, ((i, kept.jobs[i]) for i in gone))
         _join(kept.members, ((i, now[i]) for i in new))
-    for i in gone:
-        del item_of[i]
     fresh.sort(key=_key_of)
-    item_of.update((id(item[1]), item) for item in fresh)
     kept_items = _merged(kept_items, fresh)
     if len(same) > 2 * len(kept_items) + 1024:  # forget the requests of jobs gone
         kept.same = {item[2]: item[2] for item in kept_items}

@@ -140,7 +140,7 @@ class CapacityView:
         self.gpu_types: tuple[str, ...] = tuple(sorted({t for n in self.nodes.values() for t in n.gpu_types}))
         self._empty: dict[str, dict[int, list[_NodeEntry]]] = {t: {} for t in self.gpu_types}
         self._shared: dict[str, list[_GpuEntry]] = {t: [] for t in self.gpu_types}
-        self._hosts: list[_NodeEntry] = []
+        self._hosts: list[_NodeEntry] | None = None  # built when first asked for (``hosts``), then kept
         self._domains = DomainSizes()
         for node in self.nodes.values():
             self._index(node)
@@ -159,7 +159,6 @@ class CapacityView:
         view.nodes = {}
         empty: dict[str, dict[int, list[_NodeEntry]]] = {}
         shared: dict[str, list[_GpuEntry]] = {}
-        hosts: list[_NodeEntry] = []
         types: set[str] = set()
         for node, (empties, shares) in ranked:
             view.nodes[node.name] = node
@@ -170,12 +169,10 @@ class CapacityView:
                 empty.setdefault(gpu_type, {}).setdefault(count, []).append(entry)
             for gpu_type, remaining, index in shares:
                 shared.setdefault(gpu_type, []).append((remaining, node.gpu_rank, node.name, index))
-            hosts.append((node.cpu_rank, node.name))
         view.gpu_types = tuple(sorted(types))
         view._empty = {t: {c: sorted(entries) for c, entries in empty.get(t, {}).items()} for t in view.gpu_types}
         view._shared = {t: sorted(shared.get(t, ())) for t in view.gpu_types}
-        hosts.sort()
-        view._hosts = hosts
+        view._hosts = None
         view.version = 0
         view._own = set()
         view._domains = DomainSizes()
@@ -190,7 +187,7 @@ class CapacityView:
         twin._own, self._own = set(), set()
         twin._empty = {t: {count: list(entries) for count, entries in b.items()} for t, b in self._empty.items()}
         twin._shared = {t: list(entries) for t, entries in self._shared.items()}
-        twin._hosts = list(self._hosts)
+        twin._hosts = None if self._hosts is None else list(self._hosts)
         twin.version = 0
         twin._domains = self._domains.copy()
         return twin
@@ -218,6 +215,9 @@ class CapacityView:
 
     def hosts(self) -> Iterator[NodeCapacity]:
         """All nodes in CPU-only preference order."""
+        if self._hosts is None:
+            # Built on first use: a cycle that places no CPU-only job never pays for keeping it sorted.
+            self._hosts = sorted((node.cpu_rank, node.name) for node in self.nodes.values())
         for _, name in self._hosts:
             yield self.nodes[name]
 
@@ -269,7 +269,8 @@ class CapacityView:
             insort(self._empty[gpu_type].setdefault(count, []), entry)
         for gpu_type, remaining, index in shares:
             insort(self._shared[gpu_type], (remaining, gpu_rank, node.name, index))
-        insort(self._hosts, (node.cpu_rank, node.name))
+        if self._hosts is not None:
+            insort(self._hosts, (node.cpu_rank, node.name))
         if self._domains:
             self._domains.count(node, empties, +1)
 
@@ -280,7 +281,8 @@ class CapacityView:
             _remove(self._empty[gpu_type][count], entry)
         for gpu_type, remaining, index in shares:
             _remove(self._shared[gpu_type], (remaining, node.gpu_rank, node.name, index))
-        _remove(self._hosts, (node.cpu_rank, node.name))
+        if self._hosts is not None:
+            _remove(self._hosts, (node.cpu_rank, node.name))
         if self._domains:
             self._domains.count(node, empties, -1)
 
