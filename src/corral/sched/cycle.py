@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from operator import attrgetter, itemgetter
 
 from corral.model import Allocation, Job, Request
 from corral.sched.backfill import blocked_reason, ends_by, find_reservation, guard_view, reserved_reason, when
@@ -55,6 +56,7 @@ class _Cycle:
     quota_unchecked: set[str] = field(default_factory=set)  # waiting without a quota check: nothing fits them
     fits: dict[tuple[int, Request], bool] = field(default_factory=dict)  # (view version, request) → fits the view
     placed_ends: list[tuple[datetime, Placement]] = field(default_factory=list)  # placed with a time limit: its end
+    queued_requests: set[Request] | None = None  # the requests of the queue, once asked for
 
     def run(self) -> Plan:
         policy = self.policy
@@ -72,8 +74,15 @@ class _Cycle:
         unfit_now: set[Request] = set()  # the requests (True, request) in ``unfit`` holds
         no_victims: set[tuple[bool, Request, int]] = set()
         waiting, waiting_requests, unchecked = self.waiting, self.waiting_requests, self.quota_unchecked.add
-        for _, queued, request in queue:
+        checked: tuple[int, int] | None = None  # (unfit requests, victim searches) when the rest was last checked
+        for at, (_, queued, request) in enumerate(queue):
             if request in unfit_now and (preemptor is None or not preemptor.worth_trying(queued)):
+                now_checked = (len(unfit_now), 0 if preemptor is None else preemptor.searches)
+                if now_checked != checked:
+                    checked = now_checked
+                    if self._rest_all_wait(queue, unfit_now, preemptor):
+                        self._wait(queue[at:])
+                        break
                 waiting.append(queued)  # does not fit what is free, whatever its quota allows
                 waiting_requests.append(request)
                 unchecked(queued.id)
@@ -124,6 +133,22 @@ class _Cycle:
             reservations=() if self.reservation is None else (self.reservation,),
             exhausted_searches=() if preemptor is None else tuple(preemptor.exhausted),
         )
+
+    def _rest_all_wait(self, queue: list[Item], unfit_now: set[Request], preemptor: Preemptor | None) -> bool:
+        """Whether every job still in the queue waits as it is: no request of the queue fits what is free,
+        and no victim search is left. Then the rest of the queue goes to waiting as a whole."""
+        if preemptor is not None and preemptor.may_search():
+            return False
+        if self.queued_requests is None:
+            self.queued_requests = set(map(_request_of, queue))
+        return len(unfit_now) >= len(self.queued_requests) and unfit_now.issuperset(self.queued_requests)
+
+    def _wait(self, rest: list[Item]) -> None:
+        """Jobs that do not fit what is free, whatever their quota allows, and that preempt nothing."""
+        jobs = list(map(_job_of, rest))
+        self.waiting.extend(jobs)
+        self.waiting_requests.extend(map(_request_of, rest))
+        self.quota_unchecked.update(map(_id_of, jobs))
 
     def _fits_now(
         self, view: CapacityView, job: Job, unfit: set[tuple[bool, Request]], unfit_now: set[Request]
@@ -303,6 +328,11 @@ class _Cycle:
             elif reservation is not None:
                 reasons[job_id] = blocked_reason(base, reservation, self.now)
         return reasons
+
+
+_job_of = itemgetter(1)
+_request_of = itemgetter(2)
+_id_of = attrgetter("id")
 
 
 def _order_key(

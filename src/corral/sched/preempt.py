@@ -135,6 +135,12 @@ class Preemptor:
             return False
         return self._any_stopping or self._reclaimable or (self._lowest is not None and self._lowest < self.level(job))
 
+    def may_search(self) -> bool:
+        """Whether any job could still get a victim search this cycle (``worth_trying`` for some level)."""
+        return self.searches < SEARCHES_PER_CYCLE and (
+            self._any_stopping or self._reclaimable or self._lowest is not None
+        )
+
     def eligible(self, job: Job, victim_id: str, gpu_type: str | None = None) -> bool:
         """Whether the victim may be stopped for the job (placed on ``gpu_type``).
 
