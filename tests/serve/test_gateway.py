@@ -101,6 +101,41 @@ def test_no_ready_replica_is_held_then_answered_503():
     assert book.local_report()["m"].requests == 1 and book.local_report()["m"].waiting == 0
 
 
+def test_the_503_after_the_hold_says_how_long_the_request_waited():
+    (response,) = run(through(gateway({"m": []}, hold_s=1.0), ("GET", "/s/m/")))
+    assert response.status_code == 503 and "after waiting 1s" in response.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("change", "status", "words"),
+    [("delete", 404, "was deleted while the request waited"), ("scale to 0", 503, "scaled to 0")],
+)
+def test_a_request_held_for_a_replica_is_answered_once_its_service_is_deleted_or_stopped(change, status, words):
+    views = [GatewayView(services=[ServiceEndpoints(service="m", ready=[], hold_s=30, stopped=False)])]
+
+    async def source() -> GatewayView:
+        return views[-1]
+
+    async def scenario() -> httpx.Response:
+        gw = Gateway(ReplicaPool(source, interval_s=0.05), LoadBook())
+        await gw.start()
+        try:
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(gw), base_url="http://gw") as client:
+                held = asyncio.ensure_future(client.get("/s/m/"))
+                await asyncio.sleep(0.5)
+                assert not held.done()
+                stopped = [ServiceEndpoints(service="m", ready=[], hold_s=30, stopped=True)]
+                views.append(GatewayView(services=[] if change == "delete" else stopped))
+                return await held
+        finally:
+            await gw.close()
+
+    started = time.monotonic()
+    response = run(scenario())
+    assert response.status_code == status and words in response.json()["detail"]
+    assert time.monotonic() - started < 5  # not the 30 s hold
+
+
 def test_a_service_stopped_by_hand_is_refused_at_once():
     started = time.monotonic()
     (response,) = run(through(gateway({"m": []}, hold_s=30, stopped=True), ("GET", "/s/m/")))

@@ -137,24 +137,34 @@ class Gateway:
             await reply(send, 404, f"no service {service!r}; `corral services` lists them")
             return
         if self.pool.services[service].stopped:
-            await reply(send, 503, f"service {service!r} is scaled to 0 replicas; `corral service scale` starts it")
+            await reply(send, 503, _scaled_to_zero(service))
             return
         body = await read_body(receive)
         if body is None:
             return  # the client went away before sending the whole request
         endpoint = self.pool.choose(service)
         if endpoint is None:
+            held_since = time.monotonic()
             endpoint = await self._hold(service)
             if endpoint is None:
-                hold = self.pool.services[service].hold_s if service in self.pool.services else 0
-                await reply(
-                    send,
-                    503,
-                    f"service {service!r} has no ready replica after waiting {hold:g}s "
-                    "(it may be starting from zero, or its replicas fail their readiness check); try again",
-                )
+                await self._no_replica(send, service, time.monotonic() - held_since)
                 return
         await self._forward(scope, send, service, path, body, endpoint)
+
+    async def _no_replica(self, send: Send, service: str, waited_s: float) -> None:
+        """The answer to a request held for a replica that none came to serve."""
+        pool = self.pool.services.get(service)
+        if pool is None:
+            await reply(send, 404, f"service {service!r} was deleted while the request waited for a replica")
+        elif pool.stopped:
+            await reply(send, 503, _scaled_to_zero(service))
+        else:
+            await reply(
+                send,
+                503,
+                f"service {service!r} has no ready replica after waiting {waited_s:.0f}s "
+                "(it may be starting from zero, or its replicas fail their readiness check); try again",
+            )
 
     async def _forward(
         self, scope: Scope, send: Send, service: str, path: str, body: bytes, endpoint: Endpoint
@@ -217,3 +227,7 @@ class Gateway:
                 await self.close()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+
+def _scaled_to_zero(service: str) -> str:
+    return f"service {service!r} is scaled to 0 replicas; `corral service scale` starts it"

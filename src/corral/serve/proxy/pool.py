@@ -120,13 +120,17 @@ class ReplicaPool:
         self.refused_until[replica] = time.monotonic() + self.cooldown_s
 
     async def wait_for_replica(self, service: str, timeout_s: float) -> Endpoint | None:
-        """Hold until the service has a ready replica (or ``timeout_s`` passes)."""
+        """Hold until the service has a ready replica; None once ``timeout_s`` passes, or at once when the
+        service is deleted or scaled to 0 meanwhile."""
         deadline = time.monotonic() + timeout_s
         while True:
             found = self.choose(service)
             left = deadline - time.monotonic()
             if found is not None or left <= 0:
                 return found
+            pool = self.services.get(service)
+            if pool is None or pool.stopped:
+                return None
             self._wanted.set()  # refresh now rather than at the next interval
             changed = self._changed
             with contextlib.suppress(TimeoutError):
