@@ -52,3 +52,11 @@ def test_why_help_lists_every_check_the_head_runs():
     text = " ".join(CliRunner().invoke(cli, ["why", "--help"]).output.split())
     positions = [text.index(f"{check} (") for check in (STATE, RUNTIME, GPU_TYPE, CAPACITY, FREE)]
     assert positions == sorted(positions)
+
+
+def test_serving_a_file_without_kind_service_exits_2(tmp_path):
+    job = tmp_path / "job.yaml"
+    job.write_text("name: x\ncommand: python train.py\n")
+    result = corral("serve", str(job), home=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "kind" in result.stderr and "kind: service" in result.stderr

@@ -50,6 +50,30 @@ def test_clock_durations_refuse_minutes_or_seconds_of_60_or_more(text, unit):
     assert f"{unit} must be below 60" in message
 
 
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("1h70m", "minutes must be below 60 after hours"),
+        ("1h30m90s", "seconds must be below 60 after minutes"),
+        ("1d24h", "hours must be below 24 after days"),
+        ("30m1h", "from the largest down"),
+        ("1h1h", "from the largest down"),
+    ],
+)
+def test_durations_in_units_refuse_parts_past_the_unit_above(text, words):
+    with pytest.raises(ValueError, match=words):
+        parse_duration_s(text)
+    field, message = the_error({"time_limit": text})
+    assert field == "time_limit" and words in message
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("90m", 5400), ("36h", 129600), ("1d23h59m59s", 172799), ("1h0.5m", 3630)]
+)
+def test_a_duration_in_units_may_lead_with_any_size(text, seconds):
+    assert parse_duration_s(text) == seconds
+
+
 @pytest.mark.parametrize(("text", "seconds"), [("99:00", 5940), ("100:00:00", 360000), ("0:59:59", 3599)])
 def test_the_leading_part_of_a_clock_duration_may_be_any_size(text, seconds):
     assert parse_duration_s(text) == seconds

@@ -23,13 +23,17 @@ def _services_api() -> Any:
 
 def _read_spec(file: str) -> dict[str, Any]:
     """The file's fields, checked here for a clear exit 2 before the head is reached."""
-    from corral.spec import SpecError, load_yaml_document
+    from corral.spec import FieldError, SpecError, load_yaml_document
     from corral.spec.service import parse_service_spec
 
     text = read_input(file, "service file")
     try:
         data = load_yaml_document(text, source=file)
         parse_service_spec(data, file)
+        if data.get("kind") != "service":  # a job file served by mistake would become a service
+            raise SpecError(
+                [FieldError("kind", "a service file needs `kind: service` (a batch job goes to `corral submit`)")]
+            )
     except SpecError as exc:
         raise InvalidRequest("invalid service spec:\n  " + "\n  ".join(str(e) for e in exc.errors)) from None
     body = {k: v for k, v in data.items() if k != "kind"}

@@ -87,19 +87,38 @@ def parse_duration_s(value: str | int | float, allow_zero: bool = False) -> floa
     elif re.fullmatch(r"\d+(?:\.\d+)?", text):
         seconds = float(text)
     else:
-        pos, seconds = 0, 0.0
-        for match in _DURATION_PART_RE.finditer(text):
-            if match.start() != pos:
-                break
-            seconds += float(match.group(1)) * _DURATION_UNITS_S[match.group(2)]
-            pos = match.end()
-        if pos != len(text) or not text:
-            raise ValueError(f"expected {DURATION_HELP}, got {value!r}")
+        seconds = _units_s(text, value)
     if seconds < 0 or (seconds == 0 and not allow_zero):
         raise ValueError(f"{_sign_rule(allow_zero)}, got {value!r}")
     if seconds > MAX_DURATION_S:
         raise ValueError(f"{value!r} is longer than ten years")
     return seconds
+
+
+def _units_s(text: str, value: str) -> float:
+    """``1d``, ``2h``, ``1h30m``, ``1d2h3m4s``: units from the largest down, each once; a part after the first
+    stays below the unit above it (hours below 24, minutes and seconds below 60), as on a clock."""
+    pos, seconds, previous = 0, 0.0, None
+    for match in _DURATION_PART_RE.finditer(text):
+        if match.start() != pos:
+            break
+        number, unit = float(match.group(1)), match.group(2)
+        size = _DURATION_UNITS_S[unit]
+        if previous is not None:
+            above = _DURATION_UNITS_S[previous]
+            if size >= above:
+                raise ValueError(f"units must go from the largest down, each once (as in 1h30m), got {value!r}")
+            if number * size >= above:
+                names = _UNIT_NAMES[unit], _UNIT_NAMES[previous]
+                raise ValueError(f"{names[0]} must be below {above // size} after {names[1]}, got {value!r}")
+        seconds += number * size
+        pos, previous = match.end(), unit
+    if pos != len(text) or not text:
+        raise ValueError(f"expected {DURATION_HELP}, got {value!r}")
+    return seconds
+
+
+_UNIT_NAMES = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
 
 
 def _sign_rule(allow_zero: bool) -> str:
