@@ -140,6 +140,9 @@ def test_jobs_that_would_run_past_the_clock_exit_2(tmp_path: Path, cluster: Path
         ("--window", ":inf"),
         ("--window", "-inf:100"),
         ("--window", "0:nan"),
+        ("--window", "1_0:2_0"),
+        ("--scale-load", "1_0"),
+        ("--checkpoint-interval", "6_00"),
     ],
 )
 def test_options_out_of_range_exit_2_naming_the_option(tmp_path: Path, cluster: Path, option: str, value: str) -> None:
@@ -179,3 +182,23 @@ def test_out_replaces_the_report_files_of_an_earlier_run(tmp_path: Path, cluster
     names = {p.name for p in out_dir.iterdir()}
     assert "jobs-fifo.csv" in names and "jobs-tiresias.csv" not in names
     assert {"notes.txt", "jobs-mine.csv"} <= names
+
+
+@pytest.mark.parametrize("row", ["a,0,10,1,,,,,extra\n", "a,0,10,1,,,,,,more\n"])
+def test_a_row_with_more_fields_than_the_header_names_the_line(tmp_path: Path, cluster: Path, row: str) -> None:
+    code, out = sim_rows(tmp_path, cluster, "ok,0,10,1,,,,\n" + row)
+    assert code == 2, out
+    assert "line 3" in out and "but the header names 8 columns" in out
+
+
+def test_empty_trailing_fields_past_the_header_are_read(tmp_path: Path, cluster: Path) -> None:
+    code, out = sim_rows(tmp_path, cluster, "a,0,10,1,,,,,,\n", "-o", "json")
+    assert code == 0, out
+    assert json.loads(out)["policies"]["default"]["jobs"] == 1
+
+
+@pytest.mark.parametrize("types", ["|", "V100|", "|V100", "V100||P100"])
+def test_an_empty_gpu_type_name_names_the_line(tmp_path: Path, cluster: Path, types: str) -> None:
+    code, out = sim_rows(tmp_path, cluster, f"a,0,10,1,{types},,,\n")
+    assert code == 2, out
+    assert "line 2: gpu_type has an empty type name" in out

@@ -104,6 +104,20 @@ def test_an_impossible_target_exits_1_with_the_closest(files: tuple[Path, Path])
     assert "no candidate cluster meets p95 wait <= 150s" in message
 
 
+def test_a_cluster_larger_than_max_gpus_says_so_without_a_pricing_hint(files: tuple[Path, Path]) -> None:
+    cluster = files[1]
+    cluster.write_text(T4_NODES.replace("gpus_per_node: 1", "gpus_per_node: 8"))  # no cluster below 8 GPUs
+    document, message = failed(files, "--target-p95-wait", "1h", "--max-gpus", "4")
+    assert "above --max-gpus" in document["candidates"][0]["reason"]
+    assert "no candidate cluster can run this trace" in message and "price_per_gpu_hour" not in message
+
+
+def test_a_plan_given_two_policies_exits_2(files: tuple[Path, Path]) -> None:
+    code, out = run(files, "--target-p95-wait", "1h", "--policy", "default")
+    assert code == 2
+    assert "--policy" in out and "give it once" in " ".join(out.split())
+
+
 def test_a_type_jobs_cannot_use_is_infeasible(tmp_path: Path) -> None:
     trace = tmp_path / "trace.csv"
     trace.write_text("job_id,submit_time_s,duration_s,num_gpus,gpu_type\na,0,100,1,T4\nb,0,100,1,\n")

@@ -31,8 +31,10 @@ class FiniteFloat(click.ParamType[float, object]):
         self.low, self.high = float(low), float(high)
 
     def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        from corral.sim.trace import plain_float
+
         try:
-            number = float(str(value))
+            number = plain_float(str(value))
         except ValueError:
             self.fail(f"{value!r} is not a number", param, ctx)
         if not (math.isfinite(number) and self.low <= number <= self.high):

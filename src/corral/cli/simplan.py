@@ -26,7 +26,13 @@ if TYPE_CHECKING:
     metavar="DURATION",
     help="the p95 queueing delay (start - submit) to meet: 0, 90s, 30m, 2h, 1h30m or HH:MM:SS",
 )
-@click.option("--policy", default="default", show_default=True, metavar="NAME", help="scheduling policy to simulate")
+@click.option(
+    "--policy",
+    "policies",
+    multiple=True,
+    metavar="NAME",
+    help="scheduling policy to simulate, once (default: default)",
+)
 @click.option(
     "--gpu-type",
     "gpu_types",
@@ -49,7 +55,7 @@ def plan(
     scale_load: float,
     checkpoint_interval: float,
     target: str,
-    policy: str,
+    policies: tuple[str, ...],
     gpu_types: tuple[str, ...],
     max_gpus: int | None,
     output: str,
@@ -67,7 +73,13 @@ def plan(
     from corral.sim.families import PlanError, families
     from corral.sim.plan import plan as search
 
-    check_policies([policy])
+    check_policies(list(policies))
+    if len(set(policies)) > 1:
+        raise click.BadParameter(
+            f"plan simulates one policy, got {len(policies)} ({', '.join(policies)}); give it once",
+            param_hint="--policy",
+        )
+    policy = policies[0] if policies else "default"
     target_s = parse_target(target)
     spec, trace = load_inputs(trace_path, cluster_path, window, limit, scale_load)
     reference = prepare(trace, build_nodes(spec))
@@ -106,10 +118,10 @@ def plan(
 def failure(result: PlanResult) -> str:
     """Why nothing was recommended: no candidate could run the trace, or none met the target."""
     if all(o.trial is None for o in result.outcomes):
-        return (
-            "no candidate cluster can run this trace (see each one's reason); price the cluster file's"
-            " node groups (price_per_gpu_hour) or name candidates with --gpu-type"
-        )
+        text = "no candidate cluster can run this trace (see each one's reason)"
+        if any("price_per_gpu_hour" in (o.reason or "") for o in result.outcomes):
+            text += "; price the cluster file's node groups (price_per_gpu_hour) or name candidates with --gpu-type"
+        return text
     return (
         f"no candidate cluster meets p95 wait <= {result.target_s:g}s within the search bounds"
         " (each candidate's zero-wait size, or --max-gpus); the table shows each one's closest"

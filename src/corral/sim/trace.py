@@ -9,10 +9,12 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 COLUMNS = ("job_id", "submit_time_s", "duration_s", "num_gpus", "gpu_type", "user", "vc", "status")
 OPTIONAL_COLUMNS = ("checkpoint_interval_s", "time_limit_s")  # read when present: a job's own values
 REQUIRED_COLUMNS = ("job_id", "submit_time_s", "duration_s", "num_gpus")
+EXTRA_FIELDS = "\0extra"  # where a row's fields past the header's columns go
 
 NEVER_RAN = "never ran (no duration)"
 NO_GPUS = "CPU-only (0 GPUs)"
@@ -59,8 +61,8 @@ def parse_window(text: str) -> tuple[float, float]:
     if not sep:
         raise ValueError(f"expected START:END in seconds, such as 0:43200, got {text!r}")
     try:
-        start = float(start_text) if start_text.strip() else -math.inf
-        end = float(end_text) if end_text.strip() else math.inf
+        start = plain_float(start_text) if start_text.strip() else -math.inf
+        end = plain_float(end_text) if end_text.strip() else math.inf
     except ValueError:
         raise ValueError(f"expected START:END in seconds, such as 0:43200, got {text!r}") from None
     for side, value in (("start", start_text), ("end", end_text)):
@@ -86,7 +88,7 @@ def read_trace(
         line = data.count(b"\n", 0, exc.start) + 1
         bad = data[exc.start : exc.start + 1].hex()
         raise TraceError(f"{path}, line {line}: not UTF-8 text (byte 0x{bad}); save the file as UTF-8") from None
-    reader = csv.DictReader(io.StringIO(text, newline=""))
+    reader = csv.DictReader(io.StringIO(text, newline=""), restkey=EXTRA_FIELDS)
     try:
         names = [name.strip() for name in reader.fieldnames or ()]
         twice = sorted({name for name in names if name and names.count(name) > 1})
@@ -132,6 +134,7 @@ def load_trace(
         if not start <= submit < end:
             continue
         taken += 1
+        _check_width(row, line, source)
         job_id = _job_id(row, line, seen, source)
         gpus = _gpus(row, line, source)
         if not (row.get("duration_s") or "").strip():
@@ -146,7 +149,7 @@ def load_trace(
                 f"{source}, line {line}: submit_time_s {submit:g} / --scale-load {scale_load:g} ="
                 f" {submit / scale_load:g} s, beyond the limit of {MAX_SECONDS} s (100 years)"
             )
-        types = tuple(dict.fromkeys(t.strip() for t in (row.get("gpu_type") or "").split("|") if t.strip()))
+        types = _gpu_types(row, line, source)
         jobs.append(
             TraceJob(
                 id=job_id,
@@ -162,6 +165,31 @@ def load_trace(
         )
     jobs.sort(key=lambda j: j.submit_s)  # stable: ties keep file order
     return Trace(jobs=tuple(jobs), skipped=dict(sorted(skipped.items())))
+
+
+def _check_width(row: Mapping[str, str | None], line: int, source: str) -> None:
+    """A row with more fields than the header has columns (empty trailing ones aside) is an error, not data to drop."""
+    extra = cast("list[str] | None", row.get(EXTRA_FIELDS))
+    if extra and any(field.strip() for field in extra):
+        columns = len(row) - 1
+        raise TraceError(
+            f"{source}, line {line}: {columns + len(extra)} fields, but the header names {columns} columns"
+            " (a field with a comma in it needs quotes)"
+        )
+
+
+def _gpu_types(row: Mapping[str, str | None], line: int, source: str) -> tuple[str, ...]:
+    """Acceptable GPU types, ``|``-separated; empty means any type, but an empty name among others is an error."""
+    text = (row.get("gpu_type") or "").strip()
+    if not text:
+        return ()
+    names = [name.strip() for name in text.split("|")]
+    if not all(names):
+        raise TraceError(
+            f"{source}, line {line}: gpu_type has an empty type name in {text!r}; separate names with |, as in"
+            " V100|P100, or leave gpu_type empty for any type"
+        )
+    return tuple(dict.fromkeys(names))
 
 
 def _job_id(row: Mapping[str, str | None], line: int, seen: dict[str, int], source: str) -> str:
@@ -218,12 +246,17 @@ def _seconds(row: Mapping[str, str | None], column: str, line: int, source: str,
     return value
 
 
+def plain_float(text: str) -> float:
+    """A number as people and CSV writers write it: ``float()`` less Python's own ``1_000``."""
+    if "_" in text:
+        raise ValueError(f"could not convert string to float: {text!r}")
+    return float(text)
+
+
 def _number(row: Mapping[str, str | None], column: str, line: int, source: str) -> float:
     text = (row.get(column) or "").strip()
     try:
-        if "_" in text:  # Python's 1_000, which no CSV writer means
-            raise ValueError(text)
-        value = float(text)
+        value = plain_float(text)
     except ValueError:
         raise TraceError(f"{source}, line {line}: {column} must be a number, got {text!r}") from None
     if not math.isfinite(value):
