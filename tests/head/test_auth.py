@@ -27,10 +27,10 @@ def test_an_admin_adds_users_and_lists_them(head):
     assert response.json()["teams"] == ["vision", "nlp"]
     assert add_user(head, "bob").json()["teams"] == ["default"]
     users = head.client.get("/v1/users", headers=head.admin).json()
-    assert [(u["name"], u["role"], u["teams"]) for u in users] == [
-        ("alice", "user", ["vision", "nlp"]),
-        ("bob", "user", ["default"]),
-    ]
+    first = head.client.get("/v1/whoami", headers=head.admin).json()["user"]  # the first admin: a token, no record
+    assert [(u["name"], u["role"], u["teams"]) for u in users] == sorted(
+        [("alice", "user", ["vision", "nlp"]), ("bob", "user", ["default"]), (first, "admin", [])]
+    )
 
 
 def test_adding_an_existing_user_changes_their_role_and_teams(head):
@@ -38,6 +38,65 @@ def test_adding_an_existing_user_changes_their_role_and_teams(head):
     response = add_user(head, "alice", role="admin", teams=["nlp"])
     assert response.status_code == 200
     assert (response.json()["role"], response.json()["teams"]) == ("admin", ["nlp"])
+
+
+def test_what_a_change_leaves_out_stays_as_it_is(head):
+    add_user(head, "alice", role="admin", teams=["vision"])
+    kept = head.client.post("/v1/users", json={"name": "alice", "teams": ["nlp"]}, headers=head.admin).json()
+    assert (kept["role"], kept["teams"]) == ("admin", ["nlp"])
+    kept = head.client.post("/v1/users", json={"name": "alice", "role": "user"}, headers=head.admin).json()
+    assert (kept["role"], kept["teams"]) == ("user", ["nlp"])
+    new = head.client.post("/v1/users", json={"name": "dave"}, headers=head.admin).json()
+    assert (new["role"], new["teams"]) == ("user", ["default"])
+
+
+def test_the_first_admin_given_teams_stays_admin(head):
+    first = head.client.get("/v1/whoami", headers=head.admin).json()["user"]
+    response = head.client.post("/v1/users", json={"name": first, "teams": ["ops"]}, headers=head.admin)
+    assert response.status_code == 201, response.text
+    assert (response.json()["role"], response.json()["teams"]) == ("admin", ["ops"])
+    assert head.client.get("/v1/users", headers=head.admin).status_code == 200
+
+
+def test_the_last_admin_cannot_be_demoted_until_another_admin_has_a_token(head):
+    first = head.client.get("/v1/whoami", headers=head.admin).json()["user"]
+    response = add_user(head, first, role="user")
+    assert response.status_code == 409
+    assert "last admin" in response.json()["detail"] and "corral token create" in response.json()["detail"]
+    assert head.client.get("/v1/users", headers=head.admin).status_code == 200  # still admin, at once
+    add_user(head, "carol", role="admin")  # an admin without a token cannot act yet
+    assert add_user(head, first, role="user").status_code == 409
+    carol = new_token(head, head.admin_token, user="carol").json()["token"]
+    assert add_user(head, first, role="user").status_code == 201
+    assert head.client.get("/v1/users", headers=head.admin).status_code == 403  # demoted at once
+    assert add_user(head, "carol", role="user", token=carol).status_code == 409  # now carol is the last
+
+
+def test_the_last_admin_token_cannot_be_revoked(head):
+    mine = next(t["id"] for t in head.client.get("/v1/tokens", headers=head.admin).json() if t["role"] == "admin")
+    response = head.client.delete(f"/v1/tokens/{mine}", headers=head.admin)
+    assert response.status_code == 409 and "last admin" in response.json()["detail"]
+    assert head.client.get("/v1/users", headers=head.admin).status_code == 200
+    spare = new_token(head, head.admin_token, name="spare").json()
+    assert head.client.delete(f"/v1/tokens/{mine}", headers=head.admin).status_code == 200
+    assert head.client.get("/v1/users", headers=head.auth(spare["token"])).status_code == 200
+
+
+def test_a_new_admin_token_at_start_gives_the_heads_user_admin_back(head):
+    from corral.head.services.auth import bootstrap
+    from corral.head.store.tables import UserRow
+
+    first = head.client.get("/v1/whoami", headers=head.admin).json()["user"]
+    add_user(head, "carol", role="admin")
+    new_token(head, head.admin_token, user="carol")
+    assert add_user(head, first, role="user").status_code == 201
+    (head.home / "client.json").unlink()  # the admin token's only copy is lost
+    token, _ = bootstrap(head.rt)
+    assert token != head.admin_token
+    with head.rt.read() as session:
+        assert session.get(UserRow, first).role == "admin"
+    head.app.state.tokens.forget()
+    assert head.client.get("/v1/users", headers=head.auth(token)).status_code == 200
 
 
 def test_a_user_cannot_add_or_list_users(head):

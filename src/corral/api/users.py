@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -24,12 +24,15 @@ class UserIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(pattern=NAME_PATTERN, description=NAME_RULE)
-    role: Literal["admin", "user"] = "user"
-    teams: list[str] = Field(
-        default_factory=lambda: list(DEFAULT_TEAMS),
-        min_length=1,
-        max_length=64,
-        description="teams the user may submit to; the first is their default team",
+    role: Literal["admin", "user"] | None = Field(
+        default=None, description="what the user may do; left out: user for a new user, unchanged for an existing one"
+    )
+    teams: Annotated[list[str], Field(min_length=1, max_length=64)] | None = Field(
+        default=None,
+        description=(
+            "teams the user may submit to, the first their default; left out: default for a new user,"
+            " unchanged for an existing one"
+        ),
     )
 
     @field_validator("name")
@@ -41,7 +44,9 @@ class UserIn(BaseModel):
 
     @field_validator("teams")
     @classmethod
-    def _teams(cls, value: list[str]) -> list[str]:
+    def _teams(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
         for team in value:
             if not re.fullmatch(TEAM_PATTERN, team):
                 raise ValueError(f"bad team name {team!r}: {TEAM_RULE}")

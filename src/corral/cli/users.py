@@ -18,22 +18,26 @@ def user() -> None:
 @user.command("add")
 @click.argument("name")
 @click.option(
-    "--role", type=click.Choice(["user", "admin"]), default="user", show_default=True, help="what the user may do"
+    "--role",
+    type=click.Choice(["user", "admin"]),
+    help="what the user may do (a new user: user; an existing one: unchanged)",
 )
 @click.option(
     "--team",
     "teams",
     multiple=True,
     metavar="TEAM",
-    help="a team the user may submit to; repeat for several, the first is their default (default: default)",
+    help="a team the user may submit to; repeat for several, the first is their default"
+    " (a new user: default; an existing one: unchanged)",
 )
 @output_option
-def add(name: str, role: str, teams: tuple[str, ...], output: str) -> None:
+def add(name: str, role: str | None, teams: tuple[str, ...], output: str) -> None:
     """Add user NAME, or change an existing user's role and teams.
 
-    Without --team the user is in team `default`; when the cluster config lists them
-    among a team's `members`, that team is their default. Then give them a token with
-    `corral token create --user NAME`.
+    What is left out stays as it is. A new user is a user in team `default`; when the
+    cluster config lists them among a team's `members`, that team is their default. Then
+    give them a token with `corral token create --user NAME`. A change that would leave
+    no admin with a token is refused (exit 1).
     """
     created = api().add_user(name, role, teams)
     render(output, created, lambda u: click.echo(f"user {u['name']}: {u['role']}, teams {', '.join(u['teams'])}"))

@@ -122,8 +122,11 @@ class HeadApi:
     def users(self) -> Any:
         return self.transport.send(Call("GET", "/v1/users"))
 
-    def add_user(self, name: str, role: str = "user", teams: Sequence[str] = ()) -> Any:
-        body: dict[str, Any] = {"name": name, "role": role}
+    def add_user(self, name: str, role: str | None = None, teams: Sequence[str] = ()) -> Any:
+        """Add the user, or change an existing one's role and teams; what is left out stays as it is."""
+        body: dict[str, Any] = {"name": name}
+        if role is not None:
+            body["role"] = role
         if teams:
             body["teams"] = list(teams)
         return self.transport.send(Call("POST", "/v1/users", json=body))

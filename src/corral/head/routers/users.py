@@ -25,7 +25,7 @@ def whoami(rt: Runtime, who: User) -> WhoAmI:
 
 @router.get("/users", response_model=list[UserOut])
 def list_users(rt: Runtime, who: Admin) -> list[UserOut]:
-    """Every registered user (admins only)."""
+    """Every user: those added, and those who hold a token without being added (the first admin)."""
     return service.list_users(rt)
 
 
@@ -35,7 +35,7 @@ def add_user(spec: UserIn, rt: Runtime, who: Admin, request: Request, response: 
     out, created = service.add_user(rt, spec)
     if not created:
         response.status_code = 200
-        _forget_cached_tokens(request)
+    _forget_cached_tokens(request)  # a new record can change a role too: the first admin's, once recorded
     return out
 
 

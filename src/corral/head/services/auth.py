@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import getpass
 import json
+import logging
 import os
 import time
 from pathlib import Path
@@ -16,6 +17,8 @@ from corral.head.security import Principal, Role, hash_token, new_token
 from corral.head.store.tables import MetaRow, TokenRow, UserRow
 
 CLIENT_CONFIG = "client.json"
+
+log = logging.getLogger(__name__)
 
 
 class TokenCache:
@@ -81,10 +84,17 @@ def bootstrap(rt: HeadRuntime) -> tuple[str, str]:
             session.add(TokenRow(hash=digest, user=AGENT_USER, role=Role.AGENT.value, name="join", created_at=now))
         admin = config.get("token")
         if not admin or session.get(TokenRow, hash_token(admin)) is None:
-            admin = new_token("ca")
+            admin, user = new_token("ca"), local_user()
             session.add(
-                TokenRow(hash=hash_token(admin), user=local_user(), role=Role.ADMIN.value, name="admin", created_at=now)
+                TokenRow(hash=hash_token(admin), user=user, role=Role.ADMIN.value, name="admin", created_at=now)
             )
+            record = session.get(UserRow, user)
+            if record is not None and record.role != Role.ADMIN.value:
+                # Whoever runs the head owns its database: a new admin token is how they get admin back.
+                log.warning(
+                    "user %s runs the head and was a %s: admin again, with the new admin token", user, record.role
+                )
+                record.role = Role.ADMIN.value
         join_token = join.value
     return admin, join_token
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
@@ -19,23 +20,71 @@ TOKEN_PREFIX = {Role.ADMIN: "ca", Role.USER: "cu"}
 
 
 def add_user(rt: HeadRuntime, spec: UserIn) -> tuple[UserOut, bool]:
-    """Create the user, or set the role and teams of an existing one; answers (user, created)."""
+    """Create the user, or set the role and teams of an existing one; answers (user, created). A role or teams
+    left out stay as they are (a new user: a user's role, team ``default``; one who held a token without a
+    record, as the first admin does: that token's role). A change that would leave no admin able to act is
+    refused (409)."""
     now = rt.clock.now()
     with rt.write() as session:
+        admins = _acting_admins(session)
         row = session.get(UserRow, spec.name)
         created = row is None
         if row is None:
-            row = UserRow(name=spec.name, role=spec.role, teams=list(spec.teams), created_at=now)
+            role = spec.role or _unrecorded_roles(session).get(spec.name, Role.USER.value)
+            row = UserRow(name=spec.name, role=role, teams=list(spec.teams or DEFAULT_TEAMS), created_at=now)
             session.add(row)
         else:
-            row.role, row.teams = spec.role, list(spec.teams)
+            if spec.role is not None:
+                row.role = spec.role
+            if spec.teams is not None:
+                row.teams = list(spec.teams)
+        session.flush()
+        if admins and not _acting_admins(session):
+            raise Conflict(
+                f"user {spec.name} is the last admin with a token: make another user admin, and give them a token"
+                " (`corral token create --user NAME`), first"
+            )
         return _user_out(row, rt.config.current), created
 
 
 def list_users(rt: HeadRuntime) -> list[UserOut]:
+    """The users added, and those who hold a token without having been added (the first admin)."""
     with rt.read() as session:
         config = rt.config.current
-        return [_user_out(row, config) for row in session.scalars(select(UserRow).order_by(UserRow.name))]
+        rows = list(session.scalars(select(UserRow)))
+        out = [_user_out(row, config) for row in rows]
+        for name, (role, since) in _unrecorded(session).items():
+            teams = list(_with_config_team(name, (), config))
+            out.append(UserOut(name=name, role=role, teams=teams, created_at=since))
+        return sorted(out, key=lambda u: u.name)
+
+
+def _unrecorded(session: Session) -> dict[str, tuple[str, datetime]]:
+    """Users who hold a token but were never added: their tokens' role (admin if any is) and first token's time."""
+    recorded = set(session.scalars(select(UserRow.name)))
+    found: dict[str, tuple[str, datetime]] = {}
+    query = select(TokenRow.user, TokenRow.role, TokenRow.created_at).where(TokenRow.role != Role.AGENT.value)
+    for user, role, created_at in session.execute(query.order_by(TokenRow.created_at)):
+        if user in recorded:
+            continue
+        known = found.get(user)
+        if known is None:
+            found[user] = (role, created_at)
+        elif role == Role.ADMIN.value:
+            found[user] = (role, known[1])
+    return found
+
+
+def _unrecorded_roles(session: Session) -> dict[str, str]:
+    return {user: role for user, (role, _) in _unrecorded(session).items()}
+
+
+def _acting_admins(session: Session) -> set[str]:
+    """Admins who can act: an added admin with a token, or a user with an admin token and no record."""
+    holders = set(session.scalars(select(TokenRow.user).where(TokenRow.role != Role.AGENT.value)))
+    added = set(session.scalars(select(UserRow.name).where(UserRow.role == Role.ADMIN.value)))
+    unrecorded = {user for user, role in _unrecorded_roles(session).items() if role == Role.ADMIN.value}
+    return (added & holders) | unrecorded
 
 
 def whoami(who: Principal, config: ClusterConfig) -> WhoAmI:
@@ -93,6 +142,7 @@ def list_tokens(rt: HeadRuntime, who: Principal) -> list[TokenOut]:
 def revoke_token(rt: HeadRuntime, who: Principal, tid: str) -> TokenOut:
     """Delete a token by its id: one's own, or (admins) anyone's. Unknown and others' ids are both 404."""
     with rt.write() as session:
+        admins = _acting_admins(session)
         row = _by_id(session, tid)
         if row is not None and who.is_admin and row.role == Role.AGENT.value:
             raise Conflict(
@@ -102,6 +152,11 @@ def revoke_token(rt: HeadRuntime, who: Principal, tid: str) -> TokenOut:
             raise NotFound(f"no token {tid!r} (see `corral token list`)")
         out = _token_out(row)
         session.execute(delete(TokenRow).where(TokenRow.hash == row.hash))
+        if admins and not _acting_admins(session):
+            raise Conflict(
+                f"token {tid!r} is the last token of the last admin ({row.user}): give another admin a token"
+                " (`corral token create --user NAME`), or create a new one for yourself, first"
+            )
         return out
 
 
