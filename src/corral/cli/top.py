@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 import click
 
 from corral.cli.context import api
-from corral.cli.render import STATE_STYLE, output_width
+from corral.cli.render import STATE_STYLE, emit_json, output_option, output_width
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
 
@@ -74,6 +75,19 @@ def frame(nodes: list[dict[str, Any]], jobs: list[dict[str, Any]], now: str, one
     return Group(grid, Text(""), queue, Text(""), summary)
 
 
+def snapshot(nodes: list[dict[str, Any]], jobs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One frame as data: the nodes, and the running and pending jobs (running first, as the queue shows them)."""
+    live = [j for j in jobs if j["state"] in ("RUNNING", "PENDING")]
+    live.sort(key=lambda j: (j["state"] != "RUNNING", -j["priority"], j["submitted_at"]))
+    return {
+        "at": datetime.now(UTC).isoformat(),
+        "nodes": nodes,
+        "jobs": live,
+        "running": sum(1 for j in live if j["state"] == "RUNNING"),
+        "pending": sum(1 for j in live if j["state"] == "PENDING"),
+    }
+
+
 @click.command()
 @click.option(
     "--interval",
@@ -83,14 +97,20 @@ def frame(nodes: list[dict[str, Any]], jobs: list[dict[str, Any]], now: str, one
     help="seconds between refreshes (0.2 to 3600)",
 )
 @click.option("--once", is_flag=True, help="print one frame and exit (for scripts and logs)")
-def top(interval: float, once: bool) -> None:
+@output_option
+def top(interval: float, once: bool, output: str) -> None:
     """A live view of nodes (one mark per GPU), their utilization and the queue. Ctrl-C quits.
 
-    Piped or redirected, it prints a frame every interval instead of redrawing one."""
+    Piped or redirected, it prints a frame every interval instead of redrawing one. With -o json it
+    prints one frame as one JSON document and exits: {"at", "nodes", "jobs", "running", "pending"}, the
+    node objects of `corral nodes` and the job objects of the running and pending jobs."""
     from rich.console import Console
     from rich.live import Live
 
     client = api()
+    if output == "json":
+        emit_json(snapshot(client.nodes(), client.jobs()))
+        return
     console = Console(soft_wrap=False, width=output_width())
     one_line = output_width() is not None  # a file or a pipe, and no COLUMNS: rows are never folded
 
