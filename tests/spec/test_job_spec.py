@@ -162,7 +162,14 @@ def test_out_of_range_gpus_name_the_field(gpus):
     [("H100", ["H100"]), ("H100, A100", ["H100", "A100"]), (["L4", "A100"], ["L4", "A100"]), (None, [])],
 )
 def test_gpu_type_is_a_string_or_a_list(value, types):
-    assert parse_job_spec({"command": "x", "resources": {"gpu_type": value}}).resources.gpu_type == types
+    spec = parse_job_spec({"command": "x", "resources": {"gpus": 1, "gpu_type": value}})
+    assert spec.resources.gpu_type == types
+
+
+def test_a_gpu_type_without_gpus_is_refused():
+    error = the_error({"command": "x", "resources": {"gpu_type": "H200"}})
+    assert error.field == "resources"
+    assert "gpu_type H200 is given, but gpus is 0" in error.message and "leave gpu_type out" in error.message
 
 
 @pytest.mark.parametrize(

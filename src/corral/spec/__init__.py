@@ -12,7 +12,7 @@ from corral.spec.config import (
     parse_cluster_config,
 )
 from corral.spec.errors import FieldError, SpecError
-from corral.spec.job import LAUNCHERS, JobSpec, ResourcesSpec, load_job_yaml, parse_job_spec
+from corral.spec.job import LAUNCHERS, JobSpec, load_job_yaml, parse_job_spec
 from corral.spec.quantities import (
     GpuGroup,
     parse_duration_s,
@@ -21,6 +21,7 @@ from corral.spec.quantities import (
     parse_labels,
     parse_memory_mb,
 )
+from corral.spec.resources import ResourcesSpec
 from corral.spec.yamldoc import load_yaml_document
 
 __all__ = [

@@ -9,8 +9,9 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from corral.spec.containers import Image, VolumeText
 from corral.spec.errors import FieldError, SpecError, from_validation_error
-from corral.spec.job import CORRAL_SETS_ENV, JobSpec, ResourcesSpec, reserved_env_problem
+from corral.spec.job import CORRAL_SETS_ENV, JobSpec, reserved_env_problem
 from corral.spec.quantities import parse_duration_s
+from corral.spec.resources import ResourcesSpec
 from corral.spec.yamldoc import load_yaml_document
 
 # Service names appear in URLs (/s/NAME/...) and in job names: keep them DNS-label-like.

@@ -1,0 +1,89 @@
+"""ResourcesSpec: what a job or service asks of each node (GPUs, their types, CPUs, memory)."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+from corral.spec.quantities import parse_memory_mb
+
+
+def _memory(value: Any) -> Any:
+    if value is None:
+        return None
+    megabytes = parse_memory_mb(value)
+    if megabytes == 0 and not (isinstance(value, int | float) and value == 0):
+        raise ValueError(f"{value!r} is less than 1MB: give at least 1MB, e.g. 512MB or 4GB (or leave memory out)")
+    return megabytes
+
+
+MIN_GPU_FRACTION = 0.01
+"""The smallest share of a GPU a job may ask for: its share of the SMs is a whole percent (CUDA MPS)."""
+
+
+class ResourcesSpec(BaseModel):
+    """Resources per node (per task)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    gpus: float = Field(default=0, ge=0, le=64, description="GPUs per node; a fraction below 1 shares one GPU")
+    gpu_type: list[str] = Field(default_factory=list, description="acceptable GPU types, preferred first")
+    cpus: float | None = Field(default=None, gt=0, le=4096, description="CPU cores per node to reserve")
+    memory_mb: Annotated[int | None, BeforeValidator(_memory)] = Field(
+        default=None, alias="memory", description="host memory per node to reserve, e.g. 64GB"
+    )
+
+    @field_validator("gpus", mode="before")
+    @classmethod
+    def _not_bool(cls, value: Any) -> Any:
+        if isinstance(value, bool):
+            raise ValueError("must be a number of GPUs such as 1, 8 or 0.5, not true/false")
+        return value
+
+    @field_validator("gpus")
+    @classmethod
+    def _whole_or_fraction(cls, value: float) -> float:
+        if (value >= 1 and not float(value).is_integer()) or 0 < value < MIN_GPU_FRACTION:
+            raise ValueError(
+                f"must be a whole number of GPUs or a fraction below 1 (from {MIN_GPU_FRACTION}, such as 0.5),"
+                f" got {value}"
+            )
+        return value
+
+    @field_validator("gpu_type", mode="before")
+    @classmethod
+    def _type_list(cls, value: Any) -> Any:
+        if value is None:
+            return []
+        if isinstance(value, str):
+            names = [t.strip() for t in value.split(",")]
+            if not all(names):
+                where = "must not be empty" if not value.strip() else f"has an empty GPU type name in {value!r}"
+                raise ValueError(f"{where}: give a type such as H100 or H100,A100 (or leave gpu_type out for any type)")
+            return names
+        if not isinstance(value, list):
+            raise ValueError(f"expected a GPU type or a list of them, such as H100 or [H100, A100], got {value!r}")
+        return value
+
+    @field_validator("gpu_type")
+    @classmethod
+    def _type_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not name.strip():
+                raise ValueError("has an empty GPU type name: give types such as [H100, A100] (or leave gpu_type out)")
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", name):
+                raise ValueError(f"bad GPU type {name!r}: expected a name such as H100 or A100")
+        if len(set(value)) != len(value):
+            raise ValueError("lists a GPU type twice")
+        return value
+
+    @model_validator(mode="after")
+    def _types_need_gpus(self) -> ResourcesSpec:
+        if self.gpu_type and self.gpus == 0:
+            raise ValueError(
+                f"gpu_type {', '.join(self.gpu_type)} is given, but gpus is 0 (a CPU-only job gets no GPU):"
+                " give gpus, or leave gpu_type out"
+            )
+        return self
