@@ -172,6 +172,14 @@ def test_a_gpu_type_without_gpus_is_refused():
     assert "gpu_type H200 is given, but gpus is 0" in error.message and "leave gpu_type out" in error.message
 
 
+def test_a_stored_service_accepted_before_that_rule_still_loads():
+    from corral.spec.resources import STORED
+    from corral.spec.service import ServiceSpec
+
+    stored = {"name": "web", "command": "serve", "resources": {"gpu_type": ["H100"]}}
+    assert ServiceSpec.model_validate(stored, context={STORED: True}).resources.gpu_type == ["H100"]
+
+
 @pytest.mark.parametrize(
     ("value", "expected"),
     [(["H100", "H100"], "lists a GPU type twice"), ("H 100", "bad GPU type 'H 100'"), (["A100", "-x"], "'-x'")],

@@ -5,9 +5,12 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from corral.spec.quantities import parse_memory_mb
+
+STORED = "stored"
+"""Validation context key: the spec was accepted before, under rules that may since have become stricter."""
 
 
 def _memory(value: Any) -> Any:
@@ -80,8 +83,8 @@ class ResourcesSpec(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _types_need_gpus(self) -> ResourcesSpec:
-        if self.gpu_type and self.gpus == 0:
+    def _types_need_gpus(self, info: ValidationInfo) -> ResourcesSpec:
+        if self.gpu_type and self.gpus == 0 and not (info.context or {}).get(STORED):
             raise ValueError(
                 f"gpu_type {', '.join(self.gpu_type)} is given, but gpus is 0 (a CPU-only job gets no GPU):"
                 " give gpus, or leave gpu_type out"

@@ -40,6 +40,7 @@ from corral.head.store.tables import JobRow, NodeRow, TaskRow
 from corral.model import JobState
 from corral.sched import NO_CONTAINER_RUNTIME, never_fits
 from corral.serve.restarts import Backoff
+from corral.spec.resources import STORED
 from corral.spec.service import ServiceSpec
 
 # What changes the replicas themselves; anything else (replica bounds, autoscaling, readiness)
@@ -72,7 +73,7 @@ def spec_json(spec: ServiceSpec) -> dict[str, Any]:
 
 
 def stored_spec(row: ServiceRow) -> ServiceSpec:
-    return ServiceSpec.model_validate(row.spec)
+    return ServiceSpec.model_validate(row.spec, context={STORED: True})
 
 
 def apply(rt: HeadRuntime, who: Principal, spec: ServiceSpec) -> tuple[ServiceOut, bool]:
