@@ -60,3 +60,17 @@ def test_serving_a_file_without_kind_service_exits_2(tmp_path):
     result = corral("serve", str(job), home=tmp_path)
     assert result.returncode == 2, result.stderr
     assert "kind" in result.stderr and "kind: service" in result.stderr
+
+
+def test_acct_reads_a_period_in_several_units_as_a_time_limit_does():
+    from datetime import UTC, datetime
+
+    from corral.cli.acct import parse_when
+    from corral.client.errors import InvalidRequest
+
+    now = datetime(2026, 1, 1, 12, tzinfo=UTC)
+    assert parse_when("--since", "1h30m", now) == "2026-01-01T10:30:00+00:00"
+    assert parse_when("--since", "2w", now) == "2025-12-18T12:00:00+00:00"
+    assert parse_when("--since", "2025-01-31T08:00", now) == "2025-01-31T08:00:00+00:00"
+    with pytest.raises(InvalidRequest, match="--since: minutes must be below 60 after hours"):
+        parse_when("--since", "1h70m", now)

@@ -16,8 +16,9 @@ from corral.client.errors import InvalidRequest
 
 KEYS = ("user", "team", "gpu-type", "job")
 CSV_FIELDS = ("key", "jobs", "gpu_seconds", "gpu_hours", "cost", "energy_kwh")
-WHEN_HELP = "a duration such as 7d, 12h or 30m (that long ago), or a UTC date/time such as 2025-01-31T08:00"
+WHEN_HELP = "a duration such as 7d, 12h, 30m or 1h30m (that long ago), or a UTC date/time such as 2025-01-31T08:00"
 _AGO_RE = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
+_UNITS_RE = re.compile(r"^(?:\d+(?:\.\d+)?[smhd])+$")  # several units, as in 1h30m
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
@@ -27,9 +28,10 @@ def parse_when(option: str, value: str | None, now: datetime) -> str | None:
         return None
     text = value.strip().lower()
     match = _AGO_RE.match(text)
-    if match:
+    if match or _UNITS_RE.match(text):
         try:
-            return (now - timedelta(seconds=float(match.group(1)) * _UNIT_S[match.group(2)])).isoformat()
+            seconds = float(match.group(1)) * _UNIT_S[match.group(2)] if match else _compound_s(option, value)
+            return (now - timedelta(seconds=seconds)).isoformat()
         except (OverflowError, ValueError):  # before year 1
             raise InvalidRequest(f"{option}: {value!r} reaches back before the year 1; give a shorter time") from None
     try:
@@ -37,6 +39,16 @@ def parse_when(option: str, value: str | None, now: datetime) -> str | None:
     except ValueError:
         raise InvalidRequest(f"{option}: expected {WHEN_HELP}, got {value!r}") from None
     return (when if when.tzinfo else when.replace(tzinfo=UTC)).isoformat()
+
+
+def _compound_s(option: str, value: str) -> float:
+    """``1h30m``, ``2d12h``: as a job's time limit reads them."""
+    from corral.spec.quantities import parse_duration_s
+
+    try:
+        return parse_duration_s(value.strip().lower())
+    except ValueError as exc:
+        raise InvalidRequest(f"{option}: {exc}") from None
 
 
 @click.command()
