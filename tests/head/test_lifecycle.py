@@ -207,6 +207,16 @@ def test_a_signal_exit_is_named_in_the_reason(head):
     assert "out of memory" in job["reason"]
 
 
+def test_a_command_the_shell_cannot_find_says_so_in_the_reason(head):
+    agent = head.register("n1")
+    job = head.submit({"command": "nosuchcmd"})
+    head.cycle()
+    agent.beat([head.exited(agent.tasks()[0], 127)])
+    reason = head.job(job["id"])["reason"]
+    assert "exit code 127; the shell found no such command" in reason
+    assert f"corral logs {job['id']}" in reason
+
+
 def test_gpus_free_when_the_agent_stops_listing_a_stopped_task(head, pair):
     job_id = gang(head)
     start_all(head, job_id)

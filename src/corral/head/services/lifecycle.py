@@ -227,7 +227,13 @@ def task_exited(
         why += detail[len(said) :]  # the agent's detail adds to the same words (which process failed)
     elif detail:
         why += f" ({detail})"
+    if exit_code in _SHELL_CODES:
+        why += f"; {_SHELL_CODES[exit_code]}: check the command, and `corral logs {job.id}`"
     fail_or_requeue(session, job, now, why, exit_code)
+
+
+# What a shell's own exit codes mean: the job's command never ran.
+_SHELL_CODES = {126: "the shell found the command but could not run it", 127: "the shell found no such command"}
 
 
 def task_lost(session: Session, task: TaskRow, job: JobRow, now: datetime, why: str) -> None:
