@@ -59,6 +59,16 @@ def test_a_service_runs_its_minimum_of_replicas_as_jobs(head):
     assert len(replica_jobs(head)) == 2  # reconciling again changes nothing
 
 
+def test_replicas_that_cannot_be_placed_give_the_service_their_reason(head):
+    head.register("n1", gpus=1)
+    create(head)
+    serve_round(head)
+    head.cycle()  # one replica takes the only GPU; the other waits
+    out = show(head)
+    assert out["replicas_ready"] == 0 and out["replicas_desired"] == 2
+    assert out["reason"].startswith("1 replica not placed yet: waiting for 1 node with 1 free GPU"), out["reason"]
+
+
 def test_replicas_become_ready_when_their_probe_passes(head):
     agent = head.register("n1", addr="127.0.0.9")
     create(head)
@@ -187,7 +197,9 @@ def test_a_new_revision_starts_at_once_after_exits(head, clock):
     assert show(head)["replicas"] == [] and show(head)["reason"]
     create(head, {**SERVICE, "replicas": {"min": 1, "max": 1}, "command": "python serve.py --fixed"}, expect=200)
     serve_round(head)
-    assert len(show(head)["replicas"]) == 1 and show(head)["reason"] is None
+    out = show(head)
+    assert len(out["replicas"]) == 1 and "exited" not in out["reason"]  # the back-off is over
+    assert out["reason"].startswith("1 replica not placed yet")
 
 
 def test_the_head_gateway_is_told_of_changes_as_they_commit(head):

@@ -213,12 +213,19 @@ class ReplicaInfo:
     exit_code: int | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    reason: str = ""  # the replica job's: why it waits, or how it ended
 
 
 def replica_infos(session: Session, service: str | None = None) -> list[ReplicaInfo]:
     """Every replica (of one service, or of all), with the address its current attempt listens on."""
     query = select(
-        ReplicaRow, JobRow.state, JobRow.generation, JobRow.exit_code, JobRow.started_at, JobRow.finished_at
+        ReplicaRow,
+        JobRow.state,
+        JobRow.generation,
+        JobRow.exit_code,
+        JobRow.started_at,
+        JobRow.finished_at,
+        JobRow.reason,
     ).join(JobRow, JobRow.id == ReplicaRow.job_id)
     if service is not None:
         query = query.where(ReplicaRow.service == service)
@@ -235,7 +242,7 @@ def replica_infos(session: Session, service: str | None = None) -> list[ReplicaI
             url = f"http://{_host(t.address or t.node)}:{t.master_port}" if t.master_port else None
             addresses[(t.job_id, t.generation)] = (t.node, url)
     infos = []
-    for replica, state, generation, exit_code, started_at, finished_at in rows:
+    for replica, state, generation, exit_code, started_at, finished_at, reason in rows:
         node, url = addresses.get((replica.job_id, generation), (None, None))
         running = state == JobState.RUNNING.value
         infos.append(
@@ -252,6 +259,7 @@ def replica_infos(session: Session, service: str | None = None) -> list[ReplicaI
                 exit_code=exit_code,
                 started_at=started_at,
                 finished_at=finished_at,
+                reason=reason or "",
             )
         )
     return infos
@@ -290,8 +298,21 @@ def to_out(
             )
             for r in infos
         ],
-        reason=Backoff.from_json(row.autoscale_state.get(RESTART_KEY, {})).reason(rt.clock.now().timestamp()),
+        reason=Backoff.from_json(row.autoscale_state.get(RESTART_KEY, {})).reason(rt.clock.now().timestamp())
+        or _waiting_reason(infos, row.desired),
     )
+
+
+def _waiting_reason(replicas: Sequence[ReplicaInfo], desired: int) -> str | None:
+    """Why fewer replicas are ready than desired, when some wait to be placed: the first one's reason."""
+    ready = sum(1 for r in replicas if r.ready and r.draining_since is None)
+    waiting = [
+        r for r in replicas if r.job_state == JobState.PENDING.value and r.node is None and r.draining_since is None
+    ]
+    if ready >= desired or not waiting:
+        return None
+    count = f"{len(waiting)} replica{'s' if len(waiting) != 1 else ''}"
+    return f"{count} not placed yet: {waiting[0].reason}" if waiting[0].reason else f"{count} not placed yet"
 
 
 def gateway_view(rt: HeadRuntime) -> GatewayView:
