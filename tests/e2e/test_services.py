@@ -340,6 +340,7 @@ def test_scale_to_zero_and_delete_apply_to_the_very_next_request(quick_cluster):
         cluster.ok("service", "scale", "prompt", "0")
         status, _, body = request(svc["url"])
         assert status == 503 and b"scaled to 0" in body, body
-        cluster.ok("service", "delete", "prompt")
+        deleted = json.loads(cluster.ok("service", "delete", "prompt", "-o", "json"))
+        assert deleted == {"name": "prompt", "deleted": True}
         status, _, body = request(svc["url"])
         assert status == 404, body

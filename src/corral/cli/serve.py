@@ -147,10 +147,14 @@ def scale(name: str, replicas: int, output: str) -> None:
 
 @service.command("delete")
 @click.argument("name")
-def delete(name: str) -> None:
-    """Delete a service; its replicas are stopped."""
+@output_option
+def delete(name: str, output: str) -> None:
+    """Delete a service; its replicas are stopped. JSON: {"name", "deleted": true}."""
     _services_api().delete(name)
-    click.echo(f"{name}: deleted")
+    if output == "json":
+        emit_json({"name": name, "deleted": True})
+    else:
+        click.echo(f"{name}: deleted")
 
 
 @click.command()
