@@ -192,7 +192,13 @@ def test_run_with_gpu_type_repeated_keeps_every_type_in_order(live_head, monkeyp
     monkeypatch.setenv("CORRAL_HOME", str(live_head.home))
     monkeypatch.setenv("CORRAL_HEAD", live_head.url)
     monkeypatch.setenv("CORRAL_TOKEN", live_head.admin_token)
-    main(["run", "--gpu-type", "H100", "--gpu-type", "L4,A100", "-o", "json", "--", "true"])
+    join = HeadApi(LightTransport(live_head.url, live_head.admin_token)).join_token()
+    with httpx.Client(base_url=live_head.url) as http:  # a node with one of the types, so the job may run
+        gpus = [{"index": 0, "type": "A100", "memory_mb": 40960}]
+        body = {"name": "a100-node", "cpus": 1, "memory_mb": 1, "gpus": gpus}
+        registered = http.post("/v1/agents/register", json=body, headers={"Authorization": f"Bearer {join}"})
+        assert registered.status_code in (200, 201), registered.text
+    main(["run", "--gpus", "1", "--gpu-type", "H100", "--gpu-type", "L4,A100", "-o", "json", "--", "true"])
     job_id = json.loads(capsys.readouterr().out)["id"]
     job = HeadApi(LightTransport(live_head.url, live_head.admin_token)).job(job_id)
     assert job["gpu_types"] == ["H100", "L4", "A100"]
