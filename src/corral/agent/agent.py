@@ -37,6 +37,19 @@ FENCE_MARGIN_S = 1.0
 FENCE_CHECK_S = 0.2
 
 
+KEPT_FOR_S = 10.0  # a node the head kept this long registers again at once when dropped
+REGISTER_AGAIN_MAX_S = 30.0
+
+
+def register_again_after(kept_s: float, last_delay_s: float) -> float:
+    """Seconds to wait before registering again after the head dropped the node: none when it kept the
+    node a while, else twice the last wait (from 1 s, at most 30 s), so a head that drops the node at
+    once is not asked again and again."""
+    if kept_s >= KEPT_FOR_S:
+        return 0.0
+    return min(REGISTER_AGAIN_MAX_S, max(1.0, last_delay_s * 2))
+
+
 CREDENTIAL_FILE = "node.token"  # in the work directory: the node credential of the last registration
 
 
@@ -96,12 +109,18 @@ class Agent:
         guard = watchdog.start(os.getpid(), self.options.name, self.options.work_dir, time.monotonic() + self.lease_s)
         found = await self._find_earlier_tasks()
         try:
+            delay = 0.0
             while True:
                 await self._register(found)
                 found = Found()
+                registered_at = time.monotonic()
                 lost = await self._serve()
                 log.warning("the head dropped this node (%s): stopping its tasks and registering again", lost)
                 await self.tasks.stop_all("stopped: the node was declared lost")
+                delay = register_again_after(time.monotonic() - registered_at, delay)
+                if delay:
+                    log.warning("the head dropped this node soon after it registered: waiting %.0fs first", delay)
+                    await asyncio.sleep(delay)
         finally:
             if self.stopping == "keep":
                 # The watchdog stays, and the beat file with it: it stops the tasks should no agent come
