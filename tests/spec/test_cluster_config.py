@@ -105,3 +105,32 @@ def test_infinite_or_nan_numbers_are_refused_with_their_path(text, field):
     with pytest.raises(SpecError) as refused:
         load_cluster_config_yaml(text)
     assert str(refused.value) == f"{field}: Input should be a finite number"
+
+
+def test_field_errors_and_cross_field_errors_are_reported_together():
+    text = """
+    teams:
+      a: {parent: nope, quotas: {H100: {nominal: -1}}}
+      b: {members: [x, 5]}
+    default_priority_class: ghost
+    queues: {q: {time_limit: soon}}
+    """
+    with pytest.raises(SpecError) as info:
+        load_cluster_config_yaml(textwrap.dedent(text))
+    found = {e.field: e.message for e in info.value.errors}
+    assert {
+        "teams.a.quotas.H100.nominal",
+        "teams.b.members[1]",
+        "queues.q.time_limit",
+        "teams.a.parent",
+        "default_priority_class",
+    } == set(found)
+    assert "unknown team 'nope'" in found["teams.a.parent"]
+    assert "unknown priority class 'ghost'" in found["default_priority_class"]
+
+
+def test_a_cross_field_error_under_a_refused_value_is_not_reported_twice():
+    text = "teams:\n  a: {quotas: {H100: {nominal: 4, lending_limit: lots}}}\n"
+    with pytest.raises(SpecError) as info:
+        load_cluster_config_yaml(text)
+    assert [e.field for e in info.value.errors] == ["teams.a.quotas.H100.lending_limit"]

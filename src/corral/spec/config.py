@@ -8,12 +8,13 @@ e.g. ``teams.vision.quotas.H100.nominal``.
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
-from corral.spec.errors import FieldError, SpecError, from_validation_error
+from corral.spec.errors import FieldError, SpecError, field_path, from_validation_error
 from corral.spec.quantities import check_gpu_speeds, parse_duration_s
 from corral.spec.yamldoc import load_yaml_document
 
@@ -250,11 +251,61 @@ def parse_cluster_config(data: Any, source: str = "config file") -> ClusterConfi
     try:
         config = ClusterConfig.model_validate(data)
     except ValidationError as exc:
-        raise from_validation_error(exc, model=ClusterConfig) from None
+        found = from_validation_error(exc, model=ClusterConfig)
+        raise SpecError([*found.errors, *_cross_errors_besides(data, exc)]) from None
     errors = cross_check(config)
     if errors:
         raise SpecError(errors)
     return config
+
+
+def _cross_errors_besides(data: dict[str, Any], exc: ValidationError) -> list[FieldError]:
+    """The cross-field problems of the rest of a config whose fields ``exc`` refused, so that one run
+    reports both kinds: the refused values are left out and the rest is checked (when it validates)."""
+    pruned, failed = copy.deepcopy(data), exc
+    for _ in range(4):  # leaving a value out may leave its parent short of a required field: then the parent
+        for error in failed.errors(include_url=False):
+            loc = tuple(error["loc"])
+            _drop(pruned, loc[:-1] if error["type"] == "missing" else loc)
+        pruned = _without_gone(pruned)
+        try:
+            rest = ClusterConfig.model_validate(pruned)
+            break
+        except ValidationError as again:
+            failed = again
+    else:
+        return []
+    refused = {field_path(tuple(e["loc"])) for e in exc.errors(include_url=False)}
+    return [e for e in cross_check(rest) if not any(e.field.startswith(path) for path in refused if path)]
+
+
+def _drop(data: Any, loc: tuple[int | str, ...]) -> None:
+    """Remove the value at ``loc`` (as far down as it exists) from nested mappings and lists."""
+    for depth, key in enumerate(loc):
+        last = depth == len(loc) - 1
+        if isinstance(data, dict) and key in data:
+            if last:
+                del data[key]
+                return
+            data = data[key]
+        elif isinstance(data, list) and isinstance(key, int) and 0 <= key < len(data):
+            if last:
+                data[key] = _GONE  # removed afterwards: the other errors' indices stay right meanwhile
+                return
+            data = data[key]
+        else:
+            return
+
+
+_GONE = object()
+
+
+def _without_gone(data: Any) -> Any:
+    if isinstance(data, dict):
+        return {k: _without_gone(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_without_gone(v) for v in data if v is not _GONE]
+    return data
 
 
 def load_cluster_config_yaml(text: str, source: str = "config file") -> ClusterConfig:
