@@ -104,7 +104,7 @@ def interned(request: Request) -> Request:
     return request
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Allocation:
     """The share of one node given to one task of a job."""
 
@@ -115,7 +115,7 @@ class Allocation:
     memory_mb: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Job:
     """A job as the scheduler sees it."""
 
@@ -134,7 +134,7 @@ class Job:
     oracle_gpu_s: float | None = None  # remaining GPU-seconds, known only to the simulator (clairvoyant bound)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RunningJob:
     """A job holding resources now, as backfill and preemption see it.
 
@@ -169,7 +169,7 @@ class RunningJob:
         return 0.0 if since >= now else (now - since).total_seconds()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LiveAllocation:
     """Resources held on a node by a job whose processes may still exist."""
 
