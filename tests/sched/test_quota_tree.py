@@ -195,3 +195,29 @@ def test_the_documented_example():
     assert [p.victim_job_id for p in plan.preemptions] == ["nlp0"] and plan.preemptions[0].reclaim
     plan = example([make_job("vis1").gpus(8).team("vision")], nlp=3, infra=4)
     assert [p.victim_job_id for p in plan.preemptions] == ["infra0"]  # not nlp's, though they lost less work
+
+
+def test_a_team_within_its_quota_reclaims_even_where_it_fits_now_without_victims():
+    # research (nominal 2, may borrow 1) runs nlp's 3 jobs: nlp's own 1, vision's idle 1 and 1 borrowed.
+    # A GPU is free, but vision's job would take research past its borrowing limit: it must reclaim from
+    # nlp, though the free GPU's node has nlp's cheapest job and the job fits there without it.
+    table = {**quotas(research=(2, 1, None), nlp=1, vision=1, other=2)}
+    running = [
+        running_job("nlp0", NOW, team="nlp", ran_s=600, preemptible=True),
+        running_job("nlp1", NOW, team="nlp", ran_s=500, preemptible=True),
+        running_job("nlp2", NOW, team="nlp", ran_s=10, preemptible=True),
+    ]
+    live = [live_alloc("nlp0", "n1", [0]), live_alloc("nlp1", "n1", [1]), live_alloc("nlp2", "n2", [0])]
+    snap = snapshot(
+        [make_node("n1").gpus(2, "H100"), make_node("n2").gpus(2, "H100")],
+        pending=[make_job("vis").gpus(1).team("vision")],
+        live=live,
+        running=running,
+        quotas=table,
+        team_parents=TREE,
+    )
+    plan = schedule(snap, DEFAULT, NOW)
+    assert plan.placements == ()
+    [preemption] = plan.preemptions
+    assert (preemption.victim_job_id, preemption.reclaim) == ("nlp2", True)
+    assert plan.reasons["vis"].message.startswith("preempting nlp2")

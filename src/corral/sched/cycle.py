@@ -247,16 +247,28 @@ class _Cycle:
 
     def _make_room_in_team(self, job: Job, view: CapacityView, preemptor: Preemptor) -> bool:
         """A job over its team's quota may still stop lower-priority jobs of its own team to fit within it
-        (and a job within it, that a level above keeps out, may reclaim from borrowers under that level)."""
+        (and a job within it, that a level above keeps out, may reclaim from borrowers under that level: on
+        the nodes it goes to, or, where it fits now and only quota keeps it out, on any node)."""
         quota = self.quota
         if quota is None or not preemptor.worth_trying(job):
             return False
         found = preemptor.find(view, job, own_team_only=True)
-        if found is None:
-            return False
-        held, victims = found
-        if held.gpu_type is not None and quota.admits(job, held.gpu_type, victims):
-            return False
+        if found is not None and (found[0].gpu_type is None or not quota.admits(job, found[0].gpu_type, found[1])):
+            held, victims = found
+        else:  # no victims on the nodes it fits, or they free too little quota: where it fits now, and any
+            placement = find_placement(view, job)
+            gpu_type = None if placement is None else placement.gpu_type
+            if placement is None or gpu_type is None or quota.blocking_level(job, gpu_type) is None:
+                return False
+            chosen: list[str] = []
+            for victim in preemptor.quota_victims(job, gpu_type):
+                if quota.held_by([victim], gpu_type) > 0:
+                    chosen.append(victim)
+                    if quota.admits(job, gpu_type, chosen) is None:
+                        break
+            else:
+                return False
+            held, victims = placement, tuple(sorted(chosen))
         self._hold(view, preemptor, job, held, victims)
         self.holders[job.id] = job
         return True

@@ -25,29 +25,22 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from itertools import combinations, islice
 
-from corral.model import Allocation, Job, Request, RunningJob
+from corral.model import Job, Request, RunningJob
 from corral.sched import describe
 from corral.sched.node_capacity import NodeCapacity
 from corral.sched.node_room import emptied, fits_without, gpus_short
 from corral.sched.placement import candidates, find_placement
 from corral.sched.plan import PREEMPTING, Placement, Preemption, Reason
+from corral.sched.policy import by_priority
 from corral.sched.quota import QuotaLedger
 from corral.sched.snapshot import CapacityView, Snapshot
-from corral.sched.victim_scan import Cost, ScanOrder
+from corral.sched.victim_scan import Cost, ScanOrder, lost_gpu_seconds
 
 EXHAUSTIVE = 8  # victims on one node up to which every subset is tried
 _NEAREST = 1 << 30  # the reach of a search open to any victim: after every narrower reach
 SEARCHES_PER_CYCLE = 64  # victim searches per cycle; jobs blocked after that wait for the next cycle
 
 _Option = tuple[Cost, str, tuple[str, ...]]  # (cost, node, victims on it)
-
-
-def lost_gpu_seconds(job: RunningJob, allocations: Sequence[Allocation], now: datetime) -> float:
-    """Work lost by stopping the job now: seconds since its last checkpoint × GPUs it holds."""
-    unsaved = job.unsaved_s(now)
-    if unsaved == 0.0:
-        return 0.0
-    return round(unsaved * sum(len(a.gpus) * a.gpu_fraction for a in allocations), 6)
 
 
 class Preemptor:
@@ -60,7 +53,7 @@ class Preemptor:
         level: Callable[[Job | RunningJob], int] | None = None,
         quota: QuotaLedger | None = None,
     ) -> None:
-        self.level: Callable[[Job | RunningJob], int] = level or _priority
+        self.level: Callable[[Job | RunningJob], int] = level or by_priority
         self.quota = quota
         self.held = held_by = snapshot.allocations_of()
         level = self.level
@@ -140,6 +133,19 @@ class Preemptor:
         return self.searches < SEARCHES_PER_CYCLE and (
             self._any_stopping or self._reclaimable or self._lowest is not None
         )
+
+    def quota_victims(self, job: Job, gpu_type: str) -> list[str]:
+        """For a job within its team's nominal that a level above keeps out (``QuotaLedger.blocking_level``):
+        the running jobs it may reclaim from, on any node, cheapest first; counts as one search."""
+        assert self.quota is not None
+        self.searches += 1
+        self._own_team, self._scope = job.team, self.quota.blocking_level(job, gpu_type)
+        try:
+            level = self.level(job)
+            found = [v for v in self.jobs if self._eligible(v, job.team, level, True)]
+        finally:
+            self._own_team = self._scope = None
+        return sorted(found, key=lambda v: (self.cost[v], v))
 
     def eligible(self, job: Job, victim_id: str, gpu_type: str | None = None) -> bool:
         """Whether the victim may be stopped for the job (placed on ``gpu_type``).
@@ -387,7 +393,3 @@ class Preemptor:
             if fits_without(node, request, gpu_type, [a for c in rest for a in freed[c]]):
                 chosen = rest
         return tuple(sorted(chosen))
-
-
-def _priority(job: Job | RunningJob) -> int:
-    return job.priority

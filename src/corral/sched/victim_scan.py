@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime
+
+from corral.model import Allocation, RunningJob
 from corral.sched.snapshot import CapacityView
 
 Cost = tuple[float, int]  # (GPU-seconds lost, jobs newly preempted)
 Scan = tuple[Cost, str, int, int]  # (its cheapest victim's cost, node, GPUs of the type there, place in the scan)
+
+
+def lost_gpu_seconds(job: RunningJob, allocations: Sequence[Allocation], now: datetime) -> float:
+    """Work lost by stopping the job now: seconds since its last checkpoint × GPUs it holds."""
+    unsaved = job.unsaved_s(now)
+    if unsaved == 0.0:
+        return 0.0
+    return round(unsaved * sum(len(a.gpus) * a.gpu_fraction for a in allocations), 6)
 
 
 class ScanOrder:

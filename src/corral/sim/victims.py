@@ -30,7 +30,7 @@ from datetime import datetime
 
 from corral.model import Allocation, Job, RunningJob
 from corral.sched import Plan, Policy, schedule
-from corral.sched.preempt import lost_gpu_seconds
+from corral.sched.victim_scan import lost_gpu_seconds
 from corral.sim.state import ClusterState
 
 FIRST_NODES = (8,)
