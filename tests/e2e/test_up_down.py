@@ -79,3 +79,23 @@ def test_up_is_idempotent_and_down_up_keeps_finished_jobs(cluster):
     assert all(len(n["gpus"]) == 4 and {g["type"] for g in n["gpus"]} == {"H100"} for n in nodes)
     fresh = cluster.run("--nodes", "2", "--gpus", "4", command="echo $CORRAL_NODE")
     cluster.wait_ok(fresh)
+
+
+@pytest.mark.timeout(120)
+def test_up_counts_a_drained_node_as_up(cluster):
+    names = [n["name"] for n in cluster.json("nodes")]
+    drained = names[-1]
+    cluster.ok("drain", drained, "--reason", "maintenance")
+    try:
+        started = time.monotonic()
+        again = cluster.cli("up")
+        assert again.returncode == 0, again.stderr
+        assert again.stdout.strip() == cluster.url
+        assert time.monotonic() - started < 15  # not the 30 s wait for a node that never comes
+        assert cluster.cli("down").returncode == 0
+        up = cluster.cli("up")
+        assert up.returncode == 0, up.stderr
+        states = {n["name"]: n["state"] for n in cluster.json("nodes")}
+        assert states[drained] == "DRAINED" and all(s == "READY" for n, s in states.items() if n != drained)
+    finally:
+        cluster.ok("undrain", drained)

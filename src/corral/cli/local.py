@@ -74,20 +74,27 @@ def _wait_head(url: str, pid: int, log_path: Path, log_start: int) -> None:
 
 
 def _wait_nodes(api: HeadApi, names: list[str], fresh: set[str], since: datetime) -> None:
-    """Wait until every agent is READY; the ones in ``fresh`` must have registered after ``since``."""
+    """Wait until every agent is up: its node READY, or DRAINED (an admin's choice, kept across restarts);
+    the ones in ``fresh`` must have registered after ``since``."""
     deadline = time.monotonic() + START_TIMEOUT_S
+    states: dict[str, str] = {}
+    up: set[str] = set()
     while time.monotonic() < deadline:
-        ready = {
+        nodes = api.nodes()
+        states = {n["name"]: n["state"] for n in nodes}
+        up = {
             n["name"]
-            for n in api.nodes()
-            if n["state"] == "READY" and (n["name"] not in fresh or _heard_since(n["last_heartbeat"], since))
+            for n in nodes
+            if n["state"] in ("READY", "DRAINED")
+            and (n["name"] not in fresh or _heard_since(n["last_heartbeat"], since))
         }
-        if set(names) <= ready:
+        if set(names) <= up:
             return
         time.sleep(0.05)
+    missing = [name for name in names if name not in up]
+    detail = ", ".join(f"{name} ({states.get(name, 'not registered').lower().replace('_', ' ')})" for name in missing)
     raise CorralError(
-        f"agents {', '.join(names)} did not register within {START_TIMEOUT_S:.0f}s; "
-        f"see the logs under {corral_home() / 'logs'}"
+        f"agents did not come up within {START_TIMEOUT_S:.0f}s: {detail}; see the logs under {corral_home() / 'logs'}"
     )
 
 
