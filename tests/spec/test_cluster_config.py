@@ -134,3 +134,23 @@ def test_a_cross_field_error_under_a_refused_value_is_not_reported_twice():
     with pytest.raises(SpecError) as info:
         load_cluster_config_yaml(text)
     assert [e.field for e in info.value.errors] == ["teams.a.quotas.H100.lending_limit"]
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "words"),
+    [
+        ("teams:\n  a: {quotaz: {}}\n", "teams.a.quotaz", "valid fields are parent, members, quotas"),
+        (
+            "teams:\n  a: {quotas: {H100: {nominal: 2, lending: 1}}}\n",
+            "teams.a.quotas.H100.lending",
+            "valid fields are nominal, borrowing_limit, lending_limit",
+        ),
+        ("fair_share: {weights: {a: -2}}\n", "fair_share.weights.a", "greater than 0"),
+    ],
+)
+def test_a_key_inside_a_named_section_is_named_with_what_is_valid(text, field, words):
+    with pytest.raises(SpecError) as info:
+        load_cluster_config_yaml(text)
+    found = {e.field: e.message for e in info.value.errors}
+    assert field in found, found
+    assert words in found[field]

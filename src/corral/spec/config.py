@@ -93,15 +93,9 @@ class FairShareConfig(BaseModel):
     half_life_s: Annotated[float, BeforeValidator(_duration)] = Field(
         default=DEFAULT_HALF_LIFE_S, alias="half_life", description="usage half-life, e.g. 7d"
     )
-    weights: dict[str, float] = Field(default_factory=dict, description="per team; 1.0 when not listed")
-
-    @field_validator("weights")
-    @classmethod
-    def _weights(cls, value: dict[str, float]) -> dict[str, float]:
-        for team, weight in value.items():
-            if weight <= 0:
-                raise ValueError(f"weight of {team} must be above 0, got {weight}")
-        return value
+    weights: dict[str, Annotated[float, Field(gt=0)]] = Field(
+        default_factory=dict, description="per team, above 0; 1.0 when not listed"
+    )
 
 
 class ClusterConfig(BaseModel):

@@ -52,7 +52,8 @@ def field_names(model: type[BaseModel]) -> list[str]:
 
 
 def model_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> type[BaseModel] | None:
-    """The nested model a location points into (through lists of models too), if it is one."""
+    """The nested model a location points into (through lists of models, and mappings of names to
+    models, too), if it is one."""
     current: Any = model
     for part in loc:
         if isinstance(part, int):
@@ -60,6 +61,10 @@ def model_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> type[BaseMod
             if not args:
                 return None
             current = args[0]
+            continue
+        if get_origin(current) is dict:  # a key of a mapping such as teams: {NAME: TeamConfig}
+            args = get_args(current)
+            current = args[1] if len(args) == 2 else None
             continue
         if not (isinstance(current, type) and issubclass(current, BaseModel)):
             return None
