@@ -264,3 +264,9 @@ def test_user_add_and_list_report_the_teams_whoami_shows(configured):
     first = head.client.get("/v1/whoami", headers=head.admin).json()["user"]  # the first admin, never added
     expected = {"alice": ["research", "vision"], "bob": ["nlp", "default"], "carol": ["default"], first: []}
     assert listed == expected
+
+
+def test_reloading_a_head_started_without_a_config_file_says_there_is_none(head):
+    response = head.client.post("/v1/config/reload", headers=head.admin)
+    assert response.status_code == 409
+    assert "started without --config" in response.json()["detail"]

@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 
 from corral.head.routers.deps import Runtime, User
 from corral.head.runtime import HeadRuntime
-from corral.head.services.common import NotAllowed
+from corral.head.services.common import Conflict, NotAllowed
 from corral.spec import SpecError
 
 router = APIRouter(prefix="/v1/config", tags=["config"])
@@ -33,9 +33,15 @@ def show(rt: Runtime, who: User) -> dict[str, Any]:
 @router.post("/reload", response_model=None)
 async def reload(rt: Runtime, who: User) -> dict[str, Any] | JSONResponse:
     """Admin only: read the config file again. A file that does not validate, or is empty, is refused
-    (422, with the path of each bad field) and the config in force stays."""
+    (422, with the path of each bad field) and the config in force stays; a head started without a
+    config file answers 409."""
     if not who.is_admin:
         raise NotAllowed("only an admin may reload the cluster config")
+    if rt.config.path is None:
+        raise Conflict(
+            "the head was started without --config, so there is no file to reload; start it with"
+            " `corral head --config FILE` (or `corral up --config FILE`)"
+        )
     try:
         await asyncio.to_thread(rt.config.reload)
     except SpecError as exc:
