@@ -16,7 +16,8 @@ from corral.model import JobState, NodeState
 
 
 def check_nodes(rt: HeadRuntime, watching_since: datetime | None = None) -> list[str]:
-    """Declare nodes without a heartbeat for the node timeout NOT_READY; their tasks are lost.
+    """Declare nodes without a heartbeat for the node timeout NOT_READY; their tasks are lost. Returns
+    the nodes declared.
 
     ``watching_since``: when this head began to watch (it started, or took over the lead). Silence
     counts only from then: while no head ran, agents had no one to answer them, and a head that was
@@ -44,13 +45,15 @@ def check_nodes(rt: HeadRuntime, watching_since: datetime | None = None) -> list
         )
     if not late:
         return []
+    declared: list[str] = []
     with rt.write() as session:
         if not still_leading(session, rt.db):  # fencing: only the leader declares nodes lost
             return []
         for name in late:
             row = session.get(NodeRow, name)
             if row is None or row.last_heartbeat is None or row.last_heartbeat >= deadline:
-                continue
+                continue  # heard from since it was read: not lost
+            declared.append(name)
             silent = (now - row.last_heartbeat).total_seconds()
             why = f"no heartbeat for {silent:.0f}s (node timeout {rt.settings.node_timeout_s:.0f}s)"
             if row.state != NodeState.NOT_READY.value:
@@ -71,7 +74,7 @@ def check_nodes(rt: HeadRuntime, watching_since: datetime | None = None) -> list
                             f"(its lease ends {fenced_after:%H:%M:%S} UTC)"
                         )
             wake_scheduler(session)
-    return late
+    return declared
 
 
 def check_time_limits(rt: HeadRuntime) -> list[str]:
