@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import time
 
@@ -31,13 +32,14 @@ def test_a_dead_agents_tasks_die_when_its_lease_has_run_out(tmp_path):
     agent = subprocess.Popen(["sleep", "30"])
     try:
         _wait_listed(node, tmp_path, 1)
-        watchdog.write_beat(tmp_path, agent.pid, time.monotonic() + 1.0)
+        lease_end = time.monotonic() + 1.5
+        watchdog.write_beat(tmp_path, agent.pid, lease_end)
         agent.kill()
         agent.wait(5)
-        started = time.monotonic()
         why = watchdog.watch(agent.pid, node, tmp_path)
         assert why == "the agent died and its lease ran out: killed 1 task process(es)"
-        assert time.monotonic() - started >= 0.5  # not before the lease ended
+        killed_at = time.monotonic()
+        assert lease_end - 1.0 <= killed_at <= lease_end  # just before the lease ends: not sooner, not after
         assert mine.wait(5) == -9
         assert other_cluster.poll() is None  # the same node name under another work directory
         assert not (tmp_path / watchdog.BEAT_FILE).exists()
@@ -58,3 +60,28 @@ def test_the_watchdog_leaves_when_another_agent_takes_over_or_the_agent_shuts_do
     finally:
         agent.kill()
         agent.wait(5)
+
+
+def test_a_hung_agents_tasks_die_before_its_lease_ends_and_the_watchdog_stays(tmp_path):
+    """An agent that lives but neither renews its lease nor fences (stopped with SIGSTOP, stuck in the
+    kernel): its tasks must be dead when the lease ends, for the head starts the next attempts then."""
+    node = f"wd-hung-{os.getpid()}"
+    task = _task(node, str(tmp_path / "tasks" / "t0"))
+    agent = subprocess.Popen(["sleep", "30"])
+    guard = None
+    try:
+        _wait_listed(node, tmp_path, 1)
+        lease_end = time.monotonic() + 2.0
+        guard = watchdog.start(agent.pid, node, tmp_path, lease_end)
+        os.kill(agent.pid, signal.SIGSTOP)
+        assert task.wait(5) == -9
+        assert time.monotonic() <= lease_end + 0.1
+        assert guard.poll() is None  # still watching: the agent may come back
+        assert (tmp_path / watchdog.BEAT_FILE).exists()
+    finally:
+        if guard is not None:
+            watchdog.stop(guard, tmp_path)
+        for proc in (task, agent):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(5)

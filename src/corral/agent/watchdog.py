@@ -1,13 +1,15 @@
-"""The fence of an agent that died: its tasks must not outlive its lease.
+"""The fence of an agent that died or hangs: its tasks must not outlive its lease.
 
 An agent kills its tasks itself when it loses the head for too long (``Agent._fence_if_cut_off``),
 and task processes outlive their agent on purpose, so that a restarted agent re-adopts them. But an
 agent that dies and stays away fences nothing, while the head, once the lease has run out, starts the
 jobs' next attempts elsewhere. This small process, started by the agent in a session of its own,
-fences for it: while the agent lives it only waits; once the agent is gone and the lease the agent
-last wrote down (``BEAT_FILE`` in its work directory) has run out, it kills every task process of
-that agent (by marker and task directory) and exits. It exits at once when the beat file names
-another agent (a restarted one, which fences by itself) or is removed (the agent shut down cleanly).
+fences for it: once the lease the agent last wrote down (``BEAT_FILE`` in its work directory) is about
+to run out and the agent is gone, it kills every task process of that agent (by marker and task
+directory) and exits. An agent that lives but has not fenced by then is stopped or hung (SIGSTOP, a
+process stuck in the kernel): the watchdog kills its tasks too, and goes on watching. It exits at once
+when the beat file names another agent (a restarted one, which fences by itself) or is removed (the
+agent shut down cleanly).
 
 Run as a script with the standard library only (``python -I -S watchdog.py …``): it starts in a few
 milliseconds and holds little memory beside each agent.
@@ -28,6 +30,7 @@ BEAT_FILE = "agent.beat"
 MARKER_ENV = "CORRAL_TASK_MARKER"  # every task process's: NODE:TASK_ID (the agent's own modules use these too)
 TASK_DIR_ENV = "CORRAL_TASK_DIR"
 CHECK_S = 1.0
+FENCE_BEFORE_S = 0.5  # tasks die this long before the lease ends (the head starts next attempts at its end)
 
 
 def write_beat(work_dir: Path, pid: int, deadline: float) -> None:
@@ -92,19 +95,33 @@ def _start_time(pid: int) -> str:
 def watch(agent_pid: int, node: str, work_dir: Path) -> str:
     """Wait as described above; answers why it stopped."""
     start = _start_time(agent_pid)
+    pause = CHECK_S
     while True:
-        time.sleep(CHECK_S)
+        time.sleep(pause)
         beat = read_beat(work_dir)
         if beat is None:
             return "the agent shut down"
         if beat[0] != agent_pid:
             return f"agent {beat[0]} took over"
-        if start and _alive(agent_pid, start):
+        now, fence_at = time.monotonic(), beat[1] - FENCE_BEFORE_S
+        pause = min(CHECK_S, max(0.05, fence_at - now))  # wake in time for the lease
+        if now < fence_at:
             continue
-        if time.monotonic() >= beat[1]:
-            killed = kill_tasks(node, work_dir)
-            (work_dir / BEAT_FILE).unlink(missing_ok=True)
-            return f"the agent died and its lease ran out: killed {killed} task process(es)"
+        if start and _alive(agent_pid, start):
+            # The agent lives but has not fenced by its lease (it fences itself a second before): it is
+            # stopped or hung, and the head may start its jobs' next attempts elsewhere. Keep watching: it
+            # may come back, register again and start new tasks under a new lease.
+            if killed := kill_tasks(node, work_dir):
+                print(
+                    f"corral agent watchdog ({node}): the agent is alive but did not fence by the end of its"
+                    f" lease (stopped or hung): killed {killed} task process(es)",
+                    file=sys.stderr,
+                )
+            pause = CHECK_S
+            continue
+        killed = kill_tasks(node, work_dir)
+        (work_dir / BEAT_FILE).unlink(missing_ok=True)
+        return f"the agent died and its lease ran out: killed {killed} task process(es)"
 
 
 def start(agent_pid: int, node: str, work_dir: Path, deadline: float) -> subprocess.Popen[bytes]:
