@@ -173,3 +173,28 @@ def test_a_jobs_own_grace_period_applies_to_its_time_limit_and_to_cancel(head):
     assert head.check_time_limits() == [timed["id"]]
     assert head.job(timed["id"])["reason"] == "exceeded its time limit of 1m (SIGTERM, then SIGKILL after 5s)"
     assert n1.desired()["stop_grace_s"] == {tasks[timed["id"]]["task_id"]: 5.0}
+
+
+def test_a_head_that_stalled_counts_node_silence_again_from_when_it_runs(head):
+    """A head stopped or paused past the node timeout has not read the heartbeats sent meanwhile: its
+    liveness loop must not declare the nodes lost for a silence it did not hear."""
+    import asyncio
+    import contextlib
+    import time
+
+    from corral.head.loops import liveness_loop
+
+    head.register("n1")
+
+    async def stalled() -> None:
+        loop = asyncio.create_task(liveness_loop(head.rt, interval_s=0.05))
+        await asyncio.sleep(0.2)  # a few checks: the node is fresh
+        head.clock.advance(head.rt.settings.node_timeout_s + 5)
+        time.sleep(head.rt.settings.node_timeout_s / 4 + 2.5)  # the whole head stalls (the event loop too)
+        await asyncio.sleep(0.3)  # it runs again, before any heartbeat is read
+        loop.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await loop
+
+    asyncio.run(stalled())
+    assert head.nodes()["n1"]["state"] == "READY"

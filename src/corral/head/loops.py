@@ -50,14 +50,22 @@ async def schedule_loop(rt: HeadRuntime, policy: Policy) -> None:
 
 
 async def liveness_loop(rt: HeadRuntime, interval_s: float = 1.0) -> None:
-    """Runs while this head leads; nodes are judged on their silence since it began to."""
+    """Runs while this head leads; nodes are judged on their silence since it began to, or since it
+    last stalled: a head that was stopped or paused has not read the heartbeats sent meanwhile, and a
+    silence it did not hear is no node's."""
     watching_since = rt.clock.now()
+    stall_s = interval_s + max(2.0, rt.settings.node_timeout_s / 4)
+    last = time.monotonic()
     while True:
+        if (gap := time.monotonic() - last) > stall_s:
+            log.warning("the head did not run for %.1fs: node silence counts again from now", gap)
+            watching_since = rt.clock.now()
         try:
             await asyncio.to_thread(check_nodes, rt, watching_since)
             await asyncio.to_thread(check_time_limits, rt)
         except Exception:
             log.exception("liveness check failed")
+        last = time.monotonic()
         await asyncio.sleep(interval_s)
 
 
