@@ -114,3 +114,16 @@ def test_a_task_that_ends_while_no_agent_runs_is_reported_with_its_exit_code(nod
     job = cluster.show(job_id)
     assert (job["state"], job["exit_code"], job["restarts"]) == ("FAILED", 4, 0), job
     assert "exit code 4 while the agent was away" in job["reason"]
+
+
+@pytest.mark.timeout(90)
+def test_output_written_while_no_agent_ran_reaches_the_head_when_an_agent_comes_back(nodes, tmp_path):
+    cluster = nodes.cluster
+    job_id, flag = _waiting_job(cluster, tmp_path, nodes=1, exit_code=0)
+    node = cluster.show(job_id)["allocation"][0]["node"]
+    nodes.kill_agent(node)  # the task runs on, unwatched
+    flag.touch()  # it prints its last line and ends while no agent runs
+    cluster.wait_for(lambda: not _task_processes(cluster, node, job_id), 10, "the task to end")
+    nodes.restart_agent(node)
+    cluster.wait_ok(job_id, timeout=30)
+    assert cluster.ok("logs", job_id).split() == ["started", "finishing"]

@@ -22,6 +22,7 @@ from corral.agent.containers import ContainerRuntime, remove_left_behind
 from corral.agent.containers.rank import container_names
 from corral.agent.gpus import Inventory, sampler_for
 from corral.agent.health import run_health_command
+from corral.agent.logship import LogShipper
 from corral.agent.tasks import TaskSet
 from corral.api import DesiredState, GpuSample, HeartbeatRequest, RegisterRequest
 from corral.client.agent_api import AgentApi
@@ -246,8 +247,11 @@ class Agent:
         self.version = -1
         log.info("registered as %s with %d GPUs (%s)", reply.node, len(self.inventory.gpus), self.inventory.source)
         self._adopt(found.running, reply.desired)
-        for ended in found.finished:
-            forget(self.tasks.index, ended.task_id)  # the head has its exit status now
+        for ended in found.finished:  # what it wrote after the last shipment, then forget it: the head has
+            for rank in ended.ranks:  # its exit status now
+                shipper = LogShipper(Path(rank.log_path), ended.desired.job_id, ended.generation, rank.rank)
+                await shipper.ship(self.api, self.options.name)
+            forget(self.tasks.index, ended.task_id)
         self._apply(reply.desired)
 
     def _kept_credential(self) -> str:
