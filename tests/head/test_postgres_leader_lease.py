@@ -64,3 +64,27 @@ def test_a_head_that_lost_the_lease_neither_declares_nodes_lost_nor_ends_jobs_on
     head.rt.db.fencing = None  # the leader's own checks go ahead
     assert head.check_time_limits() == [job]
     assert head.check_nodes() == ["n1"]
+
+
+def test_a_head_that_begins_to_stop_resigns_within_a_renewal_and_wakes_its_long_polls(head):
+    import asyncio
+    import time
+
+    from corral.head.leader import RENEW_S, lead_while_elected
+    from corral.head.notify import Notifier
+
+    async def scenario() -> tuple[float, bool]:
+        head.rt.notifier = Notifier(asyncio.get_running_loop())
+        leading = asyncio.create_task(lead_while_elected(head.rt, lambda: []))
+        poll = asyncio.create_task(head.rt.notifier.wait_for_change("n1", 0, 0, 60.0))
+        await asyncio.sleep(0.2)
+        head.rt.stopping = True  # as the server does when a SIGTERM begins its shutdown
+        head.rt.notifier.wake_all()
+        started = time.monotonic()
+        await asyncio.wait_for(poll, 1.0)  # the long poll answers at once
+        await asyncio.wait_for(leading, RENEW_S + 2.0)
+        return time.monotonic() - started, poll.done()
+
+    took, woke = asyncio.run(scenario())
+    assert woke and took <= RENEW_S + 1.0
+    assert Leadership(head.rt, holder="host-b:/srv/b").try_lead()  # resigned: another head leads at once

@@ -108,6 +108,8 @@ async def lead_while_elected(rt: HeadRuntime, start_loops: Callable[[], list[asy
                 await _stop(loops)
                 loops = []
             await asyncio.sleep(RENEW_S)
+            if rt.stopping:  # a clean shutdown began: let another head lead now, not once requests are over
+                break
     finally:
         await _stop(loops)
         with contextlib.suppress(Exception):

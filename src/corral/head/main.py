@@ -91,5 +91,7 @@ class _Server(uvicorn.Server):
         self._rt = rt
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        self._rt.stopping = True
+        self._rt.stopping = True  # the leader loop resigns the lease within a second, not after the requests
+        if self._rt.notifier is not None:
+            self._rt.notifier.wake_all()
         await super().shutdown(sockets)

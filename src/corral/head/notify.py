@@ -34,6 +34,12 @@ class Notifier:
                 if event is not None:
                     event.set()
 
+    def wake_all(self) -> None:
+        """Wake every long poll (the head is stopping: they answer now rather than be cut off). On the loop."""
+        events, self._node_events = self._node_events, {}
+        for event in events.values():
+            event.set()
+
     def known_version(self, node: str) -> int | None:
         return self._versions.get(node)
 
