@@ -99,3 +99,10 @@ def test_up_counts_a_drained_node_as_up(cluster):
         assert states[drained] == "DRAINED" and all(s == "READY" for n, s in states.items() if n != drained)
     finally:
         cluster.ok("undrain", drained)
+
+
+def test_the_agents_up_starts_keep_the_join_token_off_their_command_lines(cluster):
+    join_token = cluster.config()["join_token"]
+    agents = {pid: cmd for pid, cmd in _daemons(cluster).items() if " -m corral agent " in cmd}
+    assert agents
+    assert not any(join_token in cmd for cmd in agents.values()), "anyone can read a command line in ps"

@@ -320,13 +320,13 @@ def _ensure_agents(
         entry = next((a for a in agents if a["name"] == name), None)
         if entry is not None and alive(entry.get("pid")):
             continue
-        args = ["agent", "--head", url, "--token", join_token, "--name", name]
+        args = ["agent", "--head", url, "--name", name]
         args += ["--work-dir", str(home / "agents" / name)]
         if spec:
             args += ["--fake-gpus", spec]
         if state.get("runtime"):
             args += ["--runtime", state["runtime"]]
-        pid = spawn(args, home / "logs" / f"agent-{name}.log", home)
+        pid = spawn(args, home / "logs" / f"agent-{name}.log", home, {"CORRAL_JOIN_TOKEN": join_token})
         started.add(name)
         if entry is None:
             agents.append({"name": name, "pid": pid})

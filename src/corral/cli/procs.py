@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from corral import pidlock
@@ -48,10 +49,11 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def spawn(args: list[str], log_path: Path, home: Path) -> int:
-    """Start ``corral ARGS`` in its own session, its output appended to ``log_path``."""
+def spawn(args: list[str], log_path: Path, home: Path, secrets: Mapping[str, str] | None = None) -> int:
+    """Start ``corral ARGS`` in its own session, its output appended to ``log_path``. ``secrets`` go in
+    its environment (which only its user can read), never in its arguments (which anyone can, in ``ps``)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "CORRAL_HOME": str(home)}
+    env = {**os.environ, "CORRAL_HOME": str(home), **(secrets or {})}
     env.pop("CORRAL_HEAD", None)
     env.pop("CORRAL_TOKEN", None)
     with log_path.open("ab") as log:
