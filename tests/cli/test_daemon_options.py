@@ -116,7 +116,7 @@ def test_up_refuses_bad_fake_gpus(home, capsys, spec):
     assert code == 2 and "--fake-gpus" in err
 
 
-@pytest.mark.parametrize("command", [["head"], ["up"]])
+@pytest.mark.parametrize("command", [["head"], ["up"], ["status"], ["jobs"]])
 def test_corral_home_that_is_a_file_is_bad_usage(tmp_path, monkeypatch, capsys, command):
     monkeypatch.setattr(local, "spawn", lambda *a, **k: pytest.fail("nothing may start"))
     (tmp_path / "afile").write_text("")

@@ -72,7 +72,10 @@ def read_config_file(home: Path | None = None) -> dict[str, str]:
 
 def _strict_config_file() -> dict[str, str]:
     """The client config, or {} where there is none; a file that is there but unreadable is an error."""
-    path = corral_home() / CLIENT_CONFIG
+    home = corral_home()
+    if home.exists() and not home.is_dir():
+        raise InvalidRequest(f"CORRAL_HOME: {home} is a file, not a directory; point CORRAL_HOME at a directory")
+    path = home / CLIENT_CONFIG
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
