@@ -110,7 +110,7 @@ def test_agent_refuses_bad_values(home, capsys, args, named):
     assert named in err
 
 
-@pytest.mark.parametrize("spec", ["", "8xH100:0GB", "65xH100"])
+@pytest.mark.parametrize("spec", ["", "8xH100:0GB", "65xH100", "9x8xH100:80GB"])
 def test_up_refuses_bad_fake_gpus(home, capsys, spec):
     code, err = run_cli(["up", "--fake-gpus", spec], capsys)
     assert code == 2 and "--fake-gpus" in err

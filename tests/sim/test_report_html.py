@@ -56,6 +56,8 @@ def test_out_writes_a_report_with_its_plots(tmp_path: Path) -> None:
         "jobs-tiresias.csv",
         "report.html",
     } | set(PLOTS.values())
+    table = CliRunner().invoke(cli, [*args, "--out", str(out)])
+    assert f"wrote {out}/summary.json, jobs-fifo.csv, jobs-tiresias.csv, report.html" in table.output
 
 
 def test_the_timeline_is_recorded_only_when_asked() -> None:

@@ -211,7 +211,8 @@ def _run(
                 f"{out_dir}: cannot write the report ({exc.strerror or exc})", param_hint="--out"
             ) from None
         if output != "json":
-            click.echo(f"wrote {out_dir}/summary.json, jobs-POLICY.csv, report.html and its plots")
+            tables = ", ".join(f"jobs-{name}.csv" for name in results)
+            click.echo(f"wrote {out_dir}/summary.json, {tables}, report.html and its plots")
 
 
 def simulate_policies(

@@ -169,6 +169,8 @@ def parse_gpu_groups(value: str) -> list[GpuGroup]:
         count = int(match.group(1))
         if count < 1:
             raise ValueError(f"bad GPU group {item!r}: count must be at least 1")
+        if re.match(r"\d+x", match.group(2)):  # 9x8xH100: a count twice, or a missing comma
+            raise ValueError(f"bad GPU group {item!r}: give one count per group, as in {FAKE_GPUS_HELP}")
         memory_mb = DEFAULT_FAKE_GPU_MEMORY_MB
         if match.group(3):
             try:
