@@ -173,10 +173,11 @@ def test_one_failing_rank_tears_the_gang_down_and_fails_the_job(head, pair):
 
     failed_agent.beat([head.exited(failed_task, 3)])
     job = head.job(job_id)
-    assert job["state"] == "FAILED"
-    assert job["exit_code"] == 3
-    assert job["reason"] == f"node rank 1 on node {failed_agent.name} failed: exit code 3"
-    assert job["finished_at"] is not None
+    # Not FAILED yet: rank 0 takes its grace period first, and `corral wait` waits for it.
+    assert job["state"] == "RUNNING" and job["finished_at"] is None
+    assert job["reason"] == (
+        f"node rank 1 on node {failed_agent.name} failed: exit code 3; it ends FAILED once its other ranks have stopped"
+    )
     states = {t["node_rank"]: t["state"] for t in job["tasks"]}
     assert states == {0: "STOPPING", 1: "EXITED"}
 
@@ -192,8 +193,25 @@ def test_one_failing_rank_tears_the_gang_down_and_fails_the_job(head, pair):
     other_agent.beat([head.exited(other_task, 143)])
     assert head.free_gpus(other_agent.name) == list(range(8))
     job = head.job(job_id)
-    assert job["state"] == "FAILED"
+    assert job["state"] == "FAILED" and job["finished_at"] is not None
     assert job["exit_code"] == 3
+    assert job["reason"] == f"node rank 1 on node {failed_agent.name} failed: exit code 3"
+
+
+def test_a_failing_gang_whose_other_node_is_lost_while_stopping_ends_failed(head, pair):
+    job_id = gang(head)
+    start_all(head, job_id)
+    ranks = by_rank(head, job_id)
+    failed_agent, failed_task = ranks[1]
+    failed_agent.beat([head.exited(failed_task, 3)])
+    assert head.job(job_id)["state"] == "RUNNING"
+    head.clock.advance(head.rt.settings.node_timeout_s + 1)
+    failed_agent.beat()  # the failed rank's node stays; the other one falls silent while stopping
+    head.check_nodes()
+    job = head.job(job_id)
+    assert job["state"] == "FAILED" and job["exit_code"] == 3
+    assert job["reason"].startswith(f"node rank 1 on node {failed_agent.name} failed: exit code 3")
+    assert "it ends FAILED once" not in job["reason"]
 
 
 def test_a_signal_exit_is_named_in_the_reason(head):
@@ -497,7 +515,9 @@ def test_the_agent_naming_the_failed_process_is_part_of_the_reason_not_repeated(
     failed_agent, failed_task = by_rank(head, job_id)[1]
     failed_agent.beat([head.exited(failed_task, 9, "exit code 9 (the process with RANK 3)")])
     job = head.job(job_id)
-    assert job["reason"] == f"node rank 1 on node {failed_agent.name} failed: exit code 9 (the process with RANK 3)"
+    assert job["reason"].startswith(
+        f"node rank 1 on node {failed_agent.name} failed: exit code 9 (the process with RANK 3); it ends FAILED"
+    )
 
 
 def test_a_node_lost_while_its_gang_was_torn_down_is_named_beside_the_rank_blamed(head, pair):

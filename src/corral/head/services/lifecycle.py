@@ -180,7 +180,29 @@ def fail_or_requeue(session: Session, job: JobRow, now: datetime, why: str, exit
         stop_tasks(session, job, now)
         job.exit_code = exit_code
         suffix = f"; no restarts left (max_restarts={spec_restarts})" if spec_restarts else ""
-        set_job_state(session, job, JobState.FAILED, now, why + suffix)
+        if _live_tasks(session, job):  # its other ranks take their grace period first
+            job.reason = why + suffix + FAILING
+        else:
+            set_job_state(session, job, JobState.FAILED, now, why + suffix)
+
+
+FAILING = "; it ends FAILED once its other ranks have stopped"
+"""Ends the reason of a job that failed while other ranks of its attempt still stop: it stays as it was
+(RUNNING, or PENDING with tasks) until the last of them is gone, then ends ``FAILED`` (``_end_failing``)."""
+
+
+def _live_tasks(session: Session, job: JobRow) -> bool:
+    live = [s.value for s in LIVE_TASK_STATES]
+    query = select(TaskRow.id).where(
+        TaskRow.job_id == job.id, TaskRow.generation == job.generation, TaskRow.state.in_(live)
+    )
+    return session.scalar(query.limit(1)) is not None
+
+
+def _end_failing(session: Session, job: JobRow, now: datetime) -> None:
+    """A failing job (``FAILING``) whose other ranks have all stopped ends FAILED."""
+    if FAILING in job.reason and not JobState(job.state).terminal and not _live_tasks(session, job):
+        set_job_state(session, job, JobState.FAILED, now, job.reason.replace(FAILING, ""))
 
 
 def task_running(session: Session, task: TaskRow, job: JobRow, now: datetime) -> None:
@@ -208,6 +230,7 @@ def task_exited(
     says nothing of the job, so the job is queued again whatever its restart budget."""
     was_wanted = task.state in (TaskState.ASSIGNED.value, TaskState.RUNNING.value)
     release(session, task, TaskState.EXITED, now, exit_code, detail)
+    _end_failing(session, job, now)
     if not was_wanted or job.generation != task.generation or JobState(job.state).terminal:
         return
     if interrupted:
@@ -240,6 +263,7 @@ def task_lost(session: Session, task: TaskRow, job: JobRow, now: datetime, why: 
     was_wanted = task.state in (TaskState.ASSIGNED.value, TaskState.RUNNING.value)
     stopping = task.state == TaskState.STOPPING.value
     release(session, task, TaskState.LOST, now, None, why)
+    _end_failing(session, job, now)
     if was_wanted and job.generation == task.generation:
         fail_or_requeue(session, job, now, f"node rank {task.node_rank} lost: {why}", None)
     elif stopping and _ended_by_a_sibling(job, task):
@@ -251,7 +275,7 @@ def task_lost(session: Session, task: TaskRow, job: JobRow, now: datetime, why: 
 
 def _ended_by_a_sibling(job: JobRow, task: TaskRow) -> bool:
     """Whether the attempt of ``task`` ended (failed, or requeued) because another of its ranks failed."""
-    failed_now = job.generation == task.generation and job.state == JobState.FAILED.value
+    failed_now = job.generation == task.generation and (job.state == JobState.FAILED.value or FAILING in job.reason)
     requeued = job.generation == task.generation + 1 and job.reason.startswith("requeued")
     return (failed_now or requeued) and "failed:" in job.reason.partition(THEN)[0]
 
