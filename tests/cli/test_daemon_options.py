@@ -135,15 +135,15 @@ def test_options_given_while_the_head_runs_are_saved_for_its_next_start(home, mo
     assert "saved for the head's next start" in capsys.readouterr().err
     assert state["head"]["next"] == {"port": 18002, "db": f"sqlite:///{home / 'two.db'}"}
 
-    started: list[list[str]] = []
+    started: list[tuple[list[str], dict[str, str]]] = []
     state["head"]["pid"] = None  # `corral down`
-    monkeypatch.setattr(local, "spawn", lambda args, *_a: started.append(args) or 4242)
+    monkeypatch.setattr(local, "spawn", lambda args, _log, _home, env=None: started.append((args, env)) or 4242)
     monkeypatch.setattr(local, "_wait_head", lambda *a: None)
     monkeypatch.setattr(local, "port_free", lambda port: True)
     local._ensure_head(home, state, None, local._head_options(None, None, None, None, None))
-    args = started[0]
+    args, env = started[0]
     assert args[args.index("--port") + 1] == "18002"
-    assert args[args.index("--db") + 1] == f"sqlite:///{home / 'two.db'}"
+    assert env == {"CORRAL_DB": f"sqlite:///{home / 'two.db'}"}
     assert "next" not in state["head"] and state["head"]["port"] == 18002
     assert json.loads((home / local.STATE_FILE).read_text())["head"]["port"] == 18002
 
@@ -197,3 +197,35 @@ def test_help_says_where_agent_and_up_values_come_from(capsys):
     up = " ".join(CliRunner().invoke(cli, ["up", "--help"]).output.split())
     assert "last `up`'s if free, else 8470 if free" in up
     assert "80GB each where no memory is given" in up
+
+
+def test_the_head_reads_its_database_url_from_corral_db(home, monkeypatch):
+    import corral.head.main
+
+    seen = {}
+    monkeypatch.setattr(corral.head.main, "run", lambda settings: seen.setdefault("db", settings.db_url))
+    monkeypatch.setenv("CORRAL_DB", f"sqlite:///{home / 'from-env.db'}")
+    main(["head"])
+    assert seen["db"] == f"sqlite:///{home / 'from-env.db'}"
+
+
+def test_up_keeps_the_database_url_off_the_heads_command_line_and_its_state_private(home, monkeypatch):
+    class Spawned(Exception):
+        pass
+
+    started = {}
+
+    def spawn(args, log_path, home_dir, secrets=None):
+        started.update(args=args, secrets=secrets)
+        raise Spawned
+
+    monkeypatch.setattr(local, "spawn", spawn)
+    home.mkdir()
+    with pytest.raises(Spawned):
+        main(["up", "--db", "sqlite:///private.db"])
+    assert not any("private.db" in arg for arg in started["args"])
+    assert started["secrets"] == {"CORRAL_DB": f"sqlite:///{home / 'private.db'}"}
+    (home / local.STATE_FILE).write_text("{}")
+    (home / local.STATE_FILE).chmod(0o644)  # as written before
+    local._save_state(home, {"head": {"db": "postgresql+psycopg://u:secret@db/corral"}})
+    assert (home / local.STATE_FILE).stat().st_mode & 0o777 == 0o600

@@ -22,7 +22,10 @@ NOT_NEGATIVE = click.FloatRange(min=0)
 @click.option(
     "--db",
     "db_url",
-    help="database URL: sqlite:///PATH (a relative PATH is under CORRAL_HOME) or postgresql+psycopg://USER@HOST/DB "
+    envvar="CORRAL_DB",
+    show_envvar=True,
+    help="database URL (best given in CORRAL_DB: a URL with a password shows in `ps`): sqlite:///PATH"
+    " (a relative PATH is under CORRAL_HOME) or postgresql+psycopg://USER@HOST/DB "
     "(default: sqlite:///corral.db under CORRAL_HOME)",
 )
 @click.option(

@@ -48,8 +48,12 @@ def _load_state(home: Path) -> dict[str, Any]:
 
 
 def _save_state(home: Path, state: dict[str, Any]) -> None:
+    """Write the state, readable by its owner only (it may hold a database URL with a password)."""
     tmp = _state_path(home).with_suffix(".tmp")
-    tmp.write_text(json.dumps(state, indent=2) + "\n")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(json.dumps(state, indent=2) + "\n")
+    os.chmod(tmp, 0o600)  # an older file of the same name kept its mode
     os.replace(tmp, _state_path(home))
 
 
@@ -259,14 +263,17 @@ def _ensure_head(home: Path, state: dict[str, Any], port: int | None, asked: dic
     url = f"http://127.0.0.1:{chosen}"
     args = ["head", "--host", "127.0.0.1", "--port", str(chosen)]
     remembered: dict[str, Any] = {}
+    secrets: dict[str, str] = {}
     for option, key in HEAD_OPTIONS.items():
         value = next((v for v in (asked[option], pending.get(key), head.get(key)) if v is not None), None)
         remembered[key] = value
-        if value is not None:
+        if value is not None and option == "--db":
+            secrets["CORRAL_DB"] = str(value)  # a PostgreSQL URL may hold a password: not on the command line
+        elif value is not None:
             args += [option, str(value)]
     log_path = home / "logs" / "head.log"
     log_start = log_size(log_path)
-    pid = spawn(args, log_path, home)
+    pid = spawn(args, log_path, home, secrets)
     state["head"] = {"pid": pid, "port": chosen, "url": url, **remembered}
     _save_state(home, state)
     try:
