@@ -61,3 +61,22 @@ def test_a_certificate_without_its_key_exits_2(tmp_path):
     )
     assert result.returncode == 2
     assert "--ssl-keyfile" in result.stderr
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl is needed to make a test certificate")
+def test_a_certificate_and_a_key_that_do_not_belong_together_exit_2_before_anything_starts(tmp_path):
+    made = {}
+    for name in ("one", "two"):
+        cert, key = tmp_path / f"{name}.pem", tmp_path / f"{name}.key"
+        request = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=x"]
+        subprocess.run([*request, "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True, timeout=60)
+        made[name] = (cert, key)
+    env = {**os.environ, "CORRAL_HOME": str(tmp_path / "home")}
+    for cert, key in ((made["one"][0], made["two"][1]), (made["one"][1], made["one"][0])):  # mismatched; swapped
+        args = ["head", "--port", str(free_port()), "--ssl-certfile", str(cert), "--ssl-keyfile", str(key)]
+        result = subprocess.run(
+            [sys.executable, "-m", "corral", *args], capture_output=True, text=True, env=env, timeout=60
+        )
+        assert result.returncode == 2, result.stderr
+        assert "--ssl-certfile and --ssl-keyfile" in result.stderr and "Traceback" not in result.stderr
+        assert not (tmp_path / "home" / "corral.db").exists()  # nothing started

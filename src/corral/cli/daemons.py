@@ -137,6 +137,8 @@ def head(
     """Run the head (control plane) in the foreground."""
     if (ssl_certfile is None) != (ssl_keyfile is None):
         raise InvalidRequest("--ssl-certfile and --ssl-keyfile: give both, or neither")
+    if ssl_certfile is not None and ssl_keyfile is not None:
+        _check_tls_pair(ssl_certfile, ssl_keyfile)
     from corral.head.main import run
     from corral.head.settings import HeadSettings
     from corral.head.store.db import sqlite_url
@@ -375,3 +377,16 @@ def agent(
         runtime=container_runtime,
     )
     run(options, head_url, token, discover_gpus(fake_gpus, name))
+
+
+def _check_tls_pair(certfile: Path, keyfile: Path) -> None:
+    """The certificate (PEM) and its private key load together, before anything starts."""
+    import ssl
+
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(certfile, keyfile)
+    except (ssl.SSLError, OSError) as exc:
+        raise InvalidRequest(
+            f"--ssl-certfile and --ssl-keyfile: {certfile} and {keyfile} do not load as a PEM certificate and its"
+            f" private key ({exc.reason if isinstance(exc, ssl.SSLError) and exc.reason else exc})"
+        ) from None
