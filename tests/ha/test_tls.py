@@ -10,6 +10,7 @@ import time
 import pytest
 
 from corral.client.calls import HeadApi
+from corral.client.errors import Unreachable
 from corral.client.light import LightTransport
 from corral.testing.net import free_port
 
@@ -43,6 +44,10 @@ def test_the_head_serves_https(tmp_path, monkeypatch):
                 time.sleep(0.2)
         config = (tmp_path / "home" / "client.json").read_text()
         assert f'"head_url": "https://127.0.0.1:{port}"' in config
+        monkeypatch.delenv("SSL_CERT_FILE")
+        with pytest.raises(Unreachable) as untrusted:
+            HeadApi(LightTransport(f"https://127.0.0.1:{port}", timeout_s=5)).health()
+        assert "point SSL_CERT_FILE at its certificate" in str(untrusted.value)
     finally:
         head.send_signal(signal.SIGTERM)
         head.wait(timeout=15)

@@ -11,6 +11,15 @@ from corral.client.errors import InvalidRequest, Unreachable
 
 CLIENT_CONFIG = "client.json"
 HOW_TO_START = "start a local cluster with `corral up`, or set CORRAL_HEAD and CORRAL_TOKEN"
+UNTRUSTED = (
+    "the head's TLS certificate is not trusted here: point SSL_CERT_FILE at its certificate (or at the CA that"
+    " signed it)"
+)
+
+
+def unreachable_hint(failures: list[str]) -> str:
+    """What to do about heads that could not be reached: trust their certificate, or start or name one."""
+    return UNTRUSTED if any("CERTIFICATE_VERIFY_FAILED" in failure for failure in failures) else HOW_TO_START
 
 
 def head_urls(text: str) -> list[str]:

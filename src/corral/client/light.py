@@ -10,7 +10,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from corral.client.calls import Call
-from corral.client.config import HOW_TO_START, head_urls
+from corral.client.config import HOW_TO_START, head_urls, unreachable_hint
 from corral.client.errors import NothingListening, Unreachable, error_for, refused
 
 
@@ -61,7 +61,7 @@ class LightTransport:
                 self._heads.insert(0, head)
             return conn, response
         kind = NothingListening if all_refused else Unreachable
-        raise kind(f"cannot reach the Corral head at {'; '.join(failures)}; {HOW_TO_START}")
+        raise kind(f"cannot reach the Corral head at {'; '.join(failures)}; {unreachable_hint(failures)}")
 
     def send(self, call: Call) -> Any:
         conn, response = self._request(call, self._timeout)

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 
 from corral.client.calls import Call, HeadApi
-from corral.client.config import HOW_TO_START, head_urls, load_config
+from corral.client.config import head_urls, load_config, unreachable_hint
 from corral.client.errors import NothingListening, Unreachable, error_for, refused
 
 
@@ -42,7 +42,7 @@ class HttpxTransport:
                 raise error_for(response.status_code, response.content)
             return json.loads(response.content) if response.content else None
         kind = NothingListening if all_refused else Unreachable
-        raise kind(f"cannot reach the Corral head at {'; '.join(failures)}; {HOW_TO_START}")
+        raise kind(f"cannot reach the Corral head at {'; '.join(failures)}; {unreachable_hint(failures)}")
 
     def _prefer(self, url: str) -> None:
         if url != self._urls[0]:
