@@ -229,3 +229,17 @@ def test_up_keeps_the_database_url_off_the_heads_command_line_and_its_state_priv
     (home / local.STATE_FILE).chmod(0o644)  # as written before
     local._save_state(home, {"head": {"db": "postgresql+psycopg://u:secret@db/corral"}})
     assert (home / local.STATE_FILE).stat().st_mode & 0o777 == 0o600
+
+
+def test_a_database_the_head_cannot_set_up_is_one_line_not_a_traceback(tmp_path):
+    import subprocess
+    import sys
+
+    bad = tmp_path / "bad.db"
+    bad.write_text("not a database at all\n" * 10)
+    env = {**os.environ, "CORRAL_HOME": str(tmp_path / "home")}
+    args = [sys.executable, "-m", "corral", "head", "--port", "1", "--db", f"sqlite:///{bad}"]
+    result = subprocess.run(args, capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 1, result.stderr
+    assert "cannot create or update its tables in the --db database (file is not a database)" in result.stderr
+    assert "Traceback" not in result.stderr and "listening" not in result.stderr

@@ -37,6 +37,7 @@ def run(settings: HeadSettings) -> None:
     setup_logging("head")
     lock = _lock_home(settings.home)  # held while this process lives
     app = create_app(settings)
+    _migrate_or_exit(app.state.runtime)
     # Bind first so that a port in use fails with a clear message before anything else starts.
     family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
     # IPPROTO_TCP explicitly: asyncio only disables Nagle on accepted sockets whose protocol says TCP,
@@ -67,6 +68,22 @@ def run(settings: HeadSettings) -> None:
     logging.getLogger(__name__).info("listening on %s", settings.url)
     server.run(sockets=[sock])
     os.close(lock)
+
+
+def _migrate_or_exit(rt: HeadRuntime) -> None:
+    """Bring the schema up to date before serving (the app does it again, a no-op then): a database the
+    head may not write gives one line naming the cause, not a traceback after "listening"."""
+    from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
+    try:
+        rt.db.migrate()
+    except SQLAlchemyError as exc:
+        cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
+        first = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
+        raise SystemExit(
+            f"corral head: cannot create or update its tables in the --db database ({first}): it must be a"
+            " database in which the head's user may create tables"
+        ) from None
 
 
 def _lock_home(home: Path) -> int:
