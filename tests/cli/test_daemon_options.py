@@ -62,7 +62,16 @@ def test_head_refuses_a_heartbeat_not_well_under_the_node_timeout(home, capsys):
 
 
 @pytest.mark.parametrize(
-    "url", ["notaurl", "garbage://", "/tmp/x.db", "mysql://x@h/y", "sqlite://", "sqlite:////nonexistent/dir/x.db"]
+    "url",
+    [
+        "notaurl",
+        "garbage://",
+        "/tmp/x.db",
+        "mysql://x@h/y",
+        "sqlite://",
+        "sqlite:////nonexistent/dir/x.db",
+        "postgresql+psycopg://u@127.0.0.1:notaport/db",
+    ],
 )
 @pytest.mark.parametrize("command", ["head", "up"])
 def test_a_bad_db_url_is_refused_before_anything_exists(home, capsys, command, url):

@@ -23,6 +23,8 @@ def check_db_url(url: str, home: Path) -> str:
         parsed = make_url(url)
     except ArgumentError:
         raise ValueError(f"{url!r} is not a database URL; expected {DB_URL_HELP}") from None
+    except ValueError:  # a port that is not a number
+        raise ValueError(f"{url!r}: the port after HOST: must be a number; expected {DB_URL_HELP}") from None
     backend = parsed.get_backend_name()
     if backend not in ("sqlite", "postgresql"):
         raise ValueError(f"{url!r}: Corral stores its state in SQLite or PostgreSQL only; expected {DB_URL_HELP}")
