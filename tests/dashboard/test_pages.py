@@ -72,6 +72,13 @@ def test_a_gpu_opens_its_jobs_page_with_utilization_and_live_logs(served, page, 
     assert re.search(r"0\.13 GPU-hours · cost 0\.33", page.locator("#usage").inner_text())
     screenshot(page, "job")
 
+    page.evaluate("location.hash = '#/jobs/j-nosuchjob'")  # from one job's page to a job that is not there
+    page.wait_for_selector("h1:has-text('j-nosuchjob')")
+    assert "404" in page.locator("#view").inner_text() and jobs["busy"] not in page.locator("#view").inner_text()
+    page.evaluate("location.hash = '#/queue'")
+    page.wait_for_selector("h1:has-text('Queue')")
+    assert page.locator("#problem").inner_text() == ""  # the last page's problem is gone with it
+
 
 def test_the_queue_shows_why_jobs_wait_and_flags_idle_ones(served, page, screenshot):
     from corral.head.services.idle import check_idle

@@ -66,7 +66,7 @@ async function overview(my) {
   const blocks = nodes.map((n) => `<div class="node ${esc(n.state)}" title="${esc(n.name + ": " + n.state + (n.reason ? " — " + n.reason : ""))}"><div class="name">${esc(n.name)}</div><div class="gpus">${n.gpus.map((g) => gpuCell(n, g)).join("")}</div></div>`);
   view.innerHTML = `<h1>Cluster</h1>
     <div class="cards">${card(`${status.nodes_ready} / ${status.nodes_total}`, "nodes ready", "nodes-card")}${card(`${status.gpus_free} / ${status.gpus_total}`, "GPUs free")}${card(jobs.RUNNING ?? 0, "jobs running")}${card(jobs.PENDING ?? 0, "jobs pending")}</div>
-    <div class="legend"><span><span class="gpu"></span>free</span><span><span class="gpu u0"></span>allocated, idle</span><span><span class="gpu u2"></span>~50%</span><span><span class="gpu u4"></span>busy</span><span><span class="gpu bad"></span>unhealthy</span><span><span class="gpu down"></span>node not ready</span></div>
+    <div class="legend"><span><span class="gpu"></span>free</span><span><span class="gpu u0"></span>allocated, idle</span><span><span class="gpu u2"></span>~50%</span><span><span class="gpu u4"></span>busy</span><span><span class="gpu bad"></span>unhealthy</span><span><span class="gpu down"></span>node not ready</span><span><span class="node DRAINED swatch"></span>node drained</span></div>
     <div class="grid" id="grid">${blocks.join("")}</div>`;
 }
 
@@ -198,11 +198,12 @@ function signIn(message = "") {
 
 const PAGES = { "": overview, queue, teams, usage: usagePage };
 
-async function show(page, arg, my) {
+async function show(page, arg, my, drawn = false) {
   const started = performance.now();
   try {
     await page(my, arg);
     if (my !== generation) return;
+    drawn = true;
     const updated = document.getElementById("updated");
     updated.dataset.ms = (performance.now() - started).toFixed(0); // load and draw, for people and tests
     updated.dataset.count = String(Number(updated.dataset.count || 0) + 1);
@@ -212,8 +213,10 @@ async function show(page, arg, my) {
     if (my !== generation) return;
     if (error instanceof SignedOut) { localStorage.removeItem(TOKEN_KEY); signIn("That token was not accepted."); return; }
     document.getElementById("problem").textContent = String(error.message || error);
+    // Nothing of this page was drawn yet: say so, rather than leave the last page's content (another job's).
+    if (!drawn) view.innerHTML = `<h1>${esc(arg ? arg : "Not available")}</h1><p class="reason">${esc(String(error.message || error))}</p>`;
   }
-  if (my === generation) timer = setTimeout(() => show(page, arg, my), REFRESH_MS);
+  if (my === generation) timer = setTimeout(() => show(page, arg, my, drawn), REFRESH_MS);
 }
 
 function route() {
@@ -221,6 +224,7 @@ function route() {
   const my = ++generation;
   takeTokenFromUrl();
   document.getElementById("logout").hidden = !token();
+  document.getElementById("problem").textContent = ""; // the last page's problem is not this one's
   if (!token()) { signIn(); return; }
   const [name, arg] = location.hash.replace(/^#\/?/, "").split("/");
   document.querySelectorAll("header nav a").forEach((a) => a.classList.toggle("active", (a.dataset.page === "overview" ? "" : a.dataset.page) === name));
