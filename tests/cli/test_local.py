@@ -89,7 +89,7 @@ def test_up_passes_the_config_and_head_options_and_remembers_them(home, tmp_path
     good = tmp_path / "cluster.yaml"
     good.write_text("teams:\n  nlp: {members: [bob]}\n")
     started: list[list[str]] = []
-    monkeypatch.setattr(local, "spawn", lambda args, log, home: started.append(args) or 999_999)
+    monkeypatch.setattr(local, "spawn", lambda args, log, home, secrets=None: started.append(args) or 999_999)
     monkeypatch.setattr(local, "_wait_head", lambda *a: None)
     state: dict = {}
     local._ensure_head(home, state, 12345, local._head_options(None, None, good, "H100=2.50", 5.0))
