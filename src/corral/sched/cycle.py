@@ -255,8 +255,8 @@ class _Cycle:
         found = preemptor.find(view, job, own_team_only=True)
         if found is not None and (found[0].gpu_type is None or not quota.admits(job, found[0].gpu_type, found[1])):
             held, victims = found
-        else:  # no victims on the nodes it fits, or they free too little quota: where it fits now, and any
-            placement = find_placement(view, job)
+        else:  # no victims where it would go, or too little quota freed: it goes where it fits now, and the
+            placement = find_placement(view, job)  # quota comes back from borrowers on any node
             gpu_type = None if placement is None else placement.gpu_type
             if placement is None or gpu_type is None or quota.blocking_level(job, gpu_type) is None:
                 return False
