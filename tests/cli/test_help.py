@@ -46,3 +46,9 @@ def test_top_level_help_lists_every_command():
     assert result.exit_code == 0
     for name in COMMANDS:
         assert name in result.output
+
+
+@pytest.mark.parametrize("command", [["sim"], ["sim", "plan"]])
+def test_sim_help_marks_the_trace_and_cluster_as_required(command):
+    text = " ".join(CliRunner().invoke(cli, [*command, "--help"]).output.split())
+    assert "gpu_type, …) [required]" in text and "gpu_speed table [required]" in text

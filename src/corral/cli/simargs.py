@@ -56,14 +56,16 @@ def input_options(required: bool) -> Callable[[F], F]:
             "trace_path",
             required=required,
             type=click.Path(exists=True, dir_okay=False, path_type=Path),
-            help="job trace: CSV in the common schema (job_id, submit_time_s, duration_s, num_gpus, gpu_type, …)",
+            help="job trace: CSV in the common schema (job_id, submit_time_s, duration_s, num_gpus, gpu_type, …)"
+            + ("" if required else "  [required]"),
         ),
         click.option(
             "--cluster",
             "cluster_path",
             required=required,
             type=click.Path(exists=True, dir_okay=False, path_type=Path),
-            help="cluster file (YAML): node_groups and an optional gpu_speed table",
+            help="cluster file (YAML): node_groups and an optional gpu_speed table"
+            + ("" if required else "  [required]"),
         ),
         click.option("--window", metavar="START:END", help="keep jobs with START <= submit_time_s < END (seconds)"),
         click.option(
