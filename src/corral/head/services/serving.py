@@ -273,13 +273,14 @@ def to_out(
     session: Session, rt: HeadRuntime, row: ServiceRow, replicas: Sequence[ReplicaInfo] | None = None
 ) -> ServiceOut:
     infos = replica_infos(session, row.name) if replicas is None else replicas
+    ready = sum(1 for r in infos if r.ready and r.draining_since is None)
     spec = row.spec
     return ServiceOut(
         name=row.name,
         user=row.user,
         revision=row.revision,
         url=f"{rt.settings.url}/s/{row.name}/",
-        replicas_ready=sum(1 for r in infos if r.ready and r.draining_since is None),
+        replicas_ready=ready,
         replicas_desired=row.desired,
         replicas_min=int(spec["replicas"]["min"]),
         replicas_max=int(spec["replicas"]["max"]),
@@ -299,13 +300,12 @@ def to_out(
             for r in infos
         ],
         reason=Backoff.from_json(row.autoscale_state.get(RESTART_KEY, {})).reason(rt.clock.now().timestamp())
-        or _waiting_reason(infos, row.desired),
+        or _waiting_reason(infos, ready, row.desired),
     )
 
 
-def _waiting_reason(replicas: Sequence[ReplicaInfo], desired: int) -> str | None:
+def _waiting_reason(replicas: Sequence[ReplicaInfo], ready: int, desired: int) -> str | None:
     """Why fewer replicas are ready than desired, when some wait to be placed: the first one's reason."""
-    ready = sum(1 for r in replicas if r.ready and r.draining_since is None)
     waiting = [
         r for r in replicas if r.job_state == JobState.PENDING.value and r.node is None and r.draining_since is None
     ]

@@ -55,6 +55,7 @@ class Database:
         self.fencing: tuple[str, int] | None = None
         self._checked_out = 0
         self._closed = False
+        self._migrated = False  # by this process: `corral head` migrates before serving, the app again
         self._returned = threading.Condition()
         event.listen(self.engine, "checkout", self._on_checkout)
         event.listen(self.engine, "checkin", self._on_checkin)
@@ -92,7 +93,9 @@ class Database:
                 raise
 
     def migrate(self) -> None:
-        """Bring the schema to the newest migration (idempotent)."""
+        """Bring the schema to the newest migration (idempotent; once per process)."""
+        if self._migrated:
+            return
         config = Config()
         config.set_main_option("script_location", str(MIGRATIONS_DIR))
         config.set_main_option("sqlalchemy.url", self.url.replace("%", "%%"))
@@ -101,6 +104,7 @@ class Database:
                 connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATE_LOCK_KEY})
             config.attributes["connection"] = connection
             command.upgrade(config, "head")
+        self._migrated = True
 
     def close(self, wait_s: float = 3.0) -> None:
         """Close every connection, after waiting a little for work still running in threads to finish."""
