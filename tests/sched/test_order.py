@@ -6,6 +6,8 @@ import random
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from corral.model import FairShare, Gpu, Job, LiveAllocation, Node, NodeState, Request, RunningJob, TeamQuota
 from corral.sched import Snapshot, get_policy, order, schedule
 
@@ -33,7 +35,10 @@ def make_job(rng: random.Random, seq: int) -> Job:
     )
 
 
-def test_the_carried_order_equals_a_fresh_sort_through_many_cycles() -> None:
+@pytest.mark.parametrize("slack", [1024, 0], ids=["kept", "forgetting"])
+def test_the_carried_order_equals_a_fresh_sort_through_many_cycles(slack: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(order, "_SLACK", slack)  # 0: the requests and groups of jobs gone are forgotten often
+    order.forget()
     rng = random.Random(5)
     pending = {job.id: job for job in (make_job(rng, seq) for seq in range(60))}
     seq = len(pending)

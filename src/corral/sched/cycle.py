@@ -75,7 +75,7 @@ class _Cycle:
         no_victims: set[tuple[bool, Request, int]] = set()
         waiting, waiting_requests, unchecked = self.waiting, self.waiting_requests, self.quota_unchecked.add
         checked: tuple[int, int] | None = None  # (unfit requests, victim searches) when the rest was last checked
-        for at, (_, queued, request) in enumerate(queue):
+        for at, (_, queued, request, _) in enumerate(queue):
             if request in unfit_now and (preemptor is None or not preemptor.worth_trying(queued)):
                 now_checked = (len(unfit_now), 0 if preemptor is None else preemptor.searches)
                 if now_checked != checked:

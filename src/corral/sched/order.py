@@ -6,9 +6,9 @@ its team's and user's fair share (the same tables from cycle to cycle unless usa
 changed). So the last order is kept with every job's key: a job that is the same object as then
 keeps its key and its place; new ones get their key and are put in their places. Jobs that would
 borrow quota go after all others; whether a job borrows is the same for all jobs of one team, GPU
-types and size (a ``Group``), so it is asked once per group each cycle and the kept order is split
-in two, each part in key order, with no sort. Like ``carry``, this is a memo: the order equals a
-fresh sort, whatever came before.
+types and size (a ``Group``), so each item carries its group's number, the question is asked once
+per group each cycle, and the kept order is split in two, each part in key order, with no sort.
+Like ``carry``, this is a memo: the order equals a fresh sort, whatever came before.
 """
 
 from __future__ import annotations
@@ -23,10 +23,12 @@ from operator import itemgetter, not_
 from corral.model import Job, Request
 
 Key = tuple[object, ...]
-Item = tuple[Key, Job, Request]  # a job's key, the job, and its request (one object per request value)
+Item = tuple[Key, Job, Request, int]  # a job's key, the job, its request (one object per request value), its group
 Group = tuple[str, tuple[str, ...], float]  # what ``borrows`` reads of a GPU job: team, GPU types, GPUs
+_NO_GROUP = -1  # the group number of CPU-only jobs, which never borrow
 
 _key_of = itemgetter(0)
+_SLACK = 1024  # requests and groups of jobs gone are forgotten once they outnumber twice the jobs by this
 
 
 @dataclass
@@ -35,7 +37,7 @@ class _Kept:
     jobs: dict[int, Job]  # the jobs of ``items`` by ``id()`` (held here, so that an id stays theirs)
     items: list[Item]  # sorted by key
     same: dict[Request, Request]  # each request value's one object
-    members: dict[Group, set[int]] | None = None  # each group's jobs, once needed
+    groups: _Groups
 
 
 _lock = threading.Lock()
@@ -56,9 +58,10 @@ def ordered(
         kept = _kept.pop(inputs, None)
         if kept is None or not _update(kept, now, key):
             same: dict[Request, Request] = {}
-            items = [(key(job), job, same.setdefault(job.request, job.request)) for job in pending]
+            groups = _Groups()
+            items = [_item(job, key, same, groups) for job in pending]
             items.sort(key=_key_of)
-            kept = _Kept(inputs, now, items, same)
+            kept = _Kept(inputs, now, items, same, groups)
         _kept[inputs] = kept
         if len(_kept) > 4:  # callers with other policies or share tables: keep the latest few
             del _kept[next(iter(_kept))]
@@ -87,14 +90,16 @@ def _update(kept: _Kept, now: dict[int, Job], key: Callable[[Job], Key]) -> bool
         kept_items.extend(items[start:])
     else:
         kept_items = [item for item in items if id(item[1]) not in gone]
-    fresh = [(key(job), job, same.setdefault(job.request, job.request)) for job in (now[i] for i in new)]
-    if kept.members is not None:
-        _leave(kept.members, ((i, kept.jobs[i]) for i in gone))
-        _join(kept.members, ((i, now[i]) for i in new))
+    groups = kept.groups
+    groups.leave(jobs[i] for i in gone)
+    fresh = [_item(job, key, same, groups) for job in (now[i] for i in new)]
     fresh.sort(key=_key_of)
     kept_items = _merged(kept_items, fresh)
-    if len(same) > 2 * len(kept_items) + 1024:  # forget the requests of jobs gone
+    if len(same) > 2 * len(kept_items) + _SLACK:  # forget the requests of jobs gone
         kept.same = {item[2]: item[2] for item in kept_items}
+    if len(groups.members) > 2 * len(kept_items) + _SLACK:  # forget the groups of jobs gone
+        kept.groups = groups = _Groups()
+        kept_items = [(k, job, request, groups.join(job)) for k, job, request, _ in kept_items]
     kept.jobs, kept.items = now, kept_items
     return True
 
@@ -119,40 +124,43 @@ def _merged(items: list[Item], fresh: list[Item]) -> list[Item]:
 
 def _borrowers_last(kept: _Kept, borrows: Callable[[Job], bool]) -> list[Item]:
     """The kept order with the jobs of groups that borrow now moved after all others (a stable split)."""
-    if kept.members is None:
-        kept.members = {}
-        _join(kept.members, kept.jobs.items())
-    jobs = kept.jobs
-    late = [members for members in kept.members.values() if borrows(jobs[next(iter(members))])]
-    if not late:
+    groups = kept.groups
+    late = [count > 0 and borrows(job) for job, count in zip(groups.first, groups.members, strict=True)]
+    if not any(late):
         return kept.items
-    last = set().union(*late)
+    late.append(False)  # _NO_GROUP, the last
     items = kept.items
-    borrowing = [id(item[1]) in last for item in items]
+    borrowing = [late[item[3]] for item in items]
     return [*compress(items, map(not_, borrowing)), *compress(items, borrowing)]
 
 
-def _join(members: dict[Group, set[int]], jobs: Iterable[tuple[int, Job]]) -> None:
-    for i, job in jobs:
-        group = _group_of(job)
-        if group is not None:
-            found = members.get(group)
-            if found is None:
-                members[group] = {i}
-            else:
-                found.add(i)
+def _item(job: Job, key: Callable[[Job], Key], same: dict[Request, Request], groups: _Groups) -> Item:
+    return (key(job), job, same.setdefault(job.request, job.request), groups.join(job))
 
 
-def _leave(members: dict[Group, set[int]], jobs: Iterable[tuple[int, Job]]) -> None:
-    for i, job in jobs:
-        group = _group_of(job)
-        if group is not None:
-            found = members[group]
-            found.discard(i)
-            if not found:
-                del members[group]
+class _Groups:
+    """Numbers for the groups of the kept jobs, each with its first job and how many jobs it has now."""
 
+    def __init__(self) -> None:
+        self.number: dict[Group, int] = {}
+        self.first: list[Job] = []  # by number: a job of the group (``borrows`` reads only its group)
+        self.members: list[int] = []  # by number: jobs kept now
 
-def _group_of(job: Job) -> Group | None:
-    request = job.request
-    return (job.team, request.gpu_types, request.total_gpus) if request.gpus_per_node > 0 else None
+    def join(self, job: Job) -> int:
+        request = job.request
+        if request.gpus_per_node <= 0:
+            return _NO_GROUP
+        group = (job.team, request.gpu_types, request.total_gpus)
+        number = self.number.get(group)
+        if number is None:
+            number = self.number[group] = len(self.first)
+            self.first.append(job)
+            self.members.append(0)
+        self.members[number] += 1
+        return number
+
+    def leave(self, jobs: Iterable[Job]) -> None:
+        for job in jobs:
+            request = job.request
+            if request.gpus_per_node > 0:
+                self.members[self.number[(job.team, request.gpu_types, request.total_gpus)]] -= 1
