@@ -225,6 +225,28 @@ def test_a_signal_exit_is_named_in_the_reason(head):
     assert "out of memory" in job["reason"]
 
 
+@pytest.mark.parametrize(
+    ("code", "detail", "said"),
+    [
+        (255, "exit code 255", "failed: exit code 255"),
+        (200, "exit code 200", "failed: exit code 200"),
+        (137, "killed by signal SIGKILL", "failed: killed by signal SIGKILL (exit code 137)"),
+        (
+            143,
+            "killed by signal SIGTERM: rank 0 (pid 7)",
+            "failed: killed by signal SIGTERM (exit code 143): rank 0 (pid 7)",
+        ),
+    ],
+)
+def test_an_exit_above_128_is_a_signal_only_when_one_has_that_number(head, code, detail, said):
+    agent = head.register("n1")
+    job = head.submit({"command": "x"})
+    head.cycle()
+    agent.beat([head.exited(agent.tasks()[0], code, detail=detail)])
+    reason = head.job(job["id"])["reason"]
+    assert reason.endswith(said), reason  # the agent's words are not repeated
+
+
 def test_a_command_the_shell_cannot_find_says_so_in_the_reason(head):
     agent = head.register("n1")
     job = head.submit({"command": "nosuchcmd"})

@@ -20,6 +20,7 @@ from corral.model.states import (
     NodeState,
     TaskState,
     check_job_transition,
+    describe_exit,
 )
 from corral.model.teams import FairShare, Quotas, TeamQuota
 
@@ -43,5 +44,6 @@ __all__ = [
     "TaskState",
     "TeamQuota",
     "check_job_transition",
+    "describe_exit",
     "interned",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from enum import StrEnum
 
 
@@ -64,3 +65,14 @@ class NodeState(StrEnum):
     READY = "READY"
     NOT_READY = "NOT_READY"
     DRAINED = "DRAINED"
+
+
+def describe_exit(status: int) -> str:
+    """``"exit code 3"``, or ``"killed by signal SIGKILL"`` for a status of 128 + a signal's number (the
+    shell's convention for a process a signal ended); a status above 128 that names no signal is an exit code."""
+    if status > 128:
+        try:
+            return f"killed by signal {signal.Signals(status - 128).name}"
+        except ValueError:
+            pass
+    return f"exit code {status}"

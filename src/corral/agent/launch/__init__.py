@@ -6,7 +6,6 @@ from corral.agent.launch.process import (
     LaunchError,
     ProcessSpec,
     TaskProcess,
-    describe_exit,
     exit_status,
     running_pids,
     start,
@@ -20,6 +19,7 @@ from corral.agent.launch.tree import (
     kill_leftovers,
     terminate_tree,
 )
+from corral.model import describe_exit
 
 __all__ = [
     "MARKER_ENV",

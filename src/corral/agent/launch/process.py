@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -84,16 +83,6 @@ class LaunchedProcess:
 def exit_status(returncode: int) -> int:
     """Shell convention: the exit code, or 128 + signal number for a process killed by a signal."""
     return 128 - returncode if returncode < 0 else returncode
-
-
-def describe_exit(status: int) -> str:
-    """``"exit code 3"`` or ``"killed by signal SIGKILL"`` for an ``exit_status`` value."""
-    if status > 128:
-        try:
-            return f"killed by signal {signal.Signals(status - 128).name}"
-        except ValueError:
-            pass
-    return f"exit code {status}"
 
 
 def starts_in_flight() -> int:

@@ -15,20 +15,18 @@ from sqlalchemy.orm import Session
 
 from corral.head.services.common import bump_node, record_event, wake_scheduler
 from corral.head.store.tables import GpuClaimRow, JobRow, TaskRow
-from corral.model import JobState, TaskState, check_job_transition
+from corral.model import JobState, TaskState, check_job_transition, describe_exit
 
 LIVE_TASK_STATES = (TaskState.ASSIGNED, TaskState.RUNNING, TaskState.STOPPING)
 WANTED_TASK_STATES = (TaskState.ASSIGNED, TaskState.RUNNING)
 
 
-def describe_exit(code: int | None) -> str:
+def _said_of(code: int | None) -> str:
+    """How an exit status reads in a job's reason: a signal's also gives the status itself."""
     if code is None:
         return "no exit code"
-    if code > 128:
-        names = {9: "SIGKILL", 15: "SIGTERM", 6: "SIGABRT", 11: "SIGSEGV", 2: "SIGINT", 1: "SIGHUP"}
-        signum = code - 128
-        return f"killed by signal {names.get(signum, str(signum))} (exit code {code})"
-    return f"exit code {code}"
+    said = describe_exit(code)
+    return said if said.startswith("exit code") else f"{said} (exit code {code})"
 
 
 def current_tasks(session: Session, job: JobRow) -> list[TaskRow]:
@@ -244,10 +242,11 @@ def task_exited(
             job.exit_code = 0
             set_job_state(session, job, JobState.SUCCEEDED, now, "all tasks exited 0")
         return
-    said = describe_exit(exit_code)
+    said = _said_of(exit_code)
     why = f"node rank {task.node_rank} on node {task.node} failed: {said}"
-    if detail.startswith(said):
-        why += detail[len(said) :]  # the agent's detail adds to the same words (which process failed)
+    plain = said.partition(" (exit code")[0]  # the agent's detail starts with these words when it gives them
+    if detail.startswith(plain):
+        why += detail[len(plain) :]  # the agent's detail adds to the same words (which process failed)
     elif detail:
         why += f" ({detail})"
     if exit_code in _SHELL_CODES:
