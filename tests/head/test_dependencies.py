@@ -26,13 +26,29 @@ def test_an_array_runs_one_job_per_index_at_most_limit_at_once(head):
     assert tasks[elements[1]["id"]]["env"]["CORRAL_ARRAY_INDEX"] == "1"
     assert tasks[elements[1]["id"]]["env"]["CORRAL_ARRAY_JOB_ID"] == first["id"]
     held = head.job(elements[2]["id"])
-    assert held["reason"] == f"array {first['id']} already has 2 elements running (its limit)"
+    assert held["reason"] == f"array {first['id']} already has 2 elements holding resources (its limit)"
 
     n1.beat([head.running(t) for t in tasks.values()])
     assert head.cycle().placed == 0  # still two running
     finish(head, n1, elements[0]["id"])
     assert head.cycle().placed == 1
     assert elements[2]["id"] in {t["job_id"] for t in n1.tasks()}
+
+
+def test_a_cancelled_element_counts_against_the_limit_until_its_processes_are_gone(head):
+    n1 = head.register("n1", gpus=8)
+    first = head.submit({"command": "work", "resources": {"gpus": 1}, "array": "0-1%1"})
+    elements = array_jobs(head, first["id"])
+    assert head.cycle().placed == 1
+    started = n1.tasks()
+    n1.beat([head.running(t) for t in started])
+    assert head.cancel(first["id"])["state"] == "CANCELLED"
+    assert head.cycle().placed == 0  # element 0's task is still stopping: it holds its GPU
+    held = head.job(elements[1]["id"])
+    assert held["reason"] == f"array {first['id']} already has 1 element holding resources (its limit)"
+    n1.beat([head.exited(t, 143) for t in started])  # its processes are gone
+    assert head.cycle().placed == 1
+    assert [t["job_id"] for t in n1.tasks()] == [elements[1]["id"]]
 
 
 def test_an_array_without_a_limit_starts_whatever_fits(head):

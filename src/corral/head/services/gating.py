@@ -2,8 +2,8 @@
 
 A job with ``after_ok`` waits until every listed job SUCCEEDED and is cancelled as soon as one
 ends otherwise; one with ``after_any`` waits until every listed job has ended. An array element
-waits while ``array_limit`` elements of its array hold resources (RUNNING, or placed and starting);
-among its waiting elements, those submitted first go first.
+waits while ``array_limit`` elements of its array hold resources (RUNNING, placed and starting, or
+ended but with processes still stopping); among its waiting elements, those submitted first go first.
 """
 
 from __future__ import annotations
@@ -15,10 +15,13 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from corral.head.jobcache import Gate
-from corral.head.store.tables import JobRow
-from corral.model import Job, JobState
+from corral.head.store.tables import JobRow, TaskRow
+from corral.model import Job, JobState, TaskState
+from corral.sched.describe import plural
 
 _CHUNK = 500
+# Task states whose processes may still exist: live ones, and lost ones until they are surely fenced.
+_MAYBE_LIVE = [*(s.value for s in TaskState if s.live), TaskState.LOST.value]
 
 
 @dataclass
@@ -70,7 +73,7 @@ def _check_arrays(
         if not array_id or not limit:
             continue
         if live.get(array_id, 0) >= limit:
-            out.held[job.id] = f"array {array_id} already has {limit} elements running (its limit)"
+            out.held[job.id] = f"array {array_id} already has {plural(limit, 'element')} holding resources (its limit)"
         else:
             live[array_id] = live.get(array_id, 0) + 1  # this one may start now
 
@@ -86,15 +89,19 @@ def _states(session: Session, ids: Collection[str]) -> dict[str, str]:
 
 
 def _live_elements(session: Session, arrays: Sequence[str], busy: Collection[str]) -> dict[str, int]:
-    """Elements of each array holding resources: RUNNING, or pending with live tasks."""
+    """Elements of each array holding resources: RUNNING, or with tasks whose processes may still exist
+    (``busy``) whatever the element's state: a cancelled element holds its GPUs until they are gone."""
     array_of = JobRow.spec["array_id"].as_string()
-    rows = session.execute(
-        select(JobRow.id, JobRow.state, array_of).where(
-            array_of.in_(arrays), JobRow.state.in_([JobState.RUNNING.value, JobState.PENDING.value])
-        )
-    ).all()
+    running = select(JobRow.id, array_of).where(array_of.in_(arrays), JobRow.state == JobState.RUNNING.value)
+    with_tasks = (
+        select(JobRow.id, array_of)
+        .join(TaskRow, TaskRow.job_id == JobRow.id)
+        .where(array_of.in_(arrays), TaskRow.state.in_(_MAYBE_LIVE))
+        .distinct()
+    )
+    holding: dict[str, str] = {job_id: array_id for job_id, array_id in session.execute(running)}
+    holding.update((job_id, array_id) for job_id, array_id in session.execute(with_tasks) if job_id in busy)
     live: dict[str, int] = {}
-    for job_id, state, array_id in rows:
-        if state == JobState.RUNNING.value or job_id in busy:
-            live[array_id] = live.get(array_id, 0) + 1
+    for array_id in holding.values():
+        live[array_id] = live.get(array_id, 0) + 1
     return live
