@@ -33,6 +33,12 @@ def test_an_array_limit_sign_with_nothing_after_it_is_refused(text):
     assert "the limit after % must be a whole number of at least 1" in message
 
 
+@pytest.mark.parametrize("text", ["\u0663", "0-\u0663", "0-3%\u00b2", "0-3%\u0663"])
+def test_array_indices_and_limits_are_ascii_digits(text):
+    field, _ = the_error({"array": text})
+    assert field == "array"
+
+
 def test_arrays_that_list_each_index_once_still_parse():
     spec = parse_array("0-2,5,7-8%2")
     assert (spec.indices, spec.limit) == ((0, 1, 2, 5, 7, 8), 2)

@@ -81,6 +81,8 @@ def test_durations(text, seconds):
         ("1h 30m", "expected a duration such as"),
         ("1:2:3:4", "expected a duration such as"),
         ("1:xx", "expected a duration such as"),
+        ("\u0663h", "expected a duration such as"),  # an Arabic-Indic three is not an ASCII digit
+        ("1:\u00b2", "expected a duration such as"),  # nor is a superscript two
         ("0", "must be positive"),
         ("0s", "must be positive"),
         ("00:00:00", "must be positive"),

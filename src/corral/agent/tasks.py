@@ -216,7 +216,8 @@ class TaskSet:
         cwd = _prepare_dirs(local)
         if desired.node_rank == 0:
             fixed = desired.env.get("MASTER_PORT", "")  # the job's own rendezvous port, if it sets one
-            local.master_port = int(fixed) if fixed.isdigit() and 0 < int(fixed) < 65536 else free_port()
+            given = fixed.isascii() and fixed.isdigit() and 0 < int(fixed) < 65536
+            local.master_port = int(fixed) if given else free_port()
             if len(desired.hosts) > 1:
                 self.changed.set()  # report the port now: the other nodes' ranks start while these do
                 await asyncio.sleep(0.001)  # let the heartbeat go out before this loop is busy forking

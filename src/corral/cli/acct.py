@@ -17,8 +17,8 @@ from corral.client.errors import InvalidRequest
 KEYS = ("user", "team", "gpu-type", "job")
 CSV_FIELDS = ("key", "jobs", "gpu_seconds", "gpu_hours", "cost", "energy_kwh")
 WHEN_HELP = "a duration such as 7d, 12h, 30m or 1h30m (that long ago), or a UTC date/time such as 2025-01-31T08:00"
-_AGO_RE = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
-_UNITS_RE = re.compile(r"^(?:\d+(?:\.\d+)?[smhd])+$")  # several units, as in 1h30m
+_AGO_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([smhdw])$")
+_UNITS_RE = re.compile(r"^(?:[0-9]+(?:\.[0-9]+)?[smhd])+$")  # several units, as in 1h30m
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 

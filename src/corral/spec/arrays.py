@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 MAX_ARRAY_SIZE = 10_000
 ARRAY_HELP = "indices such as 0-99, 1,3,5-7 or 0-99%8 (at most 8 at once)"
-_PART_RE = re.compile(r"^(\d+)(?:-(\d+))?$")
+_PART_RE = re.compile(r"^([0-9]+)(?:-([0-9]+))?$")
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ def parse_array(text: str) -> ArraySpec:
     body, percent, limit_text = text.strip().partition("%")
     limit = None
     if percent:
-        if not limit_text.isdigit() or int(limit_text) < 1:
+        if not (limit_text.isascii() and limit_text.isdigit()) or int(limit_text) < 1:
             raise ValueError(
                 f"the limit after % must be a whole number of at least 1 (such as 0-99%8), got {limit_text!r}"
             )

@@ -281,7 +281,7 @@ class JobSpec(BaseModel):
             if not _ENV_KEY_RE.match(key):
                 raise ValueError(f"bad variable name {key!r}: use letters, digits and '_', not starting with a digit")
         port = value.get("MASTER_PORT")
-        if port is not None and not (port.isdigit() and 0 < int(port) < 65536):
+        if port is not None and not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
             raise ValueError(f"MASTER_PORT must be a port number from 1 to 65535, got {port!r}")
         if not (info.context or {}).get(CORRAL_SETS_ENV):
             for key in value:

@@ -25,11 +25,11 @@ _MEMORY_UNITS_MB = {
     "tb": 1024.0 * 1024,
     "tib": 1024.0 * 1024,
 }
-_MEMORY_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+_MEMORY_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*$")
 MEMORY_HELP = "a size such as 512MB, 64GB or 1.5TB"
 
 _DURATION_UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-_DURATION_PART_RE = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
+_DURATION_PART_RE = re.compile(r"([0-9]+(?:\.[0-9]+)?)([smhd])")
 DURATION_HELP = "a duration such as 90s, 30m, 2h, 1d, 1h30m or HH:MM:SS"
 MAX_MEMORY_MB = 2**31 - 1  # 2 PiB: more than any node has, and what the database's integer holds
 MAX_DURATION_S = 10 * 365 * 86400.0
@@ -84,7 +84,7 @@ def parse_duration_s(value: str | int | float, allow_zero: bool = False) -> floa
     seconds: float
     if ":" in text:
         seconds = _clock_s(text, value)
-    elif re.fullmatch(r"\d+(?:\.\d+)?", text):
+    elif re.fullmatch(r"[0-9]+(?:\.[0-9]+)?", text):
         seconds = float(text)
     else:
         seconds = _units_s(text, value)
@@ -128,7 +128,7 @@ def _sign_rule(allow_zero: bool) -> str:
 def _clock_s(text: str, value: str) -> float:
     """``MM:SS`` or ``H:MM:SS``: the first part may be any size, the ones after it below 60."""
     parts = text.split(":")
-    if len(parts) > 3 or not all(p.isdigit() for p in parts):
+    if len(parts) > 3 or not all(p.isascii() and p.isdigit() for p in parts):
         raise ValueError(f"expected {DURATION_HELP}, got {value!r}")
     units = ("minutes", "seconds")[-(len(parts) - 1) :]
     for unit, part in zip(units, parts[1:], strict=True):
@@ -150,7 +150,7 @@ class GpuGroup:
 
 
 FAKE_GPUS_HELP = "comma-separated COUNTxTYPE[:MEMORY] groups such as 8xH100:80GB or 4xA100:40GB,2xL4:24GB"
-_GPU_GROUP_RE = re.compile(r"^(\d+)x([A-Za-z0-9][A-Za-z0-9_.\-]*)(?::(.+))?$")
+_GPU_GROUP_RE = re.compile(r"^([0-9]+)x([A-Za-z0-9][A-Za-z0-9_.\-]*)(?::(.+))?$")
 DEFAULT_FAKE_GPU_MEMORY_MB = 80 * 1024  # a group without :MEMORY, whatever its type
 MAX_GPUS_PER_NODE = 64  # as many as a job may ask for on one node
 LABEL_KEY_HELP = "letters, digits and _ . - / (starting with a letter or digit, at most 63)"
@@ -169,7 +169,7 @@ def parse_gpu_groups(value: str) -> list[GpuGroup]:
         count = int(match.group(1))
         if count < 1:
             raise ValueError(f"bad GPU group {item!r}: count must be at least 1")
-        if re.match(r"\d+x", match.group(2)):  # 9x8xH100: a count twice, or a missing comma
+        if re.match(r"[0-9]+x", match.group(2)):  # 9x8xH100: a count twice, or a missing comma
             raise ValueError(f"bad GPU group {item!r}: give one count per group, as in {FAKE_GPUS_HELP}")
         memory_mb = DEFAULT_FAKE_GPU_MEMORY_MB
         if match.group(3):
