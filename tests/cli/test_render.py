@@ -58,6 +58,20 @@ def test_show_prints_a_command_with_brackets_as_it_is(capsys):
     assert "sh -c 'echo \"[/] [bold]x\"'" in capsys.readouterr().out
 
 
+def test_show_prints_a_jobs_array_and_dependencies(capsys):
+    _show_table(show_job(array_id="j-0", array_index=3, after_ok=["j-a", "j-b"], after_any=["j-c"]))
+    lines = capsys.readouterr().out.splitlines()
+    assert any(line.split() == ["array", "element", "3", "of", "array", "j-0"] for line in lines)
+    assert any(line.split() == ["after_ok", "j-a,", "j-b"] for line in lines)
+    assert any(line.split() == ["after_any", "j-c"] for line in lines)
+
+
+def test_show_leaves_out_array_and_dependency_rows_a_job_does_not_have(capsys):
+    _show_table(show_job(array_id=None, array_index=None, after_ok=[], after_any=[]))
+    out = capsys.readouterr().out
+    assert "array" not in out and "after_" not in out
+
+
 def test_why_prints_the_state_without_markup(capsys):
     _why_table({"job_id": "j-1", "state": "PENDING", "reason": "waiting [x]", "nodes_needed": 1, "groups": []})
     first = capsys.readouterr().out.splitlines()[0]

@@ -295,6 +295,7 @@ def _show_table(job: dict[str, Any]) -> None:
         ("checkpoint dir", job.get("checkpoint_dir")),
         ("usage", _usage_text(job.get("usage"))),
     ]
+    fields[6:6] = _array_and_dependencies(job)
     table(None, ["FIELD", "VALUE"], [[k, "-" if v is None else v] for k, v in fields])
     if job.get("tasks"):
         table(
@@ -305,6 +306,17 @@ def _show_table(job: dict[str, Any]) -> None:
                 for t in job["tasks"]
             ],
         )
+
+
+def _array_and_dependencies(job: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The rows of a job in an array or with dependencies; none for others."""
+    rows: list[tuple[str, Any]] = []
+    if job.get("array_id"):
+        rows.append(("array", f"element {job.get('array_index')} of array {job['array_id']}"))
+    for key in ("after_ok", "after_any"):
+        if job.get(key):
+            rows.append((key, ", ".join(job[key])))
+    return rows
 
 
 @click.command()
