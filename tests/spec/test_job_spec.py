@@ -1,6 +1,9 @@
 import pytest
 
 from corral.spec import FieldError, JobSpec, SpecError, load_job_yaml, parse_job_spec
+from corral.spec.cluster import load_cluster_yaml
+from corral.spec.config import load_cluster_config_yaml
+from corral.spec.service import load_service_yaml
 
 JOB_FILE = """\
 name: finetune
@@ -392,3 +395,17 @@ def test_an_array_of_one_index_may_be_a_number():
     assert load_job_yaml("command: x\narray: 5").array == "5"
     with pytest.raises(SpecError, match="array: expected indices as text"):
         load_job_yaml("command: x\narray: [1, 2]")
+
+
+@pytest.mark.parametrize(
+    ("load", "prefix"),
+    [
+        (load_job_yaml, "name: a\ncommand: x\nenv: "),
+        (load_service_yaml, "kind: service\nname: x\ncommand: "),
+        (load_cluster_yaml, "node_groups: "),
+        (load_cluster_config_yaml, "teams: "),
+    ],
+)
+def test_a_document_nested_too_deeply_is_an_invalid_spec_not_a_crash(load, prefix):
+    with pytest.raises(SpecError, match=r"deep\.yaml nests lists or mappings too deeply to read"):
+        load(prefix + "[" * 3000 + "]" * 3000 + "\n", source="deep.yaml")

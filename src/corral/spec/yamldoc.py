@@ -40,3 +40,5 @@ def load_yaml_document(text: str, source: str = "job file") -> Any:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise SpecError([FieldError("", f"{source} is not valid YAML{where}: {problem}")]) from None
+    except RecursionError:
+        raise SpecError([FieldError("", f"{source} nests lists or mappings too deeply to read")]) from None
