@@ -20,6 +20,9 @@ def corral(*args: str, home) -> subprocess.CompletedProcess[str]:
         (["acct", "--until", "99999999w"], "--until"),
         (["top", "--interval", "-1"], "--interval"),
         (["top", "--interval", "0"], "--interval"),
+        (["top", "--interval", "nan", "--once"], "--interval"),
+        (["wait", "--timeout", "nan", "j-x"], "--timeout"),
+        (["wait", "--timeout", "inf", "j-x"], "--timeout"),
     ],
 )
 def test_out_of_range_values_exit_2_naming_the_option(tmp_path, args, named):

@@ -43,6 +43,9 @@ def run_cli(argv: list[str], capsys) -> tuple[int, str]:
         (["--heartbeat-interval", "0"], "--heartbeat-interval"),
         (["--grace", "-1"], "--grace"),
         (["--preempt-grace", "-1"], "--preempt-grace"),
+        (["--preempt-grace", "nan"], "--preempt-grace"),
+        (["--gpu-prices", "H100=nan"], "--gpu-prices"),
+        (["--gpu-prices", "H100=inf"], "--gpu-prices"),
         (["--agent-lease", "0"], "--agent-lease"),
         (["--public-url", "notaurl"], "--public-url"),
         (["--public-url", "http://a:1,http://b:2"], "--public-url"),
@@ -50,6 +53,21 @@ def run_cli(argv: list[str], capsys) -> tuple[int, str]:
 )
 def test_head_refuses_bad_numbers_and_urls(home, capsys, args, named):
     code, err = run_cli(["head", "--port", "1", *args], capsys)
+    assert code == 2, err
+    assert named in err
+    assert not home.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--preempt-grace", "nan"], "--preempt-grace"),
+        (["--gpu-prices", "H100=nan"], "--gpu-prices"),
+        (["--gpu-prices", "A100=1,H100=inf"], "--gpu-prices"),
+    ],
+)
+def test_up_refuses_numbers_that_are_not_finite_before_anything_starts(home, capsys, args, named):
+    code, err = run_cli(["up", "--agents", "0", *args], capsys)
     assert code == 2, err
     assert named in err
     assert not home.exists()

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import click
 
+from corral.cli.numbers import FiniteFloatRange
 from corral.client.config import corral_home, make_home
 from corral.client.errors import InvalidRequest, Unreachable
 
 DEFAULT_PORT = 8470
-POSITIVE = click.FloatRange(min=0, min_open=True)
-NOT_NEGATIVE = click.FloatRange(min=0)
+POSITIVE = FiniteFloatRange(min=0, min_open=True)
+NOT_NEGATIVE = FiniteFloatRange(min=0)
 
 
 @click.command()
@@ -253,10 +254,10 @@ def parse_prices(text: str) -> dict[str, float]:
             price = float(value) if sep and name.strip() else -1.0
         except ValueError:
             price = -1.0
-        if price < 0:
+        if not math.isfinite(price) or price < 0:
             raise InvalidRequest(
                 f"--gpu-prices: expected TYPE=PRICE pairs such as H100=2.5,A100=1.2 (price per GPU-hour, "
-                f"not negative), got {part!r}"
+                f"a finite number, not negative), got {part!r}"
             )
         prices[name.strip()] = price
     return prices

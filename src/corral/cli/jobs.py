@@ -11,6 +11,7 @@ import click
 
 from corral.cli.context import api
 from corral.cli.files import read_input
+from corral.cli.numbers import FiniteFloatRange
 from corral.cli.render import (
     ago,
     allocation_text,
@@ -329,7 +330,7 @@ def show(job_id: str, output: str) -> None:
 
 @click.command()
 @click.argument("job_ids", metavar="JOB...", nargs=-1, required=True)
-@click.option("--timeout", type=click.FloatRange(min=0), help="give up after SECONDS (exit 124)")
+@click.option("--timeout", type=FiniteFloatRange(min=0), help="give up after SECONDS (exit 124)")
 @click.pass_context
 def wait(ctx: click.Context, job_ids: tuple[str, ...], timeout: float | None) -> None:
     """Wait until every JOB has ended. Exit 0 if all SUCCEEDED, 1 otherwise, 124 on timeout."""

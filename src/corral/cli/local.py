@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from corral.cli.daemons import DEFAULT_PORT, check_config, check_db, parse_prices
+from corral.cli.numbers import FiniteFloatRange
 from corral.cli.procs import alive, free_port, head_holding_home, log_since, log_size, port_free, spawn, stop
 from corral.cli.render import emit_json, output_option
 from corral.client.calls import HeadApi
@@ -139,7 +140,7 @@ def _wait_nodes(api: HeadApi, names: list[str], fresh: set[str], since: datetime
 @click.option("--gpu-prices", help="price of one GPU-hour per GPU type, for `corral acct`: H100=2.5,A100=1.2")
 @click.option(
     "--preempt-grace",
-    type=click.FloatRange(min=0),
+    type=FiniteFloatRange(min=0),
     help="seconds between SIGTERM and SIGKILL on preemption and time limits  [default: 30]",
 )
 @click.option(

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from corral.cli.context import api
+from corral.cli.numbers import FiniteFloatRange
 from corral.cli.render import STATE_STYLE, emit_json, output_option, output_width
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
@@ -91,7 +92,7 @@ def snapshot(nodes: list[dict[str, Any]], jobs: list[dict[str, Any]]) -> dict[st
 @click.command()
 @click.option(
     "--interval",
-    type=click.FloatRange(min=0.2, max=3600),
+    type=FiniteFloatRange(min=0.2, max=3600),
     default=2.0,
     show_default=True,
     help="seconds between refreshes (0.2 to 3600)",
