@@ -165,6 +165,17 @@ def test_start_failures_raise_launch_error(tmp_path: Path, marker: str) -> None:
     asyncio.run(main())
 
 
+def test_a_command_too_long_to_start_is_named_shortly(tmp_path: Path, marker: str) -> None:
+    async def main() -> str:
+        with pytest.raises(LaunchError) as info:  # one argument past the kernel's limit: E2BIG
+            await start(make_spec(tmp_path, ["/bin/echo", "x" * 300_000], marker))
+        return str(info.value)
+
+    message = asyncio.run(main())
+    assert "Argument list too long" in message
+    assert len(message) < 1_000 and "characters)" in message
+
+
 def test_signal_death_reports_128_plus_signal(tmp_path: Path, marker: str) -> None:
     async def main() -> list[int]:
         statuses = []

@@ -247,6 +247,16 @@ def test_an_exit_above_128_is_a_signal_only_when_one_has_that_number(head, code,
     assert reason.endswith(said), reason  # the agent's words are not repeated
 
 
+def test_a_task_its_agent_could_not_start_gets_no_shell_hint(head):
+    agent = head.register("n1")
+    job = head.submit({"command": "x"})
+    head.cycle()
+    detail = "could not start: cannot start ['/bin/sh', '-c', …] in /w: [Errno 7] Argument list too long"
+    agent.beat([head.exited(agent.tasks()[0], 127, detail=detail)])
+    reason = head.job(job["id"])["reason"]
+    assert reason.endswith(f"failed: exit code 127 ({detail})"), reason
+
+
 def test_a_command_the_shell_cannot_find_says_so_in_the_reason(head):
     agent = head.register("n1")
     job = head.submit({"command": "nosuchcmd"})

@@ -409,3 +409,23 @@ def test_an_array_of_one_index_may_be_a_number():
 def test_a_document_nested_too_deeply_is_an_invalid_spec_not_a_crash(load, prefix):
     with pytest.raises(SpecError, match=r"deep\.yaml nests lists or mappings too deeply to read"):
         load(prefix + "[" * 3000 + "]" * 3000 + "\n", source="deep.yaml")
+
+
+@pytest.mark.parametrize(
+    ("spec", "field", "said"),
+    [
+        ({"command": "true #" + "x" * 200_000}, "command", "the command line is 200,006 bytes"),
+        ({"command": ["echo", "y" * 140_000]}, "command", "argument 1 is 140,000 bytes"),
+        ({"command": ["echo"] + ["y" * 100_000] * 12}, "command", "the arguments come to 1,200,004 bytes"),
+        ({"command": "x", "env": {"BIG": "b" * 140_000}}, "env", "BIG is 140,004 bytes"),
+        ({"command": "x", "env": {f"V{i}": "z" * 100 for i in range(20_000)}}, "env", "the variables come to"),
+    ],
+)
+def test_a_command_or_environment_exec_would_refuse_is_an_invalid_spec(spec, field, said):
+    with pytest.raises(SpecError) as info:
+        parse_job_spec(spec)
+    assert str(info.value).startswith(f"{field}: {said}")
+
+
+def test_a_large_command_within_what_exec_takes_is_accepted():
+    assert parse_job_spec({"command": "x" * 100_000, "env": {"A": "b" * 100_000}}).command == "x" * 100_000

@@ -20,13 +20,17 @@ from corral.spec.arrays import ArraySpec, parse_array
 from corral.spec.containers import Image, Volume, VolumeText, parse_volume
 from corral.spec.errors import FieldError, SpecError, from_validation_error
 from corral.spec.quantities import parse_duration_s
-from corral.spec.resources import ResourcesSpec
+from corral.spec.resources import STORED, ResourcesSpec
 from corral.spec.yamldoc import load_yaml_document
 
 Launcher = Literal["per-gpu", "per-node"]
 LAUNCHERS: tuple[str, ...] = ("per-gpu", "per-node")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,62}$")
 _ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# What exec accepts: one argument or environment string below 128 KiB (Linux's MAX_ARG_STRLEN, its NUL
+# included), and all of them together well under ARG_MAX (2 MiB with the usual 8 MiB stack).
+MAX_STRING_BYTES = 128 * 1024 - 1
+MAX_TOTAL_BYTES = 1024 * 1024
 _JOB_ID_RE = re.compile(r"^j-[a-z0-9]{1,30}$")
 MAX_NODES = 4096
 # Validation context key: the spec is Corral's own (a service's replica), whose env may hold CORRAL_* variables.
@@ -57,6 +61,19 @@ def _env_text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return value if isinstance(value, str) else str(value)
+
+
+def _check_exec_sizes(texts: list[str], names: list[str], all_of: str, instead: str) -> None:
+    """Refuse what exec would refuse (E2BIG) when the job starts: a string (``names`` gives each one's name)
+    or a total too large."""
+    sizes = [len(text.encode()) for text in texts]
+    for name, size in zip(names, sizes, strict=True):
+        if size > MAX_STRING_BYTES:
+            raise ValueError(
+                f"{name} is {size:,} bytes; a process accepts at most {MAX_STRING_BYTES:,} bytes per string: {instead}"
+            )
+    if (total := sum(sizes)) > MAX_TOTAL_BYTES:
+        raise ValueError(f"{all_of} come to {total:,} bytes; at most {MAX_TOTAL_BYTES:,} in all: {instead}")
 
 
 def _duration(value: Any) -> Any:
@@ -169,11 +186,15 @@ class JobSpec(BaseModel):
 
     @field_validator("command")
     @classmethod
-    def _command(cls, value: str | list[str]) -> str | list[str]:
+    def _command(cls, value: str | list[str], info: ValidationInfo) -> str | list[str]:
         if isinstance(value, str) and not value.strip():
             raise ValueError("must not be empty: give a shell command line or a list of arguments")
         if isinstance(value, list) and not value:
             raise ValueError("must not be empty: give a shell command line or a list of arguments")
+        if not (info.context or {}).get(STORED):
+            parts = [value] if isinstance(value, str) else value
+            names = ["the command line"] if isinstance(value, str) else [f"argument {i}" for i in range(len(value))]
+            _check_exec_sizes(parts, names, "the arguments", "put it in a script")
         return value
 
     @field_validator("volumes", mode="before")
@@ -280,6 +301,9 @@ class JobSpec(BaseModel):
         for key in value:
             if not _ENV_KEY_RE.match(key):
                 raise ValueError(f"bad variable name {key!r}: use letters, digits and '_', not starting with a digit")
+        if not (info.context or {}).get(STORED):
+            entries = [f"{key}={text}" for key, text in value.items()]
+            _check_exec_sizes(entries, list(value), "the variables", "pass large data in a file")
         port = value.get("MASTER_PORT")
         if port is not None and not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
             raise ValueError(f"MASTER_PORT must be a port number from 1 to 65535, got {port!r}")

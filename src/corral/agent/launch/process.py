@@ -80,6 +80,14 @@ class LaunchedProcess:
         return f"LaunchedProcess(pid={self.pid}, marker={self.marker!r}, returncode={self.returncode})"
 
 
+def _shortened(text: str, limit: int = 300) -> str:
+    """At most ``limit`` characters of ``text``, its middle left out: a reason stays readable."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}…({len(text) - 2 * half:,} characters)…{text[-half:]}"
+
+
 def exit_status(returncode: int) -> int:
     """Shell convention: the exit code, or 128 + signal number for a process killed by a signal."""
     return 128 - returncode if returncode < 0 else returncode
@@ -114,7 +122,7 @@ async def start(spec: ProcessSpec) -> LaunchedProcess:
         proc = await _spawn(spec.command, env, spec.cwd, log_fd)
         _RUNNING[proc.pid] = proc  # before the count drops (see ``reap_orphans``)
     except OSError as exc:
-        raise LaunchError(f"cannot start {spec.command!r} in {spec.cwd}: {exc}") from exc
+        raise LaunchError(f"cannot start {_shortened(repr(spec.command))} in {spec.cwd}: {exc}") from exc
     finally:
         _in_flight -= 1
         os.close(log_fd)

@@ -249,7 +249,7 @@ def task_exited(
         why += detail[len(plain) :]  # the agent's detail adds to the same words (which process failed)
     elif detail:
         why += f" ({detail})"
-    if exit_code in _SHELL_CODES:
+    if exit_code in _SHELL_CODES and not detail.startswith("could not start"):  # the agent's own failure
         why += f"; {_SHELL_CODES[exit_code]}: check the command, and `corral logs {job.id}`"
     fail_or_requeue(session, job, now, why, exit_code)
 
