@@ -20,7 +20,6 @@ from corral.spec import GpuGroup, parse_duration_s, parse_env_pair, parse_gpu_gr
         (" 16GB ", 16 * 1024),
         (1024, 1024),
         (0, 0),
-        (2.5, 2),
     ],
 )
 def test_memory_sizes_are_binary_mebibytes(text, mb):
@@ -38,6 +37,8 @@ def test_memory_sizes_are_binary_mebibytes(text, mb):
         ("3 parsecs", "unknown unit 'parsecs'"),
         (-1, "must not be negative"),
         (True, "expected a size such as"),
+        ("1.5", "a number without a unit is MiB and must be whole"),
+        (1.5, "a number without a unit is MiB and must be whole"),
     ],
 )
 def test_bad_memory_sizes_say_what_is_valid(value, expected):

@@ -48,7 +48,7 @@ def parse_memory_mb(value: str | int | float) -> int:
             raise ValueError(f"must not be negative, got {value}")
         if not value <= MAX_MEMORY_MB:  # also refuses NaN
             raise ValueError(f"must be at most {MAX_MEMORY_MB} MB, got {value}")
-        return int(value)  # a bare number is MiB
+        return _whole_mb(value, value)
     if not isinstance(value, str):
         raise ValueError(f"expected {MEMORY_HELP}, got {_kind(value)}")
     match = _MEMORY_RE.match(value)
@@ -60,7 +60,14 @@ def parse_memory_mb(value: str | int | float) -> int:
     megabytes = number if unit == "" else number * _MEMORY_UNITS_MB[unit]  # a bare number is MiB, like the int form
     if megabytes > MAX_MEMORY_MB:
         raise ValueError(f"{value!r} is more than the largest size accepted ({MAX_MEMORY_MB} MB)")
-    return int(megabytes) if unit == "" else round(megabytes)
+    return _whole_mb(megabytes, value) if unit == "" else round(megabytes)
+
+
+def _whole_mb(number: float, value: object) -> int:
+    """A number without a unit counts MiB, and only whole ones: 1.5 would silently lose half a MiB."""
+    if number != int(number):
+        raise ValueError(f"a number without a unit is MiB and must be whole, got {value!r}; give a unit, such as 1.5GB")
+    return int(number)
 
 
 def parse_duration_s(value: str | int | float, allow_zero: bool = False) -> float:
