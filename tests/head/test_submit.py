@@ -143,6 +143,16 @@ def test_too_many_gpus_per_node_is_refused_with_what_the_cluster_offers(head):
     assert job_count(head) == 0
 
 
+def test_a_gang_larger_than_the_cluster_names_nodes(head):
+    head.register("n1", gpus=8)
+    spec = {"command": "x", "nodes": 2, "resources": {"gpus": 4}}
+    response = head.client.post("/v1/jobs", json=spec, headers=head.admin)
+    assert response.status_code == 422
+    detail = response.json()["detail"][0]
+    assert detail["field"] == "nodes" and detail["msg"].startswith("can never run on this cluster")
+    assert job_count(head) == 0
+
+
 def test_a_gang_required_in_one_rack_no_rack_holds_is_refused(head):
     for i in range(3):
         head.register(f"a{i}", gpus=8, labels={"rack": "r1" if i < 2 else "r2"})

@@ -6,6 +6,7 @@ import secrets
 import string
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -162,7 +163,10 @@ def _check_feasible(rt: HeadRuntime, session: Session, specs: Sequence[JobSpec])
         request = request_of(spec)
         problem = shapes.never_fits(request)
         if problem is not None:
-            raise Infeasible(f"{prefix}resources", f"can never run on this cluster: {problem}")
+            # Name what to change: the gang's size when one node of it would fit, else what a node needs.
+            one_node_fits = request.nodes > 1 and shapes.never_fits(replace(request, nodes=1)) is None
+            field = "nodes" if one_node_fits else "resources"
+            raise Infeasible(f"{prefix}{field}", f"can never run on this cluster: {problem}")
         problem = no_domain_holds(request, nodes, shapes)
         if problem is not None:
             raise Infeasible(f"{prefix}topology", f"can never run on this cluster: {problem}")
