@@ -429,3 +429,19 @@ def test_a_command_or_environment_exec_would_refuse_is_an_invalid_spec(spec, fie
 
 def test_a_large_command_within_what_exec_takes_is_accepted():
     assert parse_job_spec({"command": "x" * 100_000, "env": {"A": "b" * 100_000}}).command == "x" * 100_000
+
+
+@pytest.mark.parametrize(
+    ("spec", "said"),
+    [
+        ({"resources": None}, "resources: expected a mapping of fields, got nothing; valid fields are gpus, gpu_type"),
+        ({"topology": "rack"}, "topology: expected a mapping of fields, got a str ('rack'); valid fields are pack"),
+        ({"priority": 1e30}, "priority: must be a whole number from -1000 to 1000, got 1e+30"),
+        ({"priority": "1e30"}, "priority: must be a whole number from -1000 to 1000, got '1e30'"),
+    ],
+)
+def test_errors_name_no_internal_class_and_give_what_is_valid(spec, said):
+    with pytest.raises(SpecError) as info:
+        parse_job_spec({"command": "x", **spec})
+    assert str(info.value).startswith(said)
+    assert "Spec" not in str(info.value)

@@ -89,6 +89,19 @@ def from_validation_error(exc: ValidationError, prefix: str = "", model: type[Ba
         message = str(err["msg"])
         if message.startswith("Value error, "):
             message = message[len("Value error, ") :]
+        if err["type"] == "model_type":  # pydantic names its class: "… or instance of ResourcesSpec"
+            got = err.get("input")
+            kind = (
+                "nothing"
+                if got is None
+                else f"a {type(got).__name__} ({got!r})"
+                if isinstance(got, str)
+                else (f"a {type(got).__name__}")
+            )
+            message = f"expected a mapping of fields, got {kind}"
+            nested = model_at(model, loc) if model is not None else None
+            if nested is not None:
+                message += "; valid fields are " + ", ".join(field_names(nested))
         if err["type"] == "extra_forbidden":
             message = "unknown field"
             parent = model_at(model, tuple(err["loc"])[:-1]) if model is not None else None

@@ -270,9 +270,14 @@ class JobSpec(BaseModel):
 
     @field_validator("nodes", "priority", "max_restarts", mode="before")
     @classmethod
-    def _whole_number(cls, value: Any) -> Any:
+    def _whole_number(cls, value: Any, info: ValidationInfo) -> Any:
         if isinstance(value, bool):
             raise ValueError(f"must be a whole number, not {str(value).lower()}")
+        if info.field_name == "priority" and (
+            (isinstance(value, float) and not -1000 <= value <= 1000)
+            or (isinstance(value, str) and not value.strip().lstrip("+-").isdecimal())
+        ):
+            raise ValueError(f"must be a whole number from -1000 to 1000, got {value!r}")  # before pydantic's
         return value
 
     @field_validator("env", mode="before")
