@@ -93,3 +93,10 @@ def test_a_number_of_replicas_is_a_fixed_count_and_other_forms_are_told_the_vali
         parse_service_spec({"name": "web", "command": "serve", "replicas": "lots"})
     with pytest.raises(SpecError, match="replicas"):
         parse_service_spec({"name": "web", "command": "serve", "replicas": -1})
+
+
+def test_max_0_alone_stops_a_service():
+    spec = parse_service_spec({"name": "web", "command": "serve", "replicas": {"max": 0}})
+    assert (spec.replicas.min, spec.replicas.max) == (0, 0)
+    with pytest.raises(SpecError, match=r"max \(0\) must be at least min \(2\)"):
+        parse_service_spec({"name": "web", "command": "serve", "replicas": {"min": 2, "max": 0}})

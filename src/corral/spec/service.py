@@ -40,6 +40,14 @@ class ReplicasSpec(BaseModel):
     min: int = Field(default=1, ge=0, le=MAX_REPLICAS, description="replicas kept even when idle (0: scale to zero)")
     max: int = Field(default=1, ge=0, le=MAX_REPLICAS, description="replicas at most (0: stopped)")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _stopped_without_min(cls, data: Any) -> Any:
+        """``max: 0`` alone stops the service: the default ``min`` of 1 does not apply then."""
+        if isinstance(data, dict) and data.get("max") == 0 and "min" not in data:
+            return {**data, "min": 0}
+        return data
+
     @model_validator(mode="after")
     def _ordered(self) -> ReplicasSpec:
         if self.max < self.min:
