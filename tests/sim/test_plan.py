@@ -60,7 +60,8 @@ def recommended(files: tuple[Path, Path], *args: str) -> dict[str, object]:
 
 
 @pytest.mark.parametrize(
-    ("target", "nodes", "p95"), [("150s", 10, 100), ("100", 10, 100), ("99s", 19, 5), ("0", 20, 0)]
+    ("target", "nodes", "p95"),
+    [("150s", 10, 100), ("100", 10, 100), ("99s", 19, 5), ("0", 20, 0), ("0m", 20, 0), ("00:00:00", 20, 0)],
 )
 def test_plan_finds_the_smallest_node_count(files: tuple[Path, Path], target: str, nodes: int, p95: float) -> None:
     best = recommended(files, "--target-p95-wait", target)
@@ -136,6 +137,10 @@ def test_a_type_jobs_cannot_use_is_infeasible(tmp_path: Path) -> None:
         (["--target-p95-wait", "soon"], "--target-p95-wait"),
         (["--target-p95-wait", "1h", "--gpu-type", "Z9"], "--gpu-type Z9: Z9 is neither in the cluster file"),
         (["--target-p95-wait", "1h", "--policy", "srtf"], "unknown policy 'srtf'"),
+        (["--target-p95-wait", "-5m"], "--target-p95-wait: must be 0 or more, got '-5m'"),
+        (["--target-p95-wait", "-0"], "--target-p95-wait: must be 0 or more"),
+        (["--target-p95-wait", "1h", "--gpu-type", ""], "--gpu-type: the GPU type name is empty (''); name one of"),
+        (["--target-p95-wait", "1h", "--gpu-type", "T4", "--gpu-type", " "], "--gpu-type: the GPU type name is empty"),
     ],
 )
 def test_bad_plan_options_exit_2(files: tuple[Path, Path], args: list[str], text: str) -> None:

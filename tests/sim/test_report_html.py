@@ -13,6 +13,7 @@ from corral.cli.main import cli
 from corral.cli.sim import simulate_policies
 from corral.sched import get_policy
 from corral.sim import Trace, TraceJob, build_nodes, prepare, simulate
+from corral.sim.htmlreport import out_files
 from corral.sim.plots import PLOTS, resample
 from corral.sim.result import Sample
 from corral.spec import ClusterSpec, NodeGroupSpec
@@ -56,6 +57,7 @@ def test_out_writes_a_report_with_its_plots(tmp_path: Path) -> None:
         "jobs-tiresias.csv",
         "report.html",
     } | set(PLOTS.values())
+    assert {p.name for p in out.iterdir()} == set(out_files(["fifo", "tiresias"]))
     table = CliRunner().invoke(cli, [*args, "--out", str(out)])
     assert f"wrote {out}/summary.json, jobs-fifo.csv, jobs-tiresias.csv, report.html" in table.output
 

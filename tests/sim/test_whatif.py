@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from pydantic import ValidationError
 
 from corral.cli.main import cli
+from corral.sim import load_cluster
 from corral.sim.whatif import (
     MAX_GROUP_NODES,
     MAX_NODES,
@@ -21,7 +22,7 @@ from corral.sim.whatif import (
     remove_gpus,
     scale_cluster,
 )
-from corral.spec import ClusterSpec, NodeGroupSpec
+from corral.spec import ClusterSpec, NodeGroupSpec, SpecError
 
 
 def spec(*groups: tuple[str, int, int, str]) -> ClusterSpec:
@@ -225,3 +226,44 @@ def test_the_whole_cluster_is_bounded_too() -> None:
 def test_a_node_group_number_is_not_a_boolean() -> None:
     with pytest.raises(ValidationError, match="must be a number, not true"):
         NodeGroupSpec.model_validate({"count": True, "gpus_per_node": 8, "gpu_type": "V100"})
+
+
+def groups_file(path: Path, groups: int, count: int) -> Path:
+    lines = [f"  - {{name: g{i}, count: {count}, gpus_per_node: 1, gpu_type: V100}}\n" for i in range(groups)]
+    path.write_text("node_groups:\n" + "".join(lines))
+    return path
+
+
+def test_a_cluster_file_of_more_than_max_nodes_is_refused_on_loading(tmp_path: Path) -> None:
+    at_most = groups_file(tmp_path / "at_most.yaml", MAX_NODES // MAX_GROUP_NODES, MAX_GROUP_NODES)
+    assert sum(g.count for g in load_cluster(at_most).node_groups) == MAX_NODES
+    over = groups_file(tmp_path / "over.yaml", MAX_NODES // MAX_GROUP_NODES + 1, MAX_GROUP_NODES)
+    with pytest.raises(SpecError, match=f"node_groups: the cluster file has {MAX_NODES + MAX_GROUP_NODES:,} nodes"):
+        load_cluster(over)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [[], ["--cluster-scale", "0.5"], ["--add", "8xV100"], ["--add", "8xH100"], ["--remove", "1xV100"]],
+)
+def test_a_cluster_file_beyond_the_bound_exits_2_before_building_whatever_the_flags(
+    files: tuple[Path, Path], tmp_path: Path, args: list[str]
+) -> None:
+    cluster = groups_file(tmp_path / "big.yaml", 11, MAX_GROUP_NODES)
+    with patch("corral.sim.build_nodes", side_effect=AssertionError("built")):
+        code, out = sim((files[0], cluster), *args)
+        assert code == 2, out
+        assert "--cluster: node_groups: the cluster file has 1,100,000 nodes in all; at most 1,000,000" in out
+        plan = CliRunner().invoke(
+            cli, ["sim", "plan", "--trace", str(files[0]), "--cluster", str(cluster), "--target-p95-wait", "1h"]
+        )
+        assert plan.exit_code == 2, plan.output
+        assert "the cluster file has 1,100,000 nodes" in plan.output
+
+
+def test_what_if_flags_that_pass_the_bound_exit_2_before_building(files: tuple[Path, Path], tmp_path: Path) -> None:
+    cluster = groups_file(tmp_path / "ten.yaml", 10, MAX_GROUP_NODES - 1)
+    with patch("corral.sim.build_nodes", side_effect=AssertionError("built")):
+        code, out = sim((files[0], cluster), "--add", "80xH100", "--add", "8xH100", "--remove", "8xH100")
+        assert code == 2, out
+        assert "--add 8xH100: the cluster would have 1,000,001 nodes; at most 1,000,000" in " ".join(out.split())

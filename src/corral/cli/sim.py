@@ -19,10 +19,12 @@ from corral.cli.simargs import (
     FiniteFloat,
     HeadConfig,
     check_out_dir,
+    check_out_spares_inputs,
     check_policies,
     input_options,
     load_head_config,
     load_inputs,
+    out_dir_option,
 )
 from corral.cli.simplan import plan
 
@@ -63,7 +65,8 @@ _DEFAULT = click.core.ParameterSource.DEFAULT
 @click.option(
     "--out",
     "out_dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(file_okay=False),
+    callback=out_dir_option,
     help="also write summary.json, jobs-POLICY.csv (one row per job) and report.html with its plots into this folder",
 )
 @click.option(
@@ -166,7 +169,11 @@ def _run(
     except WhatIfError as exc:
         raise click.UsageError(str(exc)) from None
     config = load_head_config(config_path) if config_path is not None else None
+    inputs = {"--trace": trace_path, "--cluster": cluster_path}
+    if config_path is not None:
+        inputs["--config"] = config_path
     if out_dir is not None:
+        check_out_spares_inputs(out_dir, names, inputs)
         check_out_dir(out_dir)
     nodes = build_nodes(spec)
     workload = prepare(trace, nodes)
@@ -204,7 +211,7 @@ def _run(
         from corral.sim.htmlreport import write_html_report  # matplotlib loads only when plots are asked for
 
         try:
-            write_out(out_dir, document, results)
+            write_out(out_dir, document, results, keep=list(inputs.values()))
             write_html_report(out_dir, document, results)
         except OSError as exc:
             raise click.BadParameter(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -133,6 +133,32 @@ def check_out_dir(out_dir: Path) -> None:
             pass
     except OSError as exc:
         raise click.BadParameter(f"{out_dir}: cannot write there ({exc.strerror or exc})", param_hint="--out") from None
+
+
+def out_dir_option(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
+    """``--out``'s folder; an empty name, which would mean the current folder unnoticed, is refused."""
+    if value is None:
+        return None
+    if not value:
+        message = "the folder name is empty; name a folder, or '.' for the current one"
+        raise click.BadParameter(message, param_hint="--out")
+    return Path(value)
+
+
+def check_out_spares_inputs(out_dir: Path, policies: Sequence[str], inputs: Mapping[str, Path]) -> None:
+    """Refuse an ``--out`` folder where a report file would overwrite a file given as input (by option)."""
+    from corral.sim.htmlreport import out_files
+    from corral.sim.report import same_file
+
+    for name in out_files(policies):
+        target = out_dir / name
+        for option, path in inputs.items():
+            if same_file(target, path):
+                raise click.BadParameter(
+                    f"{out_dir}: the report's {name} would overwrite {path}, the {option} file;"
+                    " choose another folder, or move or rename that file",
+                    param_hint="--out",
+                )
 
 
 def check_policies(names: list[str]) -> None:

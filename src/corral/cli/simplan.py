@@ -81,6 +81,7 @@ def plan(
         )
     policy = policies[0] if policies else "default"
     target_s = parse_target(target)
+    check_gpu_types(gpu_types)
     spec, trace = load_inputs(trace_path, cluster_path, window, limit, scale_load)
     reference = prepare(trace, build_nodes(spec))
     jobs = Trace(jobs=tuple(j.trace for j in reference.jobs))
@@ -148,15 +149,28 @@ def _status(shown: bool) -> Iterator[Callable[[str, int], None] | None]:
 
 
 def parse_target(text: str) -> float:
-    """The target in seconds; 0 is allowed (no job waits)."""
+    """The target in seconds; 0 is allowed, however spelled (``0s``, ``0m``, ``00:00:00``)."""
     from corral.spec import parse_duration_s
 
-    if text.strip() in ("0", "0s"):
-        return 0.0
+    if text.strip().startswith("-"):
+        raise click.BadParameter(f"must be 0 or more, got {text!r}", param_hint="--target-p95-wait")
     try:
-        return parse_duration_s(text)
+        return parse_duration_s(text, allow_zero=True)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--target-p95-wait") from None
+
+
+def check_gpu_types(gpu_types: tuple[str, ...]) -> None:
+    """An empty ``--gpu-type`` is refused by itself, before the files are read."""
+    from corral.sim.catalogue import known_types
+
+    for gpu_type in gpu_types:
+        if not gpu_type.strip():
+            raise click.BadParameter(
+                f"the GPU type name is empty ({gpu_type!r}); name one of the cluster file's types"
+                f" or of the built-in catalogue ({known_types()})",
+                param_hint="--gpu-type",
+            )
 
 
 def plan_document(result: PlanResult, policy: str, jobs: int, skipped: int) -> dict[str, Any]:

@@ -5,12 +5,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from corral.model import Gpu, Node, NodeState
-from corral.spec import ClusterSpec, load_cluster_yaml
+from corral.spec import ClusterSpec, FieldError, SpecError, load_cluster_yaml
+
+MAX_NODES = 1_000_000  # nodes in a simulated cluster, all groups together
 
 
 def load_cluster(path: Path | str) -> ClusterSpec:
-    """Read and validate a cluster file; ``SpecError`` names the bad field."""
-    return load_cluster_yaml(Path(path).read_text(encoding="utf-8"), source=str(path))
+    """Read and validate a cluster file; ``SpecError`` names the bad field, and a file of more than
+    ``MAX_NODES`` nodes is refused here, before any node is built."""
+    spec = load_cluster_yaml(Path(path).read_text(encoding="utf-8"), source=str(path))
+    total = sum(g.count for g in spec.node_groups)
+    if total > MAX_NODES:
+        message = f"the cluster file has {total:,} nodes in all; at most {MAX_NODES:,} can be simulated"
+        raise SpecError([FieldError("node_groups", message)])
+    return spec
 
 
 def build_nodes(spec: ClusterSpec) -> tuple[Node, ...]:

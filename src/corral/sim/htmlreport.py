@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from corral.sim.plots import draw_all
+from corral.sim.plots import PLOTS, draw_all
+from corral.sim.report import SUMMARY, jobs_file
 from corral.sim.result import SimResult
 
 REPORT = "report.html"
@@ -50,6 +51,12 @@ def write_html_report(directory: Path, document: Mapping[str, Any], results: Map
     page = directory / REPORT
     page.write_text(render_page(document, {name: path.name for name, path in plots.items()}))
     return [page, *plots.values()]
+
+
+def out_files(policies: Iterable[str]) -> list[str]:
+    """The name of every file ``--out`` writes for these policies: the summary, the per-job CSVs, the page
+    and its plots."""
+    return [SUMMARY, *(jobs_file(name) for name in policies), REPORT, *PLOTS.values()]
 
 
 def render_page(document: Mapping[str, Any], images: Mapping[str, str]) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ from corral.sim.metrics import Summary
 from corral.sim.result import SimResult
 from corral.spec import ClusterSpec
 
+SUMMARY = "summary.json"
 _JOB_COLUMNS = (
     "job_id",
     "submit_s",
@@ -138,21 +139,39 @@ TABLE_COLUMNS = (
 )
 
 
-def write_out(directory: Path, document: Mapping[str, Any], results: Mapping[str, SimResult]) -> list[Path]:
+def jobs_file(policy: str) -> str:
+    """The name of a policy's per-job CSV file under ``--out``."""
+    return f"jobs-{policy}.csv"
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file: the same path once resolved, or the same file on disk."""
+    if a.resolve() == b.resolve():
+        return True
+    try:
+        return a.samefile(b)
+    except OSError:  # either is missing
+        return False
+
+
+def write_out(
+    directory: Path, document: Mapping[str, Any], results: Mapping[str, SimResult], keep: Collection[Path] = ()
+) -> list[Path]:
     """``summary.json`` and one ``jobs-POLICY.csv`` per policy: a row per finished job (by finish), then
     one per unfinished job (by submit, no finish). A ``jobs-POLICY.csv`` of a policy not in ``results``
-    is removed, so the folder shows one run."""
+    is removed, so the folder shows one run, unless it is one of ``keep`` (the files the run read)."""
     from corral.sched import POLICIES
 
     directory.mkdir(parents=True, exist_ok=True)
-    summary = directory / "summary.json"
+    summary = directory / SUMMARY
     summary.write_text(json.dumps(document, indent=2) + "\n")
     written = [summary]
     for name in POLICIES:
-        if name not in results:
-            (directory / f"jobs-{name}.csv").unlink(missing_ok=True)
+        stale = directory / jobs_file(name)
+        if name not in results and not any(same_file(stale, path) for path in keep):
+            stale.unlink(missing_ok=True)
     for name, result in results.items():
-        path = directory / f"jobs-{name}.csv"
+        path = directory / jobs_file(name)
         with path.open("w", newline="") as stream:
             writer = csv.writer(stream)
             writer.writerow(_JOB_COLUMNS)

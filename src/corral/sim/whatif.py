@@ -5,7 +5,7 @@ grows), or, for a type the cluster file does not have, in new 8-GPU nodes (one n
 when N < 8) priced and powered from the built-in catalogue. Removing takes whole nodes, from
 the last group of that type backwards. Every error names the flag and what would be valid.
 A node group keeps the cluster file's bound of ``MAX_GROUP_NODES`` nodes, and the whole cluster
-has at most ``MAX_NODES``, checked before any node is built.
+has at most ``MAX_NODES`` (the bound a cluster file has too), checked before any node is built.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import re
 from collections.abc import Sequence
 
 from corral.sim.catalogue import GpuDefaults, known_types, lookup
+from corral.sim.cluster import MAX_NODES
 from corral.spec import ClusterSpec, NodeGroupSpec
 
 NEW_NODE_GPUS = 8
 MAX_GROUP_NODES = 100_000  # as a cluster file allows (NodeGroupSpec.count)
-MAX_NODES = 1_000_000
 _AMOUNT_RE = re.compile(r"^\s*(\d+)\s*[xX×]\s*([A-Za-z0-9][A-Za-z0-9_.\-]*)\s*$")
 
 
