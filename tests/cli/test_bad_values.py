@@ -37,7 +37,16 @@ def test_a_bad_run_spec_exits_2_even_with_no_head_configured(tmp_path):
     args = [sys.executable, "-m", "corral", "run", "--gpus", "0.001", "--", "true"]
     result = subprocess.run(args, capture_output=True, text=True, env=env, timeout=60)
     assert result.returncode == 2, result.stderr
-    assert "resources.gpus" in result.stderr
+    assert "--gpus (resources.gpus): must be a whole number of GPUs or a fraction below 1" in result.stderr
+
+
+def test_run_names_the_option_behind_each_bad_field(tmp_path):
+    env = {"CORRAL_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    args = [sys.executable, "-m", "corral", "run", "--time-limit", "abc", "--memory", "1.5", "--", "true"]
+    result = subprocess.run(args, capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert "--time-limit (time_limit): expected a duration" in result.stderr
+    assert "--memory (resources.memory): a number without a unit is MiB" in result.stderr
 
 
 def test_events_beyond_the_cap_exit_2_naming_it(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 import click
@@ -28,20 +29,49 @@ TERMINAL = ("SUCCEEDED", "FAILED", "CANCELLED", "TIMEOUT")
 STATES = ("PENDING", "RUNNING", *TERMINAL)
 
 
-def _spec_error(exc: Exception) -> InvalidRequest:
+# The `corral run` option that sets each job-file field, named beside it in an error.
+_RUN_OPTIONS = {
+    "command": "COMMAND",
+    "nodes": "--nodes",
+    "resources.gpus": "--gpus",
+    "resources.gpu_type": "--gpu-type",
+    "resources.cpus": "--cpus",
+    "resources.memory": "--memory",
+    "priority": "--priority",
+    "max_restarts": "--max-restarts",
+    "launcher": "--launcher",
+    "env": "--env",
+    "volumes": "--volume",
+    "name": "--name",
+    "team": "--team",
+    "time_limit": "--time-limit",
+    "grace_period": "--grace-period",
+    "image": "--image",
+}
+
+
+def _spec_error(exc: Exception, options: Mapping[str, str] | None = None) -> InvalidRequest:
+    """Every problem of a spec, one per line; with ``options``, each field the option that set it."""
     errors = getattr(exc, "errors", None)
-    lines = [str(e) for e in errors] if isinstance(errors, list) else [str(exc)]
+    if not isinstance(errors, list):
+        return InvalidRequest(f"invalid job spec:\n  {exc}")
+    lines = []
+    for error in errors:
+        field = error.field
+        option = (options or {}).get(field) or (options or {}).get(field.split(".")[0].split("[")[0])
+        lines.append(f"{option} ({field}): {error.message}" if option else str(error))
     return InvalidRequest("invalid job spec:\n  " + "\n  ".join(lines))
 
 
-def _validated(data: Any, source: str) -> dict[str, Any]:
-    """Validate here for a clear exit 2 even before the head is reached; send the user's own fields."""
+def _validated(data: Any, source: str, options: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Validate here for a clear exit 2 even before the head is reached; send the user's own fields.
+    ``options``: the command-line option behind each field, to name in errors."""
     from corral.spec import SpecError, parse_job_spec
 
     try:
         parse_job_spec(data, source)
     except SpecError as exc:
-        raise _spec_error(exc) from None
+        raise _spec_error(exc, options) from None
     body = {k: v for k, v in data.items() if k != "kind"}
     body.setdefault("workdir", os.getcwd())
     return body
@@ -206,7 +236,7 @@ def run(
     ):
         if value is not None:
             spec[key] = value
-    body = _validated(spec, "job")  # a bad spec exits 2 before the head is looked for
+    body = _validated(spec, "job", _RUN_OPTIONS)  # a bad spec exits 2 before the head is looked for
     job = api().submit(body, idempotency_key=str(uuid.uuid4()))
     _submitted(job, output)
 
