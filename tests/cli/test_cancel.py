@@ -16,7 +16,8 @@ class FakeHead:
     def __init__(self, states: dict[str, str]) -> None:
         self.states = dict(states)
 
-    def cancel(self, ids: list[str]) -> list[dict[str, object]]:
+    def cancel(self, ids: list[str], whole_arrays: bool = False) -> list[dict[str, object]]:
+        self.whole_arrays = whole_arrays
         ended = {j for j in ids if self.states[j] not in ("PENDING", "RUNNING")}
         for job_id in ids:
             if job_id not in ended:
@@ -49,3 +50,11 @@ def test_json_says_which_jobs_had_already_ended(monkeypatch):
         ("j-b", "CANCELLED", False),
         ("j-c", "FAILED", True),
     ]
+
+
+def test_array_asks_the_head_for_whole_arrays(monkeypatch):
+    head = FakeHead({"j-a": "RUNNING"})
+    assert run(monkeypatch, head, "--array", "j-a").exit_code == 0
+    assert head.whole_arrays is True
+    run(monkeypatch, head, "j-a")
+    assert head.whole_arrays is False

@@ -51,6 +51,22 @@ def test_a_cancelled_element_counts_against_the_limit_until_its_processes_are_go
     assert [t["job_id"] for t in n1.tasks()] == [elements[1]["id"]]
 
 
+def test_cancelling_whole_arrays_ends_every_element_and_only_those(head):
+    head.register("n1", gpus=8)
+    first = head.submit({"command": "work", "resources": {"gpus": 1}, "array": "0-3%2"})
+    other = head.submit({"command": "work", "resources": {"gpus": 1}, "array": "0-1"})
+    single = head.submit({"command": "work"})
+    head.cycle()
+    elements = array_jobs(head, first["id"])
+    body = {"ids": [elements[2]["id"], single["id"]], "whole_arrays": True}  # any element names its array
+    response = head.client.post("/v1/jobs/cancel", json=body, headers=head.admin)
+    assert response.status_code == 200, response.text
+    assert [j["id"] for j in response.json()] == [*(e["id"] for e in elements), single["id"]]
+    assert {head.job(e["id"])["state"] for e in elements} == {"CANCELLED"}
+    assert head.job(single["id"])["state"] == "CANCELLED"
+    assert all(j["state"] != "CANCELLED" for j in array_jobs(head, other["id"]))
+
+
 def test_an_array_without_a_limit_starts_whatever_fits(head):
     head.register("n1", gpus=8)
     first = head.submit({"command": "work", "resources": {"gpus": 1}, "array": "1,3,5-7"})

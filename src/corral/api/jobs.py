@@ -93,6 +93,9 @@ class SubmitBatchOut(BaseModel):
 
 class JobIds(BaseModel):
     ids: list[str]
+    whole_arrays: bool = Field(
+        default=False, description="each id stands for its whole array: every element of it (a job in no array, itself)"
+    )
 
 
 class CheckpointDone(BaseModel):

@@ -70,8 +70,11 @@ class HeadApi:
     def job(self, job_id: str) -> Any:
         return self.transport.send(Call("GET", f"/v1/jobs/{q(job_id)}"))
 
-    def cancel(self, job_ids: Sequence[str]) -> Any:
-        return self.transport.send(Call("POST", "/v1/jobs/cancel", json={"ids": list(job_ids)}))
+    def cancel(self, job_ids: Sequence[str], whole_arrays: bool = False) -> Any:
+        body: dict[str, Any] = {"ids": list(job_ids)}
+        if whole_arrays:
+            body["whole_arrays"] = True
+        return self.transport.send(Call("POST", "/v1/jobs/cancel", json=body))
 
     def cluster_config(self) -> Any:
         return self.transport.send(Call("GET", "/v1/config"))

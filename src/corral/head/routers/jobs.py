@@ -91,7 +91,7 @@ def checkpoint(job_id: str, rt: Runtime, who: User, body: CheckpointDone | None 
 @router.post("/cancel", response_model=list[CancelOut])
 def cancel_many(ids: JobIds, rt: Runtime, who: User) -> list[CancelOut]:
     """Cancel every job given, or none: an unknown id is answered 404 naming each unknown one."""
-    return service.cancel(rt, who, ids.ids)
+    return service.cancel(rt, who, ids.ids, whole_arrays=ids.whole_arrays)
 
 
 @router.post("/preempt", response_model=list[JobOut])

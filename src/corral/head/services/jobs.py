@@ -222,12 +222,15 @@ def _by_seq(row: JobRow) -> int:
     return row.seq
 
 
-def cancel(rt: HeadRuntime, who: Principal, job_ids: Sequence[str]) -> list[CancelOut]:
+def cancel(rt: HeadRuntime, who: Principal, job_ids: Sequence[str], whole_arrays: bool = False) -> list[CancelOut]:
     """Cancel every job given, or none: an unknown id (or another user's job, which is not revealed)
-    refuses the whole request. A job that has already ended is left as it is, and said to be."""
+    refuses the whole request. A job that has already ended is left as it is, and said to be. With
+    ``whole_arrays``, a job of an array stands for every element of it."""
     now = rt.clock.now()
     with rt.write() as session:
         rows = get_rows(session, job_ids, who, "cancelled")
+        if whole_arrays:
+            rows = _with_their_arrays(session, rows)
         ended = {row.id for row in rows if JobState(row.state).terminal}
         for row in rows:
             if row.id not in ended:
@@ -236,6 +239,22 @@ def cancel(rt: HeadRuntime, who: Principal, job_ids: Sequence[str]) -> list[Canc
         return [
             CancelOut.model_construct(**dict(to_out(session, row, rt)), already_ended=row.id in ended) for row in rows
         ]
+
+
+def _with_their_arrays(session: Session, rows: Sequence[JobRow]) -> list[JobRow]:
+    """The jobs, each in an array replaced by every element of that array (by index), each job once."""
+    array_of = JobRow.spec["array_id"].as_string()
+    arrays = list(dict.fromkeys(a for row in rows if (a := row.spec.get("array_id"))))
+    elements: dict[str, list[JobRow]] = defaultdict(list)
+    for start in range(0, len(arrays), 500):
+        for element in session.scalars(select(JobRow).where(array_of.in_(arrays[start : start + 500]))):
+            elements[element.spec["array_id"]].append(element)
+    out: dict[str, JobRow] = {}
+    for row in rows:
+        array_id = row.spec.get("array_id")
+        members = sorted(elements[array_id], key=lambda j: j.spec.get("array_index", 0)) if array_id else [row]
+        out.update((member.id, member) for member in members)
+    return list(out.values())
 
 
 def _tasks_by_job(session: Session, rows: Sequence[JobRow]) -> dict[str, list[TaskRow]]:
