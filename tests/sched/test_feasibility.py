@@ -36,6 +36,11 @@ OFFERS = "cluster offers: 2 nodes × 8 H100:80GB, 1 node × 4 A100:40GB"
             id="unknown GPU types",
         ),
         pytest.param(
+            Request(nodes=4),
+            f"needs 4 nodes; only 3 such nodes are registered ({OFFERS})",
+            id="a CPU-only gang that reserves nothing, larger than the cluster",
+        ),
+        pytest.param(
             Request(nodes=3, gpus_per_node=8, gpu_types=("H100",)),
             f"needs 3 nodes with 8 H100 GPUs each; only 2 such nodes are registered ({OFFERS})",
             id="too few nodes",

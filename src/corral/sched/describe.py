@@ -57,4 +57,17 @@ def share(request: Request, gpu_types: Sequence[str], free: bool = False) -> str
         parts.append(f"{memory(request.memory_mb_per_node)} {'' if parts else adjective}memory")
     if request.container:
         parts.append("a container runtime")
-    return and_list(parts) or "no reserved resources"
+    return and_list(parts) or NOTHING_RESERVED
+
+
+NOTHING_RESERVED = "no reserved resources"
+"""What ``share`` says of a request that reserves nothing on a node (a CPU-only job without cpus or memory)."""
+
+
+def nodes_with(request: Request, gpu_types: Sequence[str], free: bool = False) -> str:
+    """``2 nodes with 8 H100 GPUs each``, ``1 node with 4 CPUs``; ``3 nodes`` for a request that reserves nothing."""
+    each = share(request, gpu_types, free)
+    nodes = plural(request.nodes, "node")
+    if each == NOTHING_RESERVED:
+        return nodes
+    return f"{nodes} with {each}{' each' if request.nodes > 1 else ''}"

@@ -172,7 +172,7 @@ class ClusterShapes:
             return f"no registered node has {each} ({self._offers(request)})"
         one_type = ", all of one GPU type" if len(types) > 1 else ""
         such = f"{describe.plural(found, 'such node')} {'is' if found == 1 else 'are'}"
-        wanted = f"{describe.plural(request.nodes, 'node')} with {each} each{one_type}"
+        wanted = f"{describe.nodes_with(request, request.gpu_types)}{one_type}"
         return f"needs {wanted}; only {such} registered ({self._offers(request)})"
 
     def _offers(self, request: Request) -> str:
@@ -207,9 +207,8 @@ def no_domain_holds(request: Request, nodes: Sequence[Node], shapes: ClusterShap
     )
     if most >= request.nodes:
         return None
-    each = describe.share(request, request.gpu_types)
     return (
-        f"needs {describe.plural(request.nodes, 'node')} with {each} each, all in one {label} (topology.required);"
+        f"needs {describe.nodes_with(request, request.gpu_types)}, all in one {label} (topology.required);"
         f" the most one {label} has is {most}"
     )
 

@@ -84,16 +84,16 @@ def _no_nodes(snapshot: Snapshot) -> str:
 def _waiting_for(request: Request, view: CapacityView, unavailable: ClusterShapes) -> str:
     nodes = request.nodes
     types: Sequence[str | None] = (request.gpu_types or view.gpu_types) if request.gpus_per_node > 0 else [None]
-    text = f"waiting for {describe.plural(nodes, 'node')} with {describe.share(request, request.gpu_types, free=True)}"
+    text = f"waiting for {describe.nodes_with(request, request.gpu_types, free=True)}"
     label = required_domain(request)
     if label is None:
         have = max((sum(1 for _ in islice(candidates(view, request, t), nodes)) for t in types), default=0)
         have_text = "none has" if have == 0 else f"{describe.plural(have, 'node')} {'has' if have == 1 else 'have'}"
-        text += f"{' each' if nodes > 1 else ''} ({have_text} that now)"
+        text += f" ({have_text} that now)"
     else:
         free = ((c.node.node for c in candidates(view, request, t)) for t in types)
         most = max((largest_domain(nodes_of_type, label) for nodes_of_type in free), default=0)
-        text += f" each, all in one {label} (the most one {label} has now is {most})"
+        text += f", all in one {label} (the most one {label} has now is {most})"
     if down := unavailable.count_holding(request):
         text += f"; {describe.plural(down, 'matching node')} {'is' if down == 1 else 'are'} drained or not ready"
     return text
