@@ -417,6 +417,16 @@ def test_an_agent_that_has_not_seen_the_assignment_keeps_it(head):
     assert head.job(job["id"])["tasks"][0]["state"] == "ASSIGNED"
 
 
+def test_a_gpu_one_fractional_job_holds_is_shared_by_it_alone(head):
+    head.register("n1", gpus=2)
+    job = head.submit({"command": "a", "resources": {"gpus": 0.5}})
+    whole = head.submit({"command": "b", "resources": {"gpus": 1}})
+    assert head.cycle().placed == 2
+    gpus = {g["allocated_to"]: g for g in head.nodes()["n1"]["gpus"]}
+    assert (gpus[job["id"]]["allocated_fraction"], gpus[job["id"]]["shared_by"]) == (0.5, [job["id"]])
+    assert (gpus[whole["id"]]["allocated_fraction"], gpus[whole["id"]]["shared_by"]) == (1.0, [])
+
+
 def test_fractional_jobs_share_a_gpu(head):
     agent = head.register("n1", gpus=1)
     first = head.submit({"command": "a", "resources": {"gpus": 0.5}})

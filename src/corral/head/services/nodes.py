@@ -42,7 +42,7 @@ def _node_out(
                 memory_mb=gpu["memory_mb"],
                 allocated_to=jobs[0] if jobs else None,
                 allocated_fraction=min(1.0, sum(c.fraction for c in held)),
-                shared_by=jobs if len(jobs) > 1 else [],
+                shared_by=jobs if any(c.fraction < 1.0 for c in held) else [],  # every job on a shared GPU
                 healthy=str(gpu["index"]) not in row.unhealthy_gpus,
                 problem=row.unhealthy_gpus.get(str(gpu["index"]), ""),
                 utilization=sample.utilization if sample else None,
