@@ -14,4 +14,5 @@ def test_run_refuses_gpus_no_job_can_have_naming_the_field(gpus, capsys, tmp_pat
         main(["run", "--gpus", gpus, "--", "true"])
     err = capsys.readouterr().err
     assert ended.value.code == 2, err
-    assert "resources.gpus: must be a whole number of GPUs or a fraction below 1 (from 0.01, such as 0.5)" in err
+    said = "must be a whole number of GPUs or a fraction below 1 (from 0.01, such as 0.5)"
+    assert f"--gpus (resources.gpus): {said}" in err

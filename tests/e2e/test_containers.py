@@ -103,7 +103,7 @@ def test_corral_run_takes_an_image_and_volumes(podman_cluster):
 
     refused = cluster.cli("run", "--image", podman.image, "--volume", "shared:/shared", "--", "true")
     assert refused.returncode == 2
-    assert "volumes[0]: the host path must be absolute" in refused.stderr
+    assert "--volume (volumes[0]): the host path must be absolute" in refused.stderr
 
 
 @pytest.mark.timeout(60)

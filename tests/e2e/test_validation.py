@@ -23,7 +23,7 @@ BAD_FILES = {
 BAD_RUNS = {
     "too-many-gpus": (["--gpus", "16"], ["resources", "H100", "4"]),
     "unknown-gpu-type": (["--gpus", "1", "--gpu-type", "B200"], ["B200", "H100"]),
-    "gang-too-wide": (["--nodes", "3", "--gpus", "1"], ["resources", "2"]),
+    "gang-too-wide": (["--nodes", "3", "--gpus", "1"], ["nodes", "2"]),
     "bad-env": (["--env", "NOEQUALS"], ["--env"]),
 }
 
