@@ -18,6 +18,7 @@ from corral.agent.containers import RUNTIMES, ContainerRuntime, find_runtime
 from corral.agent.gpus import FakeGpus, Inventory, NvmlGpus
 from corral.api import RegisterRequest
 from corral.client.agent_api import AgentApi
+from corral.client.config import check_token
 from corral.client.errors import InvalidRequest
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,7 @@ def check_name(name: str) -> None:
 
 
 def run(options: AgentOptions, head_url: str, token: str, inventory: Inventory) -> None:
+    check_token(token, "--token (or CORRAL_JOIN_TOKEN)")  # before anything is written or sent
     check_name(options.name)
     options.work_dir.mkdir(parents=True, exist_ok=True)
     _lock_work_dir(options)  # held while this process lives

@@ -8,7 +8,7 @@ import httpx
 
 from corral.api import DesiredState, HeartbeatRequest, RegisterRequest, RegisterResponse
 from corral.client.calls import q
-from corral.client.config import head_urls
+from corral.client.config import check_token, head_urls
 from corral.client.errors import Unreachable, error_for
 
 
@@ -18,7 +18,7 @@ class AgentApi:
     def __init__(self, head_url: str, join_token: str, timeout_s: float = 10.0) -> None:
         self._urls = head_urls(head_url) or [head_url.rstrip("/")]
         self.head_url = self._urls[0]
-        self._join_token = join_token
+        self._join_token = check_token(join_token, "the join token")
         self._node_token = ""
         self._timeout = timeout_s
         self._http = httpx.AsyncClient(

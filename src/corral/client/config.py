@@ -44,9 +44,17 @@ def make_home() -> Path:
 
 
 def head_url_problem(url: str) -> str | None:
-    """Why ``url`` is not http(s)://HOST[:PORT] with PORT 1-65535; None when it is."""
+    """Why ``url`` is not http(s)://HOST[:PORT] with PORT 1-65535 (a single trailing / allowed); None
+    when it is."""
     from urllib.parse import urlsplit
 
+    netloc = url.partition("//")[2].split("/")[0].split("?")[0].split("#")[0]
+    if "@" in netloc:  # user-info: say so without repeating what may be a password
+        shown = url.replace(netloc, "…@" + netloc.rpartition("@")[2], 1)
+        return (
+            f"bad head URL {shown!r}: it has a user name or password before the host; expected"
+            " http://HOST:PORT (or https://), with the token in CORRAL_TOKEN"
+        )
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -54,6 +62,20 @@ def head_url_problem(url: str) -> str | None:
         return f"bad head URL {url!r} ({exc}); expected http://HOST:PORT"
     if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
         return f"bad head URL {url!r}; expected http://HOST:PORT (or https://)"
+    extra = [
+        what
+        for what, there in (
+            (f"a path ({parts.path!r})", parts.path not in ("", "/")),
+            ("a query (?…)", "?" in url),
+            ("a fragment (#…)", "#" in url),
+        )
+        if there
+    ]
+    if extra:
+        return (
+            f"bad head URL {url!r}: it has {' and '.join(extra)}; expected http://HOST:PORT (or https://) with"
+            " nothing after the port but an optional /"
+        )
     return None
 
 
@@ -62,6 +84,28 @@ def check_head_urls(text: str, where: str) -> None:
     for url in text.split(","):
         if problem := head_url_problem(url.strip()):
             raise InvalidRequest(f"{where}: {problem}")
+
+
+TOKEN_RULE = (
+    "a token is printable ASCII without spaces (the head issues tokens such as cu_… of letters, digits, _ and -:"
+    " see `corral config`, `corral join-token` or `corral token create`)"
+)
+
+
+def token_problem(token: str) -> str | None:
+    """Why ``token`` cannot go in an Authorization header (every character printable ASCII, no space);
+    None when it can. The message names the offending character, never the token."""
+    for index, char in enumerate(token):
+        if not "!" <= char <= "~":
+            return f"character {index + 1} is {char!r} (U+{ord(char):04X}); {TOKEN_RULE}"
+    return None
+
+
+def check_token(token: str, where: str) -> str:
+    """``token`` when it is printable ASCII without spaces (or empty: no token); else exit 2 naming ``where``."""
+    if problem := token_problem(token):
+        raise InvalidRequest(f"{where}: {problem}")
+    return token
 
 
 @dataclass(frozen=True)
@@ -101,7 +145,7 @@ def _strict_config_file() -> dict[str, str]:
 
 def load_config() -> ClientConfig:
     """The head URL and token to use; raises Unreachable if there is no head configured, InvalidRequest
-    if CORRAL_HEAD is not a URL or the client config is corrupt."""
+    if CORRAL_HEAD is not a URL, the token cannot be sent, or the client config is corrupt."""
     env_url, env_token = os.environ.get("CORRAL_HEAD"), os.environ.get("CORRAL_TOKEN")
     file = {} if env_url and env_token else _strict_config_file()
     url = env_url or file.get("head_url", "")
@@ -110,6 +154,7 @@ def load_config() -> ClientConfig:
         check_head_urls(env_url, "CORRAL_HEAD")
     elif url:
         check_head_urls(url, f"head_url in {corral_home() / CLIENT_CONFIG}")
+    check_token(token, "CORRAL_TOKEN" if env_token else f"token in {corral_home() / CLIENT_CONFIG}")
     if not url:
         raise Unreachable(f"no Corral head is configured: {HOW_TO_START}")
     return ClientConfig(head_url=url.rstrip("/"), token=token)

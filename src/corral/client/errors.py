@@ -23,6 +23,10 @@ class NothingListening(Unreachable):
     """Every head URL refused the connection: no head listens there, so the request was never sent."""
 
 
+class NotACorralHead(Unreachable):
+    """A server answered at the head URL, but not as a Corral head does (no Corral JSON error body)."""
+
+
 def refused(exc: BaseException) -> bool:
     """Whether a connection failed because nothing listens at the address (anywhere in its chain)."""
     seen: BaseException | None = exc
@@ -52,15 +56,22 @@ class ConflictError(CorralError):
 
 
 def error_for(status: int, body: bytes, head_url: str = "") -> CorralError:
-    """Turn an HTTP error response into the matching exception with a readable message."""
+    """Turn an HTTP error response into the matching exception with a readable message. Given the
+    ``head_url`` it came from, a response without Corral's error body (a JSON object with ``detail``)
+    did not come from a Corral head: it is Unreachable (exit 3), whatever its status."""
     try:
         payload = json.loads(body) if body else {}
     except ValueError:
-        if status in (404, 405, 501) and head_url:  # the route or method is unknown there: not a Corral head
-            return Unreachable(
-                f"{head_url} answered HTTP {status} with a page that is not Corral's: is it a Corral head?"
-                " Check CORRAL_HEAD, or the head URL in `corral config`"
-            )
+        payload = None
+    if head_url and not (isinstance(payload, dict) and "detail" in payload):
+        what = "a page that is not Corral's" if body.strip() else "an empty body, not Corral's JSON error"
+        proxy = ", or a proxy in front of one that is down" if status >= 500 else ""
+        return NotACorralHead(
+            f"{head_url} answered HTTP {status} with {what}: is it a Corral head{proxy}?"
+            " Check CORRAL_HEAD, or the head URL in `corral config`",
+            status,
+        )
+    if payload is None:
         payload = {"detail": body.decode(errors="replace")}
     detail = payload.get("detail", payload) if isinstance(payload, dict) else payload
     message = _message(detail) or f"HTTP {status}"

@@ -10,7 +10,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from corral.client.calls import Call
-from corral.client.config import HOW_TO_START, head_urls, unreachable_hint
+from corral.client.config import HOW_TO_START, check_token, head_urls, unreachable_hint
 from corral.client.errors import NothingListening, Unreachable, error_for, refused
 
 
@@ -19,7 +19,7 @@ class LightTransport:
 
     def __init__(self, head_url: str, token: str = "", timeout_s: float = 30.0) -> None:
         self._heads = [_Head.parse(url) for url in head_urls(head_url) or [head_url]]
-        self._token = token
+        self._token = check_token(token, "token")
         self._timeout = timeout_s
         self.answered = False  # whether a head has answered a call through this transport
 

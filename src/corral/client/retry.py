@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from corral.client.calls import Call, Transport
-from corral.client.errors import CorralError, NothingListening, Unreachable
+from corral.client.errors import CorralError, NotACorralHead, NothingListening, Unreachable
 
 RETRY_FOR_S = 30.0
 FIRST_PAUSE_S = 0.1
@@ -23,6 +23,8 @@ def retriable(error: CorralError, transport: Transport) -> bool:
     """The head may not have handled the request (no answer, or a server-side failure), and there is a
     head to wait for."""
     if isinstance(error, NothingListening) and not getattr(transport, "answered", True):
+        return False
+    if isinstance(error, NotACorralHead) and error.status < 500:  # another server's refusal: it will not change
         return False
     return isinstance(error, Unreachable) or error.status >= 500
 

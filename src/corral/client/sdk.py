@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 
 from corral.client.calls import Call, HeadApi
-from corral.client.config import head_urls, load_config, unreachable_hint
+from corral.client.config import check_token, head_urls, load_config, unreachable_hint
 from corral.client.errors import NothingListening, Unreachable, error_for, refused
 
 
@@ -19,7 +19,7 @@ class HttpxTransport:
     def __init__(
         self, head_url: str, token: str = "", timeout_s: float = 30.0, transport: httpx.BaseTransport | None = None
     ) -> None:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        headers = {"Authorization": f"Bearer {check_token(token, 'token')}"} if token else {}
         self._urls = head_urls(head_url) or [head_url]
         self.head_url = self._urls[0]
         self._http = httpx.Client(headers=headers, timeout=timeout_s, transport=transport)
@@ -39,7 +39,7 @@ class HttpxTransport:
             self.answered = True
             self._prefer(url)
             if response.status_code >= 400:
-                raise error_for(response.status_code, response.content)
+                raise error_for(response.status_code, response.content, url)
             return json.loads(response.content) if response.content else None
         kind = NothingListening if all_refused else Unreachable
         raise kind(f"cannot reach the Corral head at {'; '.join(failures)}; {unreachable_hint(failures)}")
@@ -55,7 +55,7 @@ class HttpxTransport:
             url = self.head_url + call.path
             with self._http.stream(call.method, url, params=list(call.params), timeout=None) as response:
                 if response.status_code >= 400:
-                    raise error_for(response.status_code, response.read())
+                    raise error_for(response.status_code, response.read(), self.head_url)
                 yield from response.iter_raw()
         except httpx.TransportError as exc:
             raise Unreachable(f"lost the connection to {self.head_url}: {exc}") from None
