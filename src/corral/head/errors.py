@@ -72,7 +72,16 @@ def _status(code: int) -> Any:
     return handler
 
 
+def _internal(_request: Request, exc: Exception) -> JSONResponse:
+    """An error the head did not expect: still Corral's JSON error body, so a client tells it from another
+    server's page (the traceback goes to the head's log)."""
+    return JSONResponse(
+        status_code=500, content={"detail": f"internal error in the head ({type(exc).__name__}); see the head's log"}
+    )
+
+
 def install(app: FastAPI) -> None:
+    app.add_exception_handler(Exception, _internal)
     app.add_exception_handler(RequestValidationError, _validation)
     app.add_exception_handler(Infeasible, _infeasible)
     app.add_exception_handler(NotFound, _status(404))
