@@ -34,3 +34,18 @@ def test_a_client_names_a_head_url_it_cannot_use(url, capsys, tmp_path, monkeypa
     code, err = exit_code(["status"], capsys)
     assert code == 2  # bad usage: the variable names no usable URL
     assert f"bad head URL {url!r}" in err and "CORRAL_HEAD" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--head", "http://h:1/path", "--token", "t"], "--head"),
+        (["--head", "http://h:1", "--token", "k\u043bey"], "--token"),
+        (["--head", "http://h:1", "--token", "a\nb"], "--token"),
+    ],
+)
+def test_a_gateway_refuses_a_head_url_or_token_it_cannot_use(args, named, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("CORRAL_HOME", str(tmp_path))
+    code, err = exit_code(["gateway", *args], capsys)
+    assert code == 2
+    assert named in err

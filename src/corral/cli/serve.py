@@ -167,10 +167,14 @@ def gateway(head_url: str | None, token: str | None, host: str, port: int) -> No
 
     It learns the ready replicas from the head and reports its traffic to the head's autoscaler.
     """
-    from corral.client.config import load_config
+    from corral.client.config import check_token, head_url_problem, load_config
     from corral.obs.logging import setup_logging
     from corral.serve.proxy.standalone import run
 
+    if head_url is not None and (problem := head_url_problem(head_url)):
+        raise click.BadParameter(problem, param_hint="--head")
+    if token is not None:
+        check_token(token, "--token")
     if head_url is None or token is None:
         config = load_config()
         head_url = head_url or config.head_url
