@@ -118,6 +118,9 @@ def test_a_node_cut_off_from_the_network_is_fenced_and_the_job_never_runs_twice(
     assert final["state"] == "SUCCEEDED", final["reason"]
     assert final["restarts"] == 1 and final["allocation"][0]["node"] != cut_node
     assert 3.0 <= fenced_s <= 12.0  # the agent's 6 s lease less its 1 s margin, less the last heartbeat's age
+    log = cluster.log(cut_node)
+    assert "killing all tasks" in log, log  # the agent fenced itself, on time
+    assert "did not fence by the end of its lease" not in log, log  # not its watchdog, meant for a hung agent
     attempts = spans(life)
     assert len(attempts) == 2, sorted(attempts)
     assert overlapping(attempts) == [], "the job ran in two places at once"

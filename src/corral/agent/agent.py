@@ -333,7 +333,9 @@ class Agent:
         """The head heard what this agent sent at ``sent``: the lease runs from then (for the watchdog too)."""
         self.last_contact = sent
         with contextlib.suppress(OSError):
-            watchdog.write_beat(self.options.work_dir, os.getpid(), sent + self.lease_s - FENCE_MARGIN_S)
+            # The lease's end: the agent fences FENCE_MARGIN_S before it, the watchdog (for an agent that cannot)
+            # ``watchdog.FENCE_BEFORE_S`` before it, so later.
+            watchdog.write_beat(self.options.work_dir, os.getpid(), sent + self.lease_s)
 
     async def _samples_due(self) -> list[GpuSample]:
         """GPU readings once per heartbeat interval; a beat that only reports a task change goes without,

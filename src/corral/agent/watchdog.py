@@ -26,7 +26,9 @@ import time
 from pathlib import Path
 
 BEAT_FILE = "agent.beat"
-"""``PID DEADLINE``: the agent's pid and, on the monotonic clock, when its tasks must be dead by."""
+"""``PID DEADLINE``: the agent's pid and, on the monotonic clock, when its lease ends: its tasks must be dead by
+then. A live agent fences itself a second before; the watchdog acts ``FENCE_BEFORE_S`` before, only for an
+agent that has not."""
 MARKER_ENV = "CORRAL_TASK_MARKER"  # every task process's: NODE:TASK_ID (the agent's own modules use these too)
 TASK_DIR_ENV = "CORRAL_TASK_DIR"
 CHECK_S = 1.0
