@@ -87,8 +87,34 @@ def test_a_refused_connection_is_retried_once_on_another_replica(replica):
 
 def test_only_dead_replicas_give_502_naming_the_replica():
     dead = Endpoint(replica="dead", url=f"http://127.0.0.1:{free_port()}")
-    (response,) = run(through(gateway({"m": [dead]}), ("POST", "/s/m/predict")))
+    (response,) = run(through(gateway({"m": [dead]}), ("POST", "/s/m/predict")))  # held, then tried once more
     assert response.status_code == 502 and "dead" in response.json()["detail"]
+    assert response.headers["x-corral-replica"] == "dead"
+
+
+def test_a_lone_replica_that_refuses_is_waited_for_and_its_replacement_serves(replica):
+    dead = Endpoint(replica="r1", url=f"http://127.0.0.1:{free_port()}")
+    views = [GatewayView(services=[ServiceEndpoints(service="m", ready=[dead], hold_s=10, stopped=False)])]
+
+    async def source() -> GatewayView:
+        return views[-1]
+
+    async def scenario() -> httpx.Response:
+        gw = Gateway(ReplicaPool(source, interval_s=0.05), LoadBook())
+        await gw.start()
+        try:
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(gw), base_url="http://gw") as client:
+                held = asyncio.ensure_future(client.post("/s/m/predict", json={"x": [0.1] * 16}))
+                await asyncio.sleep(0.3)  # the replica died: restarted in place, on another port
+                live = Endpoint(replica="r2", url=replica)
+                replaced = [ServiceEndpoints(service="m", ready=[live], hold_s=10, stopped=False)]
+                views.append(GatewayView(services=replaced))
+                return await held
+        finally:
+            await gw.close()
+
+    response = run(scenario())
+    assert response.status_code == 200 and response.headers["x-corral-replica"] == "r2"
 
 
 def test_no_ready_replica_is_held_then_answered_503():

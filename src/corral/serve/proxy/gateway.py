@@ -186,10 +186,19 @@ class Gateway:
                 self._outstanding(service, endpoint.replica, -1)
                 self.pool.refused(endpoint.replica)
                 tried |= {endpoint.replica}
-                retry = self.pool.choose(service, exclude=tried) if attempt == 0 else None
                 log.info("replica %s of %s refused a connection (%s)", endpoint.replica, service, exc)
+                retry = None
+                if attempt == 0:  # another ready replica, else held as if none were ready (the refused one waits)
+                    retry = self.pool.choose(service, exclude=tried)
+                    if retry is None:
+                        held_since = time.monotonic()
+                        retry = await self._hold(service)
+                        if retry is None:
+                            await self._no_replica(send, service, time.monotonic() - held_since)
+                            return
                 if retry is None:
-                    await reply(send, 502, f"service {service!r}: replica {endpoint.replica} is unreachable")
+                    message = f"service {service!r}: replica {endpoint.replica} is unreachable"
+                    await reply(send, 502, message, endpoint.replica)
                     return
                 endpoint = retry
                 continue
