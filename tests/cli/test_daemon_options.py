@@ -156,7 +156,7 @@ def test_corral_home_that_is_a_file_is_bad_usage(tmp_path, monkeypatch, capsys, 
 def test_options_given_while_the_head_runs_are_saved_for_its_next_start(home, monkeypatch, capsys):
     home.mkdir()
     state = {"head": {"pid": os.getpid(), "port": 18001, "url": "http://127.0.0.1:18001", "db": None}}
-    monkeypatch.setattr(local, "_healthy", lambda url: True)
+    monkeypatch.setattr(local, "healthy", lambda url: True)
     asked = local._head_options("sqlite:///two.db", None, None, None, None)
     assert local._ensure_head(home, state, 18002, asked) == "http://127.0.0.1:18001"
     assert "saved for the head's next start" in capsys.readouterr().err
@@ -165,7 +165,7 @@ def test_options_given_while_the_head_runs_are_saved_for_its_next_start(home, mo
     started: list[tuple[list[str], dict[str, str]]] = []
     state["head"]["pid"] = None  # `corral down`
     monkeypatch.setattr(local, "spawn", lambda args, _log, _home, env=None: started.append((args, env)) or 4242)
-    monkeypatch.setattr(local, "_wait_head", lambda *a: None)
+    monkeypatch.setattr(local, "wait_head", lambda *a: None)
     monkeypatch.setattr(local, "port_free", lambda port: True)
     local._ensure_head(home, state, None, local._head_options(None, None, None, None, None))
     args, env = started[0]
@@ -179,7 +179,7 @@ def test_without_port_up_takes_the_previous_port_else_the_default_else_any(home,
     home.mkdir()
     started: list[list[str]] = []
     monkeypatch.setattr(local, "spawn", lambda args, *_a: started.append(args) or 4242)
-    monkeypatch.setattr(local, "_wait_head", lambda *a: None)
+    monkeypatch.setattr(local, "wait_head", lambda *a: None)
     monkeypatch.setattr(local, "free_port", lambda: 40000)
     none = local._head_options(None, None, None, None, None)
     for taken, expected in [

@@ -90,7 +90,7 @@ def test_up_passes_the_config_and_head_options_and_remembers_them(home, tmp_path
     good.write_text("teams:\n  nlp: {members: [bob]}\n")
     started: list[list[str]] = []
     monkeypatch.setattr(local, "spawn", lambda args, log, home, secrets=None: started.append(args) or 999_999)
-    monkeypatch.setattr(local, "_wait_head", lambda *a: None)
+    monkeypatch.setattr(local, "wait_head", lambda *a: None)
     state: dict = {}
     local._ensure_head(home, state, 12345, local._head_options(None, None, good, "H100=2.50", 5.0))
     assert started[0][-6:] == ["--config", str(good.resolve()), "--gpu-prices", "H100=2.5", "--preempt-grace", "5.0"]
@@ -104,7 +104,7 @@ def test_up_notes_a_different_setting_while_the_head_runs(home, tmp_path, monkey
     other = tmp_path / "other.yaml"
     other.write_text("{}\n")
     state = {"head": {"pid": os.getpid(), "url": "http://127.0.0.1:1", "port": 1, "config": "/etc/a.yaml"}}
-    monkeypatch.setattr(local, "_healthy", lambda url: True)
+    monkeypatch.setattr(local, "healthy", lambda url: True)
     asked = local._head_options(None, None, other, None, 30.0)
     assert local._ensure_head(home, state, None, asked) == "http://127.0.0.1:1"
     err = capsys.readouterr().err

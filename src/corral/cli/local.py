@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -13,8 +12,9 @@ from typing import Any
 import click
 
 from corral.cli.daemons import DEFAULT_PORT, check_config, check_db, parse_prices
+from corral.cli.localwait import Started, healthy, wait_head, wait_nodes
 from corral.cli.numbers import FiniteFloatRange
-from corral.cli.procs import alive, free_port, head_holding_home, log_since, log_size, port_free, spawn, stop
+from corral.cli.procs import alive, free_port, head_holding_home, log_size, port_free, spawn, stop
 from corral.cli.render import emit_json, output_option
 from corral.client.calls import HeadApi
 from corral.client.config import corral_home, make_home, read_config_file
@@ -22,7 +22,6 @@ from corral.client.errors import CorralError, InvalidRequest, Unreachable
 from corral.client.light import LightTransport
 
 STATE_FILE = "local-cluster.json"
-START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 20.0
 # An agent stopped by `corral down` stops its tasks first, each with its grace period (10 s by default).
 AGENT_STOP_TIMEOUT_S = 60.0
@@ -56,51 +55,6 @@ def _save_state(home: Path, state: dict[str, Any]) -> None:
         out.write(json.dumps(state, indent=2) + "\n")
     os.chmod(tmp, 0o600)  # an older file of the same name kept its mode
     os.replace(tmp, _state_path(home))
-
-
-def _healthy(url: str) -> bool:
-    try:
-        HeadApi(LightTransport(url, timeout_s=2.0)).health()
-    except CorralError:
-        return False
-    return True
-
-
-def _wait_head(url: str, pid: int, log_path: Path, log_start: int) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if _healthy(url):
-            return
-        if not alive(pid):
-            tail = log_since(log_path, log_start)
-            raise CorralError(f"the head exited during start-up; its log ({log_path}) ends with:\n{tail}")
-        time.sleep(0.05)
-    raise CorralError(f"the head did not answer at {url} within {START_TIMEOUT_S:.0f}s; see {log_path}")
-
-
-def _wait_nodes(api: HeadApi, names: list[str], fresh: set[str], since: datetime) -> None:
-    """Wait until every agent is up: its node READY, or DRAINED (an admin's choice, kept across restarts);
-    the ones in ``fresh`` must have registered after ``since``."""
-    deadline = time.monotonic() + START_TIMEOUT_S
-    states: dict[str, str] = {}
-    up: set[str] = set()
-    while time.monotonic() < deadline:
-        nodes = api.nodes()
-        states = {n["name"]: n["state"] for n in nodes}
-        up = {
-            n["name"]
-            for n in nodes
-            if n["state"] in ("READY", "DRAINED")
-            and (n["name"] not in fresh or _heard_since(n["last_heartbeat"], since))
-        }
-        if set(names) <= up:
-            return
-        time.sleep(0.05)
-    missing = [name for name in names if name not in up]
-    detail = ", ".join(f"{name} ({states.get(name, 'not registered').lower().replace('_', ' ')})" for name in missing)
-    raise CorralError(
-        f"agents did not come up within {START_TIMEOUT_S:.0f}s: {detail}; see the logs under {corral_home() / 'logs'}"
-    )
 
 
 @click.command()
@@ -199,7 +153,7 @@ def up(
         state["runtime"] = runtime  # for the agents started now and by a later `up`
     names, started = _ensure_agents(home, state, url, config.get("join_token", ""), count, fake_gpus)
     _save_state(home, state)
-    _wait_nodes(api, names, started, since)
+    wait_nodes(api, names, started, since)
     if output == "json":
         emit_json({"head_url": url})
     else:
@@ -236,13 +190,9 @@ def _head_options(
     }
 
 
-def _heard_since(stamp: str | None, since: datetime) -> bool:
-    return stamp is not None and datetime.fromisoformat(stamp.replace("Z", "+00:00")) >= since
-
-
 def _ensure_head(home: Path, state: dict[str, Any], port: int | None, asked: dict[str, Any]) -> str:
     head = state.get("head", {})
-    if alive(head.get("pid")) and _healthy(head.get("url", "")):
+    if alive(head.get("pid")) and healthy(head.get("url", "")):
         _remember_for_restart(head, port, asked)
         return str(head["url"])
     other = head_holding_home(home)
@@ -278,7 +228,7 @@ def _ensure_head(home: Path, state: dict[str, Any], port: int | None, asked: dic
     state["head"] = {"pid": pid, "port": chosen, "url": url, **remembered}
     _save_state(home, state)
     try:
-        _wait_head(url, pid, log_path, log_start)
+        wait_head(url, pid, log_path, log_start)
     except CorralError:
         if not alive(pid):  # it did not start: the next `up` tries what worked before, not these values
             state["head"] = {**{k: v for k, v in head.items() if k != "next"}, "pid": None}
@@ -308,7 +258,7 @@ def _remember_for_restart(head: dict[str, Any], port: int | None, asked: dict[st
 
 def _ensure_agents(
     home: Path, state: dict[str, Any], url: str, join_token: str, count: int, fake_gpus: str | None
-) -> tuple[list[str], set[str]]:
+) -> tuple[list[str], dict[str, Started]]:
     """Start the agents that are not running; answers all their names and the ones just started."""
     agents: list[dict[str, Any]] = state.setdefault("agents", [])
     spec = fake_gpus if fake_gpus is not None else state.get("fake_gpus")
@@ -321,7 +271,7 @@ def _ensure_agents(
         _note(f"{running} agents already run (asked for {count}); `corral down` first to run fewer")
     state["fake_gpus"] = spec
     names: list[str] = []
-    started: set[str] = set()
+    started: dict[str, Started] = {}
     for index in range(max(count, running)):
         name = f"local-{index + 1}"
         names.append(name)
@@ -334,8 +284,10 @@ def _ensure_agents(
             args += ["--fake-gpus", spec]
         if state.get("runtime"):
             args += ["--runtime", state["runtime"]]
-        pid = spawn(args, home / "logs" / f"agent-{name}.log", home, {"CORRAL_JOIN_TOKEN": join_token})
-        started.add(name)
+        log_path = home / "logs" / f"agent-{name}.log"
+        log_start = log_size(log_path)
+        pid = spawn(args, log_path, home, {"CORRAL_JOIN_TOKEN": join_token})
+        started[name] = Started(pid, home / "agents" / name, log_path, log_start)
         if entry is None:
             agents.append({"name": name, "pid": pid})
         else:
