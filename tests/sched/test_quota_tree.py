@@ -221,3 +221,47 @@ def test_a_team_within_its_quota_reclaims_even_where_it_fits_now_without_victims
     [preemption] = plan.preemptions
     assert (preemption.victim_job_id, preemption.reclaim) == ("nlp2", True)
     assert plan.reasons["vis"].message.startswith("preempting nlp2")
+
+
+def test_a_child_team_reclaims_its_nominal_from_its_parents_own_jobs():
+    # research has no quota of its own beyond its children's (16 = nlp 8 + vision 8), yet its own jobs hold
+    # 16 GPUs, the children's idle nominal; infra holds its own 16. vision wants its 8 back.
+    table = quotas(research=16, nlp=8, vision=8, infra=16)
+    busy = {"res1": ("research", "n0"), "res2": ("research", "n1"), "inf1": ("infra", "n2"), "inf2": ("infra", "n3")}
+    plan = run([make_job("vis1").gpus(8).team("vision")], table, busy=busy)
+    [preemption] = plan.preemptions
+    assert preemption.victim_job_id in {"res1", "res2"} and preemption.reclaim
+    assert preemption.reason == "preempted by job vis1 (reclaiming team vision's quota from team research)"
+
+
+def test_a_parents_own_jobs_within_its_unassigned_quota_are_not_reclaimed():
+    table = quotas(research=24, nlp=8, vision=8, infra=8)  # research keeps 8 unassigned for its own jobs
+    busy = {"res1": ("research", "n0"), "nlp1": ("nlp", "n1"), "inf1": ("infra", "n2")}
+    plan = run([make_job("vis1").gpus(8).team("vision")], table, busy=busy, count=3)
+    assert plan.preemptions == () and plan.placements == ()
+
+
+def test_a_team_within_its_quota_is_never_preempted_for_another_team_by_priority_alone():
+    # vision is within its nominal; its quota is held by research's own jobs (which borrow it). infra's
+    # preemptible job, within infra's nominal, would lose less work and vision2 ranks above it (a higher
+    # priority), but infra borrows nothing: research's job is reclaimed instead.
+    table = quotas(research=8, vision=8, infra=8)
+    running = [
+        running_job("res1", NOW, team="research", ran_s=3600),
+        running_job("inf1", NOW, team="infra", preemptible=True, ran_s=60),
+    ]
+    live = [live_alloc("res1", "n0", range(8)), live_alloc("inf1", "n1", range(8))]
+    pending = [make_job("vis2").gpus(8).team("vision").priority(9)]
+    snap = snapshot(nodes(2), pending=pending, live=live, running=running, quotas=table, team_parents=TREE)
+    plan = schedule(snap, DEFAULT, NOW)
+    assert [(p.victim_job_id, p.reclaim) for p in plan.preemptions] == [("res1", True)]
+
+
+def test_a_job_preempting_by_level_at_the_same_priority_says_so_in_words():
+    old = replace(running_job("old", NOW, preemptible=True, ran_s=3 * 3600, team="nlp"), attained_gpu_s=3 * 3600.0)
+    running = [old]  # demoted: past 2 GPU-hours of service
+    live = [live_alloc("old", "n0", range(8))]
+    snap = snapshot(nodes(1), pending=[make_job("new").gpus(8).team("nlp")], live=live, running=running)
+    plan = schedule(snap, DEFAULT, NOW)
+    [preemption] = plan.preemptions
+    assert preemption.reason.startswith("preempted by job new (same priority, ranked above it by the scheduling policy")

@@ -277,11 +277,12 @@ class _Cycle:
         self, view: CapacityView, preemptor: Preemptor, job: Job, held: Placement, victims: tuple[str, ...]
     ) -> None:
         """Keep ``held`` for the job while its victims stop; it is placed in a later cycle."""
+        named = preemptor.preemptions(job, victims, held.gpu_type)  # as quota stands before the victims give back
         preemptor.commit(view, held, victims)
         if self.guard is not None:
             self.guard.apply(held)
         self.taken.extend(held.allocations)
-        self.preemptions.extend(preemptor.preemptions(job, victims))
+        self.preemptions.extend(named)
         self.special[job.id] = victims
         if self.quota is not None:
             self.quota.take(job, held.gpu_type)

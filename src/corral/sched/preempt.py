@@ -6,14 +6,13 @@ the fewest GPU-seconds of work since each victim's last checkpoint wins, then th
 fewest jobs. Jobs already stopping are free victims: their resources come back soon at no
 cost, and they are not preempted again.
 
-Bound: only nodes hosting an eligible victim are searched. On one node, every subset of
-its victims is tried when it has at most ``EXHAUSTIVE`` of them (so a one-node job gets the
-cheapest set exactly); otherwise victims are added cheapest first and then pruned. A gang
-takes the ``nodes`` cheapest nodes of one GPU type (a heuristic: victims shared between
-nodes are counted once but not exploited). The whole search is skipped for a job whose
-priority has no eligible victim below it. Nodes are scanned by their cheapest victim's cost, then
-name, and the scan stops once no later node can beat the options found; a search that reaches the
-end of the nodes instead is named in the plan (``Plan.exhausted_searches``), so a caller that
+Bound: only nodes hosting an eligible victim are searched. On one node, every subset of its victims
+is tried when it has at most ``EXHAUSTIVE`` of them (so a one-node job gets the cheapest set exactly);
+otherwise victims are added cheapest first and then pruned. A gang takes the ``nodes`` cheapest nodes
+of one GPU type (victims shared between nodes are counted once but not exploited). The search is
+skipped for a job whose priority has no eligible victim below it. Nodes are scanned by their cheapest
+victim's cost, then name, and the scan stops once no later node can beat the options found; a search
+that reaches the end of the nodes is named in the plan (``Plan.exhausted_searches``): a caller that
 passed only the victims on the first nodes of that order knows its answer may need the others.
 """
 
@@ -170,8 +169,8 @@ class Preemptor:
         if victim.team != team and self.quota is not None:
             if within_nominal and self._reclaims(victim_id, team):
                 return True  # reclaim
-            if not within_nominal and not self._borrowing[victim_id]:
-                return False  # a borrower never preempts a team within its quota
+            if not self._borrowing[victim_id] and self.quota.governs(victim_id):
+                return False  # a team within its quota is never preempted for another team
         return victim.preemptible and self._levels[victim_id] < level
 
     def _reclaims(self, victim_id: str, team: str) -> bool:
@@ -253,13 +252,17 @@ class Preemptor:
             for team in {t for v in victims for t in self.quota.tree.chain(self.jobs[v].team)}:
                 self._borrowing.update({r: self.quota.borrowing(r) for r in self._by_team.get(team, ())})
 
-    def preemptions(self, job: Job, victims: Sequence[str]) -> tuple[Preemption, ...]:
+    def preemptions(self, job: Job, victims: Sequence[str], gpu_type: str | None = None) -> tuple[Preemption, ...]:
+        """What stopping each victim (not already stopping) for the job is called; ``gpu_type``: where the job goes."""
         out = []
+        quota = self.quota
+        within = quota is not None and quota.within_nominal(job, gpu_type)
         for v in victims:
             victim = self.jobs[v]
             if victim.stopping:
                 continue
-            if not (victim.preemptible and self._levels[v] < self.level(job)):  # reclaimed quota
+            lower = victim.preemptible and self._levels[v] < self.level(job)
+            if not lower or (within and victim.team != job.team and quota is not None and quota.governs(v)):  # reclaim
                 why = f"reclaiming team {job.team}'s quota from team {victim.team}"
                 out.append(Preemption(v, job.id, f"preempted by job {job.id} ({why})", reclaim=True))
             else:
@@ -269,7 +272,9 @@ class Preemptor:
     def _why(self, job: Job, victim: RunningJob) -> str:
         if job.priority != victim.priority:
             return f"priority {job.priority} > {victim.priority}"
-        return f"policy level {self.level(job)} > {self.level(victim)}"
+        return (
+            f"same priority, ranked above it by the scheduling policy: level {self.level(job)} > {self.level(victim)}"
+        )
 
     def reason(self, base: Reason, job: Job, victims: Sequence[str]) -> Reason:
         new = [v for v in victims if not self.jobs[v].stopping]

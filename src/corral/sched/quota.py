@@ -114,11 +114,19 @@ class QuotaLedger:
         return self.levels(gpu_type).within(job.team, _gpus(job))
 
     def borrowing(self, running_job_id: str) -> bool:
-        """Whether the running job's team (with its child teams) uses more of its GPU type than its nominal."""
+        """Whether the running job's team borrows its GPU type: the team (with its child teams) uses more
+        than its nominal, or the team's own jobs use more than its unassigned quota (its child teams' idle
+        nominal, theirs to take back)."""
         held = self.holding.get(running_job_id)
         if held is None or held[1] not in self.governed:
             return False
-        return self.levels(held[1]).over(held[0])
+        levels = self.levels(held[1])
+        return levels.over(held[0]) or levels.own_over(held[0])
+
+    def governs(self, running_job_id: str) -> bool:
+        """Whether the running job holds GPUs of a type teams have quotas for."""
+        held = self.holding.get(running_job_id)
+        return held is not None and held[1] in self.governed
 
     def borrowing_asked_once(self) -> Callable[[str], bool]:
         """``borrowing``, asked once per team and GPU type (what its answer depends on): for a pass over
@@ -140,12 +148,15 @@ class QuotaLedger:
     def reclaim_distance(self, running_job_id: str, team: str) -> int | None:
         """How near the running job's team is to ``team`` (the depth where their branches meet: 0 at
         the organisation) when the job may be reclaimed for ``team``: its branch below that level
-        uses more than its nominal. None when it may not."""
+        uses more than its nominal, or, for a job of one of ``team``'s ancestors, that ancestor's own
+        jobs use more than its unassigned quota. None when it may not."""
         held = self.holding.get(running_job_id)
         if held is None or held[1] not in self.governed:
             return None
         depth, branch = self.tree.meeting(team, held[0])
         levels = self.levels(held[1])
+        if held[0] != team and self.tree.under(team, held[0]):  # an ancestor's own job, on its child teams' quota
+            return depth if levels.own_over(held[0]) else None
         return depth if levels.over(held[0]) and levels.over(branch) else None
 
     def any_borrowing(self) -> bool:

@@ -90,6 +90,8 @@ class TypeQuotas:
         self.pooled: dict[str, float] = {}
         self.borrowing_limit: dict[str, float | None] = {}
         self.usage: dict[str, float] = defaultdict(float)  # the subtree's GPUs in use
+        self.own: dict[str, float] = defaultdict(float, own)  # the team's own jobs' GPUs, its child teams' not
+        self.unassigned: dict[str, float] = {}  # nominal beyond its child teams' nominals: its own jobs'
         self.pool_use: dict[str, float] = defaultdict(float)
         child_nominal: dict[str | None, float] = defaultdict(float)
         child_pooled: dict[str | None, float] = defaultdict(float)
@@ -100,6 +102,7 @@ class TypeQuotas:
             lending = quota.lending_limit if quota is not None else None
             kept = max(0.0, pooled - lending) if lending is not None else 0.0
             self.nominal[team], self.pooled[team], self.kept[team] = nominal, pooled, kept
+            self.unassigned[team] = max(0.0, nominal - child_nominal[team])
             self.borrowing_limit[team] = quota.borrowing_limit if quota is not None else None
             parent = self._parent(team)
             child_nominal[parent] += nominal
@@ -124,12 +127,13 @@ class TypeQuotas:
     def _ensure(self, team: str) -> None:
         """A team first seen now (no quota, no usage, not in the tree) sits under the organisation."""
         if team not in self.nominal:
-            self.nominal[team] = self.pooled[team] = self.kept[team] = 0.0
+            self.nominal[team] = self.pooled[team] = self.kept[team] = self.unassigned[team] = 0.0
             self.borrowing_limit[team] = None
 
     def add(self, team: str, gpus: float) -> None:
         """The team's own jobs use ``gpus`` more (or fewer, when negative)."""
         self._ensure(team)
+        self.own[team] += gpus
         spill = gpus
         for level in self.tree.chain(team):
             self.usage[level] += gpus
@@ -144,6 +148,12 @@ class TypeQuotas:
         """Whether the team's subtree uses more than its nominal."""
         self._ensure(team)
         return self.usage[team] > self.nominal[team] + EPSILON
+
+    def own_over(self, team: str) -> bool:
+        """Whether the team's own jobs use more than its unassigned quota: past it, they use what its child
+        teams leave idle of their nominal (or what is lent from above), which the child teams may take back."""
+        self._ensure(team)
+        return self.own[team] > self.unassigned[team] + EPSILON
 
     def within(self, team: str, gpus: float) -> bool:
         self._ensure(team)
@@ -178,9 +188,13 @@ class TypeQuotas:
         free = sum(max(0.0, self.kept[level] - self.pool_use[level]) for level in self.tree.chain(team))
         return free + self.left() - max(0.0, self.nominal[team] - self.usage[team])
 
-    def save(self) -> tuple[dict[str, float], dict[str, float], float]:
-        return dict(self.usage), dict(self.pool_use), self.root_use
+    def save(self) -> tuple[dict[str, float], dict[str, float], dict[str, float], float]:
+        return dict(self.usage), dict(self.own), dict(self.pool_use), self.root_use
 
-    def restore(self, saved: tuple[dict[str, float], dict[str, float], float]) -> None:
-        usage, pool_use, self.root_use = saved
-        self.usage, self.pool_use = defaultdict(float, usage), defaultdict(float, pool_use)
+    def restore(self, saved: tuple[dict[str, float], dict[str, float], dict[str, float], float]) -> None:
+        usage, own, pool_use, self.root_use = saved
+        self.usage, self.own, self.pool_use = (
+            defaultdict(float, usage),
+            defaultdict(float, own),
+            defaultdict(float, pool_use),
+        )
