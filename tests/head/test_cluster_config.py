@@ -46,6 +46,8 @@ def test_priority_classes_queues_and_teams_fill_in_the_job(configured):
     assert (job["team"], job["priority"]) == ("default", 100)
     job = submit_as(head, "carol", {"command": "x", "priority": 100, "queue": "short"})  # the class's own value
     assert (job["priority"], job["preemptible"]) == (100, False)
+    job = submit_as(head, "carol", {"command": "x", "priority_class": "urgent", "preemptible": True})  # volunteers
+    assert (job["priority"], job["preemptible"]) == (100, True)
 
 
 @pytest.mark.parametrize(
@@ -65,6 +67,12 @@ def test_priority_classes_queues_and_teams_fill_in_the_job(configured):
             {"priority": 5, "queue": "short"},
             "this cluster sets priorities through priority classes, and this job's is 'urgent' (100);"
             " give priority_class: NAME instead (classes: batch (0), urgent (100))",
+        ),
+        (
+            "preemptible",
+            {"preemptible": False},
+            "this job's priority class 'batch' is preemptible; for a job that may not be preempted,"
+            " give a priority_class that is not (classes that are not: urgent)",
         ),
     ],
 )

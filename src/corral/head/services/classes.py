@@ -35,7 +35,14 @@ def resolve(spec: JobSpec, who: Principal, config: ClusterConfig, prefix: str = 
                 f"this cluster sets priorities through priority classes, and this job's is {class_name!r}"
                 f" ({chosen.value}); give priority_class: NAME instead (classes: {known})",
             )
-        preemptible = spec.preemptible or chosen.preemptible
+        if chosen.preemptible and not spec.preemptible and "preemptible" in spec.model_fields_set:
+            steady = ", ".join(sorted(n for n, c in config.priority_classes.items() if not c.preemptible)) or "none"
+            raise Infeasible(
+                f"{prefix}preemptible",
+                f"this job's priority class {class_name!r} is preemptible; for a job that may not be preempted,"
+                f" give a priority_class that is not (classes that are not: {steady})",
+            )
+        preemptible = spec.preemptible or chosen.preemptible  # a job may volunteer to be preempted
         update.update(priority_class=class_name, priority=chosen.value, preemptible=preemptible)
     if spec.team is None:
         update["team"] = config.team_of(who.user) or DEFAULT_TEAM
