@@ -25,6 +25,12 @@ fair_share: {half_life: 3d, weights: {vision: 2}}
 """
 
 
+def test_a_parent_named_as_the_organisation_is_no_parent():
+    config = load_cluster_config_yaml("organisation: acme\nteams: {research: {parent: acme}, nlp: {parent: research}}")
+    assert (config.teams["research"].parent, config.teams["nlp"].parent) == (None, "research")
+    assert config.ancestors("nlp") == ["research", "acme"]
+
+
 def test_a_full_config_loads():
     config = load_cluster_config_yaml(GOOD)
     assert config.team_of("alice") == "vision"
@@ -38,6 +44,7 @@ def test_a_full_config_loads():
     ("text", "field", "message"),
     [
         ("teams: {a: {parent: b}}", "teams.a.parent", "unknown team 'b'"),
+        ("teams: {a: {quotas: {'': {nominal: 2}}}}", "teams.a.quotas", "GPU type '': give a type name such as H100"),
         ("teams: {a: {members: [x]}, b: {members: [x]}}", "teams.b.members[0]", "x is already in team a"),
         ("teams: {a: {quotas: {H100: {nominal: 2, lending_limit: 3}}}}", "teams.a.quotas.H100.lending_limit", "exceed"),
         ("teams: {a: {quotas: {H100: {nominal: -1}}}}", "teams.a.quotas.H100.nominal", "greater than or equal to 0"),

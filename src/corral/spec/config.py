@@ -12,7 +12,7 @@ import copy
 import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from corral.spec.errors import FieldError, SpecError, field_path, from_validation_error
 from corral.spec.quantities import check_gpu_speeds, parse_duration_s
@@ -54,6 +54,14 @@ class TeamConfig(BaseModel):
     parent: str | None = Field(default=None, description="the parent team; none: directly under the organisation")
     members: list[str] = Field(default_factory=list, description="user names")
     quotas: dict[str, QuotaConfig] = Field(default_factory=dict, description="per GPU type")
+
+    @field_validator("quotas")
+    @classmethod
+    def _gpu_types(cls, value: dict[str, QuotaConfig]) -> dict[str, QuotaConfig]:
+        for gpu_type in value:
+            if not gpu_type.strip() or gpu_type != gpu_type.strip():
+                raise ValueError(f"GPU type {gpu_type!r}: give a type name such as H100, without spaces around it")
+        return value
 
     @field_validator("members")
     @classmethod
@@ -117,6 +125,17 @@ class ClusterConfig(BaseModel):
     @classmethod
     def _speeds(cls, value: dict[str, float]) -> dict[str, float]:
         return check_gpu_speeds(value)
+
+    @model_validator(mode="after")
+    def _parent_named_as_the_organisation(self) -> ClusterConfig:
+        """``parent: ORGANISATION`` says what no parent says: the team sits directly under the organisation."""
+        if any(team.parent == self.organisation for team in self.teams.values()):
+            teams = {
+                name: team.model_copy(update={"parent": None}) if team.parent == self.organisation else team
+                for name, team in self.teams.items()
+            }
+            object.__setattr__(self, "teams", teams)
+        return self
 
     @field_validator("organisation")
     @classmethod
