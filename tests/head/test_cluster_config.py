@@ -253,9 +253,9 @@ def test_a_user_added_without_a_team_is_charged_to_the_config_team_listing_them(
     assert response.json()["team"] == "default"  # still a member of default
     carol = registered(head, "carol")  # in no team of the config
     assert head.client.post("/v1/jobs", json={"command": "x"}, headers=carol).json()["team"] == "default"
-    bob = registered(head, "bob", teams=["research"])  # teams given explicitly come first; nlp (config) last
-    assert head.client.get("/v1/whoami", headers=bob).json()["teams"] == ["research", "nlp"]
-    assert head.client.post("/v1/jobs", json={"command": "x"}, headers=bob).json()["team"] == "research"
+    bob = registered(head, "bob", teams=["vision"])  # teams given explicitly come first; nlp (config) last
+    assert head.client.get("/v1/whoami", headers=bob).json()["teams"] == ["vision", "nlp"]
+    assert head.client.post("/v1/jobs", json={"command": "x"}, headers=bob).json()["team"] == "vision"
     assert head.client.post("/v1/jobs", json={"command": "x", "team": "nlp"}, headers=bob).json()["team"] == "nlp"
 
 
@@ -266,11 +266,11 @@ def test_user_add_and_list_report_the_teams_whoami_shows(configured):
     assert added.json()["teams"] == ["nlp", "default"]  # listed under nlp's members in the config
     bob = registered(head, "bob")
     assert head.client.get("/v1/whoami", headers=bob).json()["teams"] == ["nlp", "default"]
-    registered(head, "alice", teams=["research"])
+    registered(head, "alice", teams=["nlp"])
     registered(head, "carol")
     listed = {u["name"]: u["teams"] for u in head.client.get("/v1/users", headers=head.admin).json()}
     first = head.client.get("/v1/whoami", headers=head.admin).json()["user"]  # the first admin, never added
-    expected = {"alice": ["research", "vision"], "bob": ["nlp", "default"], "carol": ["default"], first: []}
+    expected = {"alice": ["nlp", "vision"], "bob": ["nlp", "default"], "carol": ["default"], first: []}
     assert listed == expected
 
 
@@ -278,3 +278,21 @@ def test_reloading_a_head_started_without_a_config_file_says_there_is_none(head)
     response = head.client.post("/v1/config/reload", headers=head.admin)
     assert response.status_code == 409
     assert "started without --config" in response.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("teams", "message"),
+    [
+        (["nosuch"], "'nosuch' is not a team of the cluster config (teams: nlp, vision, or default)"),
+        (["vision", "org"], "'org' is the organisation, not a team (teams: nlp, vision, or default)"),
+    ],
+)
+def test_a_user_is_added_only_to_teams_the_config_has(configured, teams, message):
+    response = configured.client.post("/v1/users", json={"name": "frank", "teams": teams}, headers=configured.admin)
+    assert response.status_code == 422
+    [detail] = response.json()["detail"]
+    assert detail["field"].startswith("teams[") and detail["msg"] == message
+    ok = configured.client.post(
+        "/v1/users", json={"name": "frank", "teams": ["vision", "default"]}, headers=configured.admin
+    )
+    assert ok.status_code == 201, ok.text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy import delete, select
@@ -12,7 +13,7 @@ from corral.api.users import DEFAULT_TEAMS, TokenCreated, TokenIn, TokenOut, Use
 from corral.head.runtime import HeadRuntime
 from corral.head.security import TOKEN_ID_LENGTH, Principal, Role, hash_token, new_token, token_id
 from corral.head.services.auth import effective_role
-from corral.head.services.common import Conflict, NotAllowed, NotFound
+from corral.head.services.common import Conflict, Infeasible, NotAllowed, NotFound
 from corral.head.store.tables import TokenRow, UserRow
 from corral.spec import ClusterConfig, JobSpec
 
@@ -29,6 +30,7 @@ def add_user(rt: HeadRuntime, spec: UserIn) -> tuple[UserOut, bool]:
         admins = _acting_admins(session)
         row = session.get(UserRow, spec.name)
         created = row is None
+        _check_teams_known(spec.teams or (), rt.config.current)
         if row is None:
             role = spec.role or _unrecorded_roles(session).get(spec.name, Role.USER.value)
             row = UserRow(name=spec.name, role=role, teams=list(spec.teams or DEFAULT_TEAMS), created_at=now)
@@ -175,6 +177,18 @@ def _user_out(row: UserRow, config: ClusterConfig) -> UserOut:
 def _token_out(row: TokenRow, role: Role | None = None) -> TokenOut:
     shown = (role or Role(row.role)).value
     return TokenOut(id=token_id(row.hash), user=row.user, role=shown, name=row.name, created_at=row.created_at)
+
+
+def _check_teams_known(teams: Sequence[str], config: ClusterConfig) -> None:
+    """With teams in the cluster config, a user's teams are among them (or ``default``): a typo would put the
+    user outside every quota."""
+    if not config.teams:
+        return
+    for index, team in enumerate(teams):
+        if team not in config.teams and team not in DEFAULT_TEAMS:
+            known = ", ".join(sorted(config.teams))
+            what = "the organisation, not a team" if team == config.organisation else "not a team of the cluster config"
+            raise Infeasible(f"teams[{index}]", f"{team!r} is {what} (teams: {known}, or {DEFAULT_TEAMS[0]})")
 
 
 def team_checked(spec: JobSpec, who: Principal, config: ClusterConfig, prefix: str = "") -> JobSpec:
