@@ -296,3 +296,13 @@ def test_a_user_is_added_only_to_teams_the_config_has(configured, teams, message
         "/v1/users", json={"name": "frank", "teams": ["vision", "default"]}, headers=configured.admin
     )
     assert ok.status_code == 201, ok.text
+
+
+def test_a_job_for_a_team_the_config_does_not_have_is_refused_even_from_an_admin(configured):
+    response = configured.client.post("/v1/jobs", json={"command": "x", "team": "visoin"}, headers=configured.admin)
+    assert response.status_code == 422
+    [detail] = response.json()["detail"]
+    assert (detail["field"], detail["msg"]) == (
+        "team",
+        "'visoin' is not a team of the cluster config (teams: nlp, vision, or default)",
+    )

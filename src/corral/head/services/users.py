@@ -179,16 +179,17 @@ def _token_out(row: TokenRow, role: Role | None = None) -> TokenOut:
     return TokenOut(id=token_id(row.hash), user=row.user, role=shown, name=row.name, created_at=row.created_at)
 
 
-def _check_teams_known(teams: Sequence[str], config: ClusterConfig) -> None:
-    """With teams in the cluster config, a user's teams are among them (or ``default``): a typo would put the
-    user outside every quota."""
+def _check_teams_known(teams: Sequence[str], config: ClusterConfig, field: str = "") -> None:
+    """With teams in the cluster config, a user's or a job's teams are among them (or ``default``): a typo would
+    put them outside every quota. ``field``: the field to name (default ``teams[INDEX]``)."""
     if not config.teams:
         return
     for index, team in enumerate(teams):
         if team not in config.teams and team not in DEFAULT_TEAMS:
             known = ", ".join(sorted(config.teams))
             what = "the organisation, not a team" if team == config.organisation else "not a team of the cluster config"
-            raise Infeasible(f"teams[{index}]", f"{team!r} is {what} (teams: {known}, or {DEFAULT_TEAMS[0]})")
+            message = f"{team!r} is {what} (teams: {known}, or {DEFAULT_TEAMS[0]})"
+            raise Infeasible(field or f"teams[{index}]", message)
 
 
 def team_checked(spec: JobSpec, who: Principal, config: ClusterConfig, prefix: str = "") -> JobSpec:
@@ -201,6 +202,8 @@ def team_checked(spec: JobSpec, who: Principal, config: ClusterConfig, prefix: s
     if spec.team is None and teams:
         spec = spec.model_copy(update={"team": teams[0]})
     team = spec.team
+    if team is not None:
+        _check_teams_known([team], config, f"{prefix}team")
     if team is None or who.may_submit_to(team) or config.team_of(who.user) == team:
         return spec
     theirs = ", ".join(teams)
