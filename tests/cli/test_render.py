@@ -82,3 +82,12 @@ def test_why_says_when_a_job_is_not_waiting(capsys):
     _why_table({"job_id": "j-1", "state": "RUNNING", "reason": "running on n1", "nodes_needed": 1, "groups": []})
     lines = capsys.readouterr().out.splitlines()
     assert lines[1] == "it is not waiting; below, where it would fit now if it were submitted again"
+
+
+def test_cluster_config_says_when_the_file_does_not_validate(capsys):
+    from corral.cli.clusterconfig import _config_table
+
+    config = {"organisation": "org", "teams": {}, "priority_classes": {}, "queues": {}}
+    _config_table({"path": "/etc/corral.yaml", "config": config, "problem": "teams.a.parent: unknown team 'b'"})
+    err = capsys.readouterr().err
+    assert "does not validate; the config below stays in force: teams.a.parent: unknown team 'b'" in err

@@ -138,8 +138,24 @@ def test_a_bad_config_file_is_refused_on_reload_and_the_old_one_stays(configured
     [detail] = response.json()["detail"]
     assert detail["field"] == "teams.vision.parent"
     assert "unknown team 'nowhere'" in detail["msg"]
-    assert head.client.get("/v1/config", headers=head.admin).json()["config"]["teams"]["vision"]["members"] == ["alice"]
+    shown = head.client.get("/v1/config", headers=head.admin).json()
+    assert shown["config"]["teams"]["vision"]["members"] == ["alice"]
+    assert "teams.vision.parent: unknown team 'nowhere'" in shown["problem"]  # said beside the config in force
     assert head.client.post("/v1/config/reload", headers=head.auth(head.user_token("dave"))).status_code == 403
+
+
+def test_a_changed_file_that_does_not_validate_is_reported_until_a_good_one_comes(configured):
+    head = configured
+    assert head.client.get("/v1/config", headers=head.admin).json()["problem"] is None
+    for text, bumped in (("teams:\n  vision: {parent: nowhere}\n", 5), ("teams:\n  vision: {members: [carol]}\n", 10)):
+        head.config_path.write_text(text)
+        stat = head.config_path.stat()
+        os.utime(head.config_path, (stat.st_atime, stat.st_mtime + bumped))
+        head.cycle()  # the scheduling loop notices the change
+        shown = head.client.get("/v1/config", headers=head.admin).json()
+        if bumped == 5:
+            assert shown["problem"] and shown["config"]["teams"]["vision"]["members"] == ["alice"]
+    assert shown["problem"] is None and shown["config"]["teams"]["vision"]["members"] == ["carol"]
 
 
 def test_a_changed_config_file_is_picked_up_by_the_next_cycle(configured):

@@ -17,6 +17,10 @@ def _number(value: float | None) -> str:
 def _config_table(out: dict[str, Any]) -> None:
     config = out["config"]
     click.echo(f"cluster config: {out['path'] or '(none: no teams, quotas or classes)'}")
+    if out.get("problem"):
+        click.echo(
+            f"the file as it is now does not validate; the config below stays in force: {out['problem']}", err=True
+        )
     quotas = [
         [
             name,

@@ -48,6 +48,7 @@ class ConfigHolder:
         self.current = config or (read_config(path) if path is not None else ClusterConfig())
         self._mtime = self._stat()
         self._lock = threading.Lock()
+        self.problem: str | None = None  # why the file as it is now was not taken, if it was not
 
     def reload(self) -> ClusterConfig:
         """Read the file again; on ``SpecError`` (an empty file included) the old configuration stays in force."""
@@ -55,8 +56,12 @@ class ConfigHolder:
             return self.current
         with self._lock:
             mtime = self._stat()
-            config = read_config(self.path, allow_empty=False)
-            self.current, self._mtime = config, mtime
+            try:
+                config = read_config(self.path, allow_empty=False)
+            except SpecError as exc:
+                self.problem = str(exc)
+                raise
+            self.current, self._mtime, self.problem = config, mtime, None
         log.info("loaded the cluster config from %s", self.path)
         return config
 

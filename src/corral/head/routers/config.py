@@ -21,6 +21,7 @@ def _out(rt: HeadRuntime) -> dict[str, Any]:
     return {
         "path": None if holder.path is None else str(holder.path),
         "config": holder.current.model_dump(mode="json", by_alias=True),
+        "problem": holder.problem,  # why the file as it is now is not in force; null when it is
     }
 
 
