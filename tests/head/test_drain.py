@@ -54,3 +54,15 @@ def test_draining_a_drained_node_again_without_a_reason_keeps_the_first_reason(h
     assert drain(head, "n1").status_code == 200
     assert head.nodes()["n1"]["reason"].endswith("maintenance window")
     assert drain(head, "n1", "new reason").json()["reason"].endswith("new reason")
+
+
+def test_draining_or_undraining_again_records_no_second_event(head):
+    head.register("n1")
+    drain(head, "n1", "a")
+    drain(head, "n1")  # again, no reason: nothing changes
+    drain(head, "n1", "b")  # a new reason: a change
+    for _ in range(2):
+        assert head.client.post("/v1/nodes/n1/undrain", headers=head.admin).status_code == 200
+    events = head.client.get("/v1/events", params={"limit": 1000}, headers=head.admin).json()
+    kinds = [e["kind"] for e in events if e["kind"].startswith("node.") and "drain" in e["kind"]]
+    assert sorted(kinds) == ["node.drained", "node.drained", "node.undrained"]

@@ -99,13 +99,15 @@ def set_drained(rt: HeadRuntime, who: Principal, name: str, drained: bool, reaso
         if row is None:
             raise NotFound(f"no node {name!r}")
         again = drained and row.drained and not reason  # draining again without a reason keeps the first one
+        before = (row.drained, row.drain_reason)
         row.drained = drained
         if not again:
             row.drain_reason = f"drained by {who.user}" + (f": {reason}" if reason else "") if drained else ""
         if row.state != NodeState.NOT_READY.value:
             row.state = NodeState.DRAINED.value if drained else NodeState.READY.value
             row.reason = row.drain_reason
-        verb = "drained" if drained else "undrained"
-        record_event(session, now, f"node.{verb}", row.drain_reason or f"{verb} by {who.user}", node=name)
-        wake_scheduler(session)
+        if (row.drained, row.drain_reason) != before:  # an event says what changed: not a repeat
+            verb = "drained" if drained else "undrained"
+            record_event(session, now, f"node.{verb}", row.drain_reason or f"{verb} by {who.user}", node=name)
+            wake_scheduler(session)
     return next(n for n in list_nodes(rt) if n.name == name)
