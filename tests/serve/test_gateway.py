@@ -92,9 +92,10 @@ def test_only_dead_replicas_give_502_naming_the_replica():
     assert response.headers["x-corral-replica"] == "dead"
 
 
-def test_a_lone_replica_that_refuses_is_waited_for_and_its_replacement_serves(replica):
-    dead = Endpoint(replica="r1", url=f"http://127.0.0.1:{free_port()}")
-    views = [GatewayView(services=[ServiceEndpoints(service="m", ready=[dead], hold_s=10, stopped=False)])]
+def changed_while_held(first: list[ServiceEndpoints], then: list[ServiceEndpoints], method: str, after_s: float) -> Any:
+    """A request sent to a gateway whose view is ``first``, and the view ``then`` once ``after_s`` have passed
+    with the request still unanswered; answers the response."""
+    views = [GatewayView(services=first)]
 
     async def source() -> GatewayView:
         return views[-1]
@@ -104,16 +105,26 @@ def test_a_lone_replica_that_refuses_is_waited_for_and_its_replacement_serves(re
         await gw.start()
         try:
             async with httpx.AsyncClient(transport=httpx.ASGITransport(gw), base_url="http://gw") as client:
-                held = asyncio.ensure_future(client.post("/s/m/predict", json={"x": [0.1] * 16}))
-                await asyncio.sleep(0.3)  # the replica died: restarted in place, on another port
-                live = Endpoint(replica="r2", url=replica)
-                replaced = [ServiceEndpoints(service="m", ready=[live], hold_s=10, stopped=False)]
-                views.append(GatewayView(services=replaced))
+                held = asyncio.ensure_future(client.request(method, "/s/m/predict", json={"x": [0.1] * 16}))
+                await asyncio.sleep(after_s)
+                assert not held.done()
+                views.append(GatewayView(services=then))
                 return await held
         finally:
             await gw.close()
 
-    response = run(scenario())
+    return run(scenario())
+
+
+def test_a_lone_replica_that_refuses_is_waited_for_and_its_replacement_serves(replica):
+    dead = Endpoint(replica="r1", url=f"http://127.0.0.1:{free_port()}")
+    live = Endpoint(replica="r2", url=replica)  # the replica died: restarted in place, on another port
+    response = changed_while_held(
+        [ServiceEndpoints(service="m", ready=[dead], hold_s=10, stopped=False)],
+        [ServiceEndpoints(service="m", ready=[live], hold_s=10, stopped=False)],
+        "POST",
+        0.3,
+    )
     assert response.status_code == 200 and response.headers["x-corral-replica"] == "r2"
 
 
@@ -137,27 +148,14 @@ def test_the_503_after_the_hold_says_how_long_the_request_waited():
     [("delete", 404, "was deleted while the request waited"), ("scale to 0", 503, "scaled to 0")],
 )
 def test_a_request_held_for_a_replica_is_answered_once_its_service_is_deleted_or_stopped(change, status, words):
-    views = [GatewayView(services=[ServiceEndpoints(service="m", ready=[], hold_s=30, stopped=False)])]
-
-    async def source() -> GatewayView:
-        return views[-1]
-
-    async def scenario() -> httpx.Response:
-        gw = Gateway(ReplicaPool(source, interval_s=0.05), LoadBook())
-        await gw.start()
-        try:
-            async with httpx.AsyncClient(transport=httpx.ASGITransport(gw), base_url="http://gw") as client:
-                held = asyncio.ensure_future(client.get("/s/m/"))
-                await asyncio.sleep(0.5)
-                assert not held.done()
-                stopped = [ServiceEndpoints(service="m", ready=[], hold_s=30, stopped=True)]
-                views.append(GatewayView(services=[] if change == "delete" else stopped))
-                return await held
-        finally:
-            await gw.close()
-
+    stopped = [ServiceEndpoints(service="m", ready=[], hold_s=30, stopped=True)]
     started = time.monotonic()
-    response = run(scenario())
+    response = changed_while_held(
+        [ServiceEndpoints(service="m", ready=[], hold_s=30, stopped=False)],
+        [] if change == "delete" else stopped,
+        "GET",
+        0.5,
+    )
     assert response.status_code == status and words in response.json()["detail"]
     assert time.monotonic() - started < 5  # not the 30 s hold
 

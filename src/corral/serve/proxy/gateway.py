@@ -142,14 +142,17 @@ class Gateway:
         body = await read_body(receive)
         if body is None:
             return  # the client went away before sending the whole request
-        endpoint = self.pool.choose(service)
+        endpoint = self.pool.choose(service) or await self._held_for(send, service)
+        if endpoint is not None:
+            await self._forward(scope, send, service, path, body, endpoint)
+
+    async def _held_for(self, send: Send, service: str) -> Endpoint | None:
+        """Hold the request until a replica is ready; None (the request answered) when none comes."""
+        held_since = time.monotonic()
+        endpoint = await self._hold(service)
         if endpoint is None:
-            held_since = time.monotonic()
-            endpoint = await self._hold(service)
-            if endpoint is None:
-                await self._no_replica(send, service, time.monotonic() - held_since)
-                return
-        await self._forward(scope, send, service, path, body, endpoint)
+            await self._no_replica(send, service, time.monotonic() - held_since)
+        return endpoint
 
     async def _no_replica(self, send: Send, service: str, waited_s: float) -> None:
         """The answer to a request held for a replica that none came to serve."""
@@ -187,19 +190,14 @@ class Gateway:
                 self.pool.refused(endpoint.replica)
                 tried |= {endpoint.replica}
                 log.info("replica %s of %s refused a connection (%s)", endpoint.replica, service, exc)
-                retry = None
-                if attempt == 0:  # another ready replica, else held as if none were ready (the refused one waits)
-                    retry = self.pool.choose(service, exclude=tried)
-                    if retry is None:
-                        held_since = time.monotonic()
-                        retry = await self._hold(service)
-                        if retry is None:
-                            await self._no_replica(send, service, time.monotonic() - held_since)
-                            return
-                if retry is None:
+                if attempt > 0:
                     message = f"service {service!r}: replica {endpoint.replica} is unreachable"
                     await reply(send, 502, message, endpoint.replica)
                     return
+                # Another ready replica, else held as if none were ready (the refused one waits out its cooldown).
+                retry = self.pool.choose(service, exclude=tried) or await self._held_for(send, service)
+                if retry is None:
+                    return  # answered: no replica came
                 endpoint = retry
                 continue
             except REPLICA_ERRORS as exc:  # it may have had the request: never sent again
