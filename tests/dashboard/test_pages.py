@@ -11,7 +11,7 @@ pytestmark = pytest.mark.timeout(120)
 
 @pytest.fixture
 def cluster_config():
-    return "teams:\n  research: {quotas: {H100: {nominal: 8, borrowing_limit: 4}}}\n"
+    return "teams:\n  research: {quotas: {H100: {nominal: 8, borrowing_limit: 4}}}\n  vision: {}\n"
 
 
 def busy_cluster(served):
