@@ -55,10 +55,11 @@ def _spec_error(exc: Exception, options: Mapping[str, str] | None = None) -> Inv
     errors = getattr(exc, "errors", None)
     if not isinstance(errors, list):
         return InvalidRequest(f"invalid job spec:\n  {exc}")
+    options = options or {}
     lines = []
     for error in errors:
         field = error.field
-        option = (options or {}).get(field) or (options or {}).get(field.split(".")[0].split("[")[0])
+        option = options.get(field) or options.get(field.split(".")[0].split("[")[0])
         lines.append(f"{option} ({field}): {error.message}" if option else str(error))
     return InvalidRequest("invalid job spec:\n  " + "\n  ".join(lines))
 

@@ -1,4 +1,4 @@
-"""Number options: a range that also refuses NaN and infinity."""
+"""Number options: ranges that refuse NaN and infinity too."""
 
 from __future__ import annotations
 
@@ -17,3 +17,29 @@ class FiniteFloatRange(click.FloatRange):
         if not math.isfinite(number):
             self.fail(f"{value!r} is not a finite number.", param, ctx)
         return number
+
+
+class FiniteFloat(click.ParamType[float, object]):
+    """A finite number from ``low`` to ``high``; the error names the option and the range."""
+
+    name = "number"
+
+    def __init__(self, low: float, high: float) -> None:
+        self.low, self.high = float(low), float(high)
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        from corral.sim.trace import plain_float
+
+        try:
+            number = plain_float(str(value))
+        except ValueError:
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not (math.isfinite(number) and self.low <= number <= self.high):
+            low, high = _plain(self.low), _plain(self.high)
+            self.fail(f"{value!r}: expected a finite number at least {low} and at most {high}", param, ctx)
+        return number
+
+
+def _plain(number: float) -> str:
+    """``0.000001`` and ``3,153,600,000`` rather than ``1e-06`` and ``3.1536e+09``."""
+    return f"{int(number):,}" if number.is_integer() else f"{number:f}".rstrip("0")

@@ -13,10 +13,10 @@ from typing import IO, TYPE_CHECKING
 
 import click
 
+from corral.cli.numbers import FiniteFloat
 from corral.cli.render import emit_json, output_option, table
 from corral.cli.simargs import (
     MAX_CLUSTER_SCALE,
-    FiniteFloat,
     HeadConfig,
     check_out_dir,
     check_out_spares_inputs,

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 import click
+
+from corral.cli.numbers import FiniteFloat
 
 if TYPE_CHECKING:
     from corral.model import Quotas
@@ -20,32 +21,6 @@ F = TypeVar("F", bound=Callable[..., object])
 MIN_SCALE_LOAD, MAX_SCALE_LOAD = 1e-6, 1_000_000.0
 MAX_CHECKPOINT_S = 100 * 365 * 86_400  # the trace's limit on times (corral.sim.trace.MAX_SECONDS)
 MAX_CLUSTER_SCALE = 100_000.0  # any larger factor takes a group past its 100,000 nodes (sim.whatif.MAX_GROUP_NODES)
-
-
-class FiniteFloat(click.ParamType[float, object]):
-    """A finite number from ``low`` to ``high``; the error names the option and the range."""
-
-    name = "number"
-
-    def __init__(self, low: float, high: float) -> None:
-        self.low, self.high = float(low), float(high)
-
-    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> float:
-        from corral.sim.trace import plain_float
-
-        try:
-            number = plain_float(str(value))
-        except ValueError:
-            self.fail(f"{value!r} is not a number", param, ctx)
-        if not (math.isfinite(number) and self.low <= number <= self.high):
-            low, high = _plain(self.low), _plain(self.high)
-            self.fail(f"{value!r}: expected a finite number at least {low} and at most {high}", param, ctx)
-        return number
-
-
-def _plain(number: float) -> str:
-    """``0.000001`` and ``3,153,600,000`` rather than ``1e-06`` and ``3.1536e+09``."""
-    return f"{int(number):,}" if number.is_integer() else f"{number:f}".rstrip("0")
 
 
 def input_options(required: bool) -> Callable[[F], F]:

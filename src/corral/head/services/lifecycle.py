@@ -21,14 +21,6 @@ LIVE_TASK_STATES = (TaskState.ASSIGNED, TaskState.RUNNING, TaskState.STOPPING)
 WANTED_TASK_STATES = (TaskState.ASSIGNED, TaskState.RUNNING)
 
 
-def _said_of(code: int | None) -> str:
-    """How an exit status reads in a job's reason: a signal's also gives the status itself."""
-    if code is None:
-        return "no exit code"
-    said = describe_exit(code)
-    return said if said.startswith("exit code") else f"{said} (exit code {code})"
-
-
 def current_tasks(session: Session, job: JobRow) -> list[TaskRow]:
     return list(
         session.scalars(
@@ -242,9 +234,9 @@ def task_exited(
             job.exit_code = 0
             set_job_state(session, job, JobState.SUCCEEDED, now, "all tasks exited 0")
         return
-    said = _said_of(exit_code)
+    plain = "no exit code" if exit_code is None else describe_exit(exit_code)  # as the agent's detail says it
+    said = plain if exit_code is None or plain.startswith("exit code") else f"{plain} (exit code {exit_code})"
     why = f"node rank {task.node_rank} on node {task.node} failed: {said}"
-    plain = said.partition(" (exit code")[0]  # the agent's detail starts with these words when it gives them
     if detail.startswith(plain):
         why += detail[len(plain) :]  # the agent's detail adds to the same words (which process failed)
     elif detail:
