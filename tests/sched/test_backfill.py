@@ -60,7 +60,7 @@ def test_a_lower_job_that_would_delay_the_reservation_waits() -> None:
     assert plan.reasons["long"].code == BACKFILL_BLOCKED
     assert plan.reasons["unlimited"].code == BACKFILL_BLOCKED
     assert "would delay job big, reserved to start at 2025-01-01 01:00:00 UTC" in plan.reasons["long"].message
-    assert plan.reasons["long"].describe().endswith("queue position 2 of 3")
+    assert plan.reasons["long"].describe(plan.position("long")).endswith("queue position 2 of 3")
 
 
 def test_a_lower_job_may_use_capacity_the_reservation_does_not_need() -> None:

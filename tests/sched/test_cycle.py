@@ -370,8 +370,8 @@ REASON_CASES = [
 def test_reason(snap: Snapshot, code: str, message: str) -> None:
     plan = run(snap)
     assert plan.placements == ()
-    (reason,) = plan.reasons.values()
-    assert (reason.code, reason.describe()) == (code, message)
+    ((job_id, reason),) = plan.reasons.items()
+    assert (reason.code, reason.describe(plan.position(job_id))) == (code, message)
 
 
 def test_queue_position_counts_waiting_jobs_in_policy_order() -> None:
@@ -387,7 +387,7 @@ def test_queue_position_counts_waiting_jobs_in_policy_order() -> None:
     plan = run(snap)
     assert [p.job_id for p in plan.placements] == ["placed"]
     assert list(plan.reasons) == ["a", "b", "c"]
-    assert [r.describe().rsplit("; ", 1)[1] for r in plan.reasons.values()] == [
+    assert [r.describe(plan.position(j)).rsplit("; ", 1)[1] for j, r in plan.reasons.items()] == [
         "queue position 1 of 3",
         "queue position 2 of 3",
         "queue position 3 of 3",
@@ -419,3 +419,20 @@ def test_now_does_not_change_v1_plans() -> None:
     assert schedule(snap, get_policy("default"), NOW) == schedule(
         snap, get_policy("default"), datetime(2030, 1, 1, tzinfo=UTC)
     )
+
+
+def test_jobs_waiting_for_the_same_thing_share_one_reason_and_keep_their_own_places() -> None:
+    snap = snapshot(
+        nodes=[make_node("n1").gpus(8)],
+        live=[live_alloc("x", "n1", range(6))],
+        pending=[
+            *(make_job(f"w{i}").gpus(4).seq(i) for i in range(3)),
+            make_job("huge").gpus(8).nodes(5).seq(9),
+        ],
+    )
+    plan = run(snap)
+    first, second, third = (plan.reasons[f"w{i}"] for i in range(3))
+    assert first is second is third
+    assert [plan.position(f"w{i}") for i in range(3)] == [(1, 4), (2, 4), (3, 4)]
+    assert plan.reasons["huge"].code == NEVER_FITS and plan.position("huge") is None
+    assert plan.position("not-pending") is None

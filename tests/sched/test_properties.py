@@ -102,6 +102,17 @@ def test_every_pending_job_is_placed_once_or_has_a_reason(snap: Snapshot, policy
 
 
 @FAST
+@given(snapshots(), policy_names)
+def test_queue_positions_follow_the_waiting_order(snap: Snapshot, policy: str) -> None:
+    plan = run(snap, policy)
+    assert set(plan.waiting) == set(plan.reasons) and len(plan.waiting) == len(plan.reasons)
+    for place, job_id in enumerate(plan.waiting, start=1):
+        reason = plan.reasons[job_id]
+        assert not (reason.queued and reason.code == NEVER_FITS)
+        assert plan.position(job_id) == ((place, len(plan.waiting)) if reason.queued else None)
+
+
+@FAST
 @given(snapshots(), policy_names, st.data())
 def test_schedule_is_deterministic(snap: Snapshot, policy: str, data: st.DataObject) -> None:
     plan = run(snap, policy)

@@ -108,7 +108,7 @@ def test_fair_share_puts_the_team_that_used_less_first_within_a_priority():
     usage = FairShare(teams={"a": {"H100": 3600.0 * 8}, "b": {"H100": 60.0}})
     plan = schedule(snapshot(nodes(1), pending=[heavy, light, urgent], fair_share=usage), DEFAULT, NOW)
     assert [p.job_id for p in plan.placements] == ["urgent"]
-    assert plan.reasons["light"].position == 1 and plan.reasons["heavy"].position == 2
+    assert plan.position("light") == (1, 2) and plan.position("heavy") == (2, 2)
     weighted = FairShare(teams=usage.teams, weights={"a": 1000.0})
     plan = schedule(snapshot(nodes(1), pending=[heavy, light], fair_share=weighted), DEFAULT, NOW)
     assert [p.job_id for p in plan.placements] == ["heavy"]  # a's weight makes its share small

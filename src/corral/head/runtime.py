@@ -26,6 +26,11 @@ def _ignore(_seconds: float) -> None:
     return None
 
 
+def no_position(_job_id: str) -> tuple[int, int] | None:
+    """No job has a place in the queue (before the first cycle, or when nothing is pending)."""
+    return None
+
+
 @dataclass
 class HeadRuntime:
     settings: HeadSettings
@@ -33,9 +38,9 @@ class HeadRuntime:
     clock: Clock
     notifier: Notifier | None = None
     started_monotonic: float = field(default=0.0)
-    # Each pending job's place in the queue as of the last scheduling cycle (not stored: it
-    # changes with every submit and finish, and is cheap to recompute).
-    queue_positions: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # A pending job's place in the queue and the queue's length as of the last scheduling cycle (not
+    # stored: it changes with every submit and finish, and is cheap to recompute).
+    queue_position: Callable[[str], tuple[int, int] | None] = field(default=no_position)
     # When the scheduler expects a reserved job to start (backfill), as of the last cycle.
     expected_starts: dict[str, datetime] = field(default_factory=dict)
     fair_share_cache: tuple[datetime, FairShare] | None = None  # (computed at, usage)

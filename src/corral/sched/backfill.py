@@ -138,7 +138,7 @@ def reserved_reason(base: Reason, reservation: Reservation, now: datetime) -> Re
     """The reserved job's reason: what it waits for and when it is expected to start."""
     nodes = describe.and_list(sorted({a.node for a in reservation.allocations}))
     message = f"{base.message}; expected to start at {when(reservation.start, now)} on {nodes}, reserved for it"
-    return Reason(RESERVED, message, base.position, base.queue_length, reservation.start)
+    return Reason(RESERVED, message, base.queued, reservation.start)
 
 
 def blocked_reason(base: Reason, reservation: Reservation, now: datetime) -> Reason:
@@ -147,4 +147,4 @@ def blocked_reason(base: Reason, reservation: Reservation, now: datetime) -> Rea
         f"fits now but starting it would delay job {reservation.job_id}, reserved to start at "
         f"{when(reservation.start, now)}; a time limit ending by then would let it start now"
     )
-    return Reason(BACKFILL_BLOCKED, message, base.position, base.queue_length)
+    return Reason(BACKFILL_BLOCKED, message, base.queued)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 
 from corral.model import Allocation, Job, Request
 from corral.sched.backfill import blocked_reason, ends_by, find_reservation, guard_view, reserved_reason, when
@@ -54,9 +54,11 @@ class _Cycle:
     speed_checks: int = 0
     waiting_requests: list[Request] = field(default_factory=list)  # each waiting job's request, one object per value
     quota_unchecked: set[str] = field(default_factory=set)  # waiting without a quota check: nothing fits them
+    rest_waits_from: int | None = None  # every job of ``waiting`` from here on is unchecked, as a whole
     fits: dict[tuple[int, Request], bool] = field(default_factory=dict)  # (view version, request) → fits the view
     placed_ends: list[tuple[datetime, Placement]] = field(default_factory=list)  # placed with a time limit: its end
     queued_requests: set[Request] | None = None  # the requests of the queue, once asked for
+    queued_unfit: int = 0  # how many of ``queued_requests`` do not fit what is free now
 
     def run(self) -> Plan:
         policy = self.policy
@@ -126,12 +128,14 @@ class _Cycle:
             elif policy.backfill and not self.reserve_tried:
                 self._reserve(job, view)
             waiting.append(queued)
+        reasons = self._reasons(view, preemptor)
         return Plan(
             placements=tuple(self.placements),
-            reasons=self._reasons(view, preemptor),
+            reasons=reasons,
             preemptions=tuple(self.preemptions),
             reservations=() if self.reservation is None else (self.reservation,),
             exhausted_searches=() if preemptor is None else tuple(preemptor.exhausted),
+            waiting=tuple(reasons),  # in the order of ``self.waiting``
         )
 
     def _rest_all_wait(self, queue: list[Item], unfit_now: set[Request], preemptor: Preemptor | None) -> bool:
@@ -140,15 +144,16 @@ class _Cycle:
         if preemptor is not None and preemptor.may_search():
             return False
         if self.queued_requests is None:
-            self.queued_requests = set(map(_request_of, queue))
-        return len(unfit_now) >= len(self.queued_requests) and unfit_now.issuperset(self.queued_requests)
+            requests = list(map(_request_of, queue))  # one object per value: distinct by identity first
+            self.queued_requests = set(dict(zip(map(id, requests), requests, strict=True)).values())
+            self.queued_unfit = len(self.queued_requests & unfit_now)
+        return self.queued_unfit == len(self.queued_requests)
 
     def _wait(self, rest: list[Item]) -> None:
         """Jobs that do not fit what is free, whatever their quota allows, and that preempt nothing."""
-        jobs = list(map(_job_of, rest))
-        self.waiting.extend(jobs)
+        self.rest_waits_from = len(self.waiting)
+        self.waiting.extend(map(_job_of, rest))
         self.waiting_requests.extend(map(_request_of, rest))
-        self.quota_unchecked.update(map(_id_of, jobs))
 
     def _fits_now(
         self, view: CapacityView, job: Job, unfit: set[tuple[bool, Request]], unfit_now: set[Request]
@@ -162,11 +167,12 @@ class _Cycle:
                 self._unfit(unfit, unfit_now, (True, job.request))
         return fits
 
-    @staticmethod
-    def _unfit(unfit: set[tuple[bool, Request]], unfit_now: set[Request], key: tuple[bool, Request]) -> None:
+    def _unfit(self, unfit: set[tuple[bool, Request]], unfit_now: set[Request], key: tuple[bool, Request]) -> None:
         unfit.add(key)
-        if key[0]:
+        if key[0] and key[1] not in unfit_now:
             unfit_now.add(key[1])
+            if self.queued_requests is not None and key[1] in self.queued_requests:
+                self.queued_unfit += 1
 
     def _queue(self, gpu_types: tuple[str, ...]) -> list[Item]:
         """The pending jobs in the policy's order; with fair share, the team's and user's share come right
@@ -231,6 +237,7 @@ class _Cycle:
             return None
 
         said: dict[tuple[str, float, str], str | None] = {}  # the quota's answer depends on these alone
+        known: dict[tuple[str, tuple[str, ...], float], str | None] = {}  # (team, GPU types, GPUs) → the reason
 
         def admits(job: Job, gpu_type: str) -> str | None:
             key = (job.team, job.request.total_gpus, gpu_type)
@@ -239,9 +246,14 @@ class _Cycle:
             return said[key]
 
         def reason(job: Job, request: Request) -> str | None:
-            problems = _quota_problems(admits, job, view) if request.gpus_per_node > 0 else {}
-            blocked = bool(problems) and all(problem is not None for problem in problems.values())
-            return _over_quota(problems) if blocked else None
+            if request.gpus_per_node <= 0:
+                return None
+            key = (job.team, request.gpu_types, request.total_gpus)
+            if key not in known:
+                problems = _quota_problems(admits, job, view)
+                blocked = bool(problems) and all(problem is not None for problem in problems.values())
+                known[key] = _over_quota(problems) if blocked else None
+            return known[key]
 
         return reason
 
@@ -328,7 +340,8 @@ class _Cycle:
         known = {job_id: (FASTER_GPU, message) for job_id, message in self.waits_for_faster.items()}
         known.update((job_id, (QUOTA, message)) for job_id, message in self.over_quota.items())
         quota = self._quota_reason(view)
-        reasons = explain(self.waiting, view, self.snapshot, known, self.waiting_requests, self.quota_unchecked, quota)
+        waiting, requests, unchecked = self.waiting, self.waiting_requests, self.quota_unchecked
+        reasons = explain(waiting, view, self.snapshot, known, requests, unchecked, quota, self.rest_waits_from)
         reservation = self.reservation
         if reservation is not None and reservation.job_id in reasons and reservation.job_id not in known:
             reasons[reservation.job_id] = reserved_reason(reasons[reservation.job_id], reservation, self.now)
@@ -345,7 +358,6 @@ class _Cycle:
 
 _job_of = itemgetter(1)
 _request_of = itemgetter(2)
-_id_of = attrgetter("id")
 
 
 def _order_key(

@@ -28,6 +28,7 @@ Group = tuple[str, tuple[str, ...], float]  # what ``borrows`` reads of a GPU jo
 _NO_GROUP = -1  # the group number of CPU-only jobs, which never borrow
 
 _key_of = itemgetter(0)
+_group_of = itemgetter(3)
 _SLACK = 1024  # requests and groups of jobs gone are forgotten once they outnumber twice the jobs by this
 
 
@@ -130,7 +131,7 @@ def _borrowers_last(kept: _Kept, borrows: Callable[[Job], bool]) -> list[Item]:
         return kept.items
     late.append(False)  # _NO_GROUP, the last
     items = kept.items
-    borrowing = [late[item[3]] for item in items]
+    borrowing = list(map(late.__getitem__, map(_group_of, items)))
     return [*compress(items, map(not_, borrowing)), *compress(items, borrowing)]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import NamedTuple
 
 from corral.model import Allocation
@@ -40,19 +41,18 @@ DEPENDENCY = "DEPENDENCY"
 class Reason(NamedTuple):
     """Why a job is still waiting: a stable ``code`` and a message a user can act on.
 
-    A named tuple rather than a dataclass: a cycle makes one per waiting job (100,000 of them at
-    scale), and a tuple is several times cheaper to make."""
+    A named tuple rather than a dataclass: a cycle may leave 100,000 jobs waiting. Jobs waiting for
+    the same thing share one ``Reason``; a job's place in the queue comes from ``Plan.position``."""
 
     code: str
     message: str
-    position: int = 0  # place in the queue, 1-based; 0 when the job is not queued for resources
-    queue_length: int = 0
+    queued: bool = False  # the job has a place in the queue (it could fit the cluster, and waits its turn)
     expected_start: datetime | None = None  # set for a reserved job: when its reservation begins
 
-    def describe(self) -> str:
-        """The message with the queue position, as users read it."""
-        if self.position:
-            return f"{self.message}; queue position {self.position} of {self.queue_length}"
+    def describe(self, position: tuple[int, int] | None = None) -> str:
+        """The message with the queue position (place, queue length), as users read it."""
+        if position is not None:
+            return f"{self.message}; queue position {position[0]} of {position[1]}"
         return self.message
 
 
@@ -102,3 +102,18 @@ class Plan:
     reaching a node where it could stop early (no later node could do better): with more running jobs in
     the snapshot, their search could end differently. A caller passing every running job (the head) can
     ignore it; one passing only some possible victims (the simulator) must run the cycle again with more."""
+    waiting: tuple[str, ...] = ()
+    """The jobs left waiting, in queue order (each has a reason)."""
+
+    def position(self, job_id: str) -> tuple[int, int] | None:
+        """A waiting job's place in the queue (1-based) and the queue's length; None for a job whose reason
+        has no place in it (it can never fit the cluster, or waits for something other than resources)."""
+        reason = self.reasons.get(job_id)
+        if reason is None or not reason.queued:
+            return None
+        at = self._places.get(job_id)
+        return None if at is None else (at + 1, len(self.waiting))
+
+    @cached_property
+    def _places(self) -> dict[str, int]:
+        return {job_id: at for at, job_id in enumerate(self.waiting)}

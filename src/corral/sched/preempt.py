@@ -286,7 +286,7 @@ class Preemptor:
         if going:
             parts.append(f"waiting for {describe.and_list(going)} to stop")
         then = ", then starts" if going else " to start"  # not "waiting for J to stop to start"
-        return Reason(PREEMPTING, f"{' and '.join(parts)}{then}", base.position, base.queue_length)
+        return Reason(PREEMPTING, f"{' and '.join(parts)}{then}", base.queued)
 
     def _cheapest_first(self, eligible: tuple[str, ...], smallest: int = 0) -> Iterable[tuple[str, ...]]:
         """Every subset of ``eligible``, cheapest first (victims' costs do not change within a cycle),

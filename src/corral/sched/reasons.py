@@ -22,42 +22,61 @@ def explain(
     requests: Sequence[Request] | None = None,
     unchecked: Container[str] = (),
     quota: Callable[[Job, Request], str | None] | None = None,
+    unchecked_from: int | None = None,
 ) -> dict[str, Reason]:
-    """A reason per waiting job (given in queue order), judged on what is left free in ``view``.
+    """A reason per waiting job (given in queue order, and kept in it), judged on what is left free in ``view``.
 
-    ``known`` gives the code and message of jobs whose reason the cycle already knows (their
-    queue position is added here, unless their request can never fit). ``requests``, when given,
-    are the jobs' requests in the same order (equal ones best given as one object). ``quota`` says why
-    its team's quota keeps out a job of ``unchecked`` that has no known reason (asked once per team
-    and request: the answer is the same for all their jobs)."""
+    ``known`` gives the code and message of jobs whose reason the cycle already knows (they keep
+    their place in the queue, unless their request can never fit). ``requests``, when given, are
+    the jobs' requests in the same order (equal ones best given as one object). ``quota`` says why
+    its team's quota keeps out a job of ``unchecked``, or at ``unchecked_from`` or after, that has no
+    known reason (asked once per team and request: the answer is the same for all their jobs).
+
+    Jobs with the same reason share one ``Reason`` (a queue position is the job's place in
+    ``waiting``, see ``Plan.position``), so a cycle leaving 100,000 jobs waiting makes a few hundred."""
     if not waiting:
         return {}
     registered, unavailable = snapshot.shapes, snapshot.unavailable_shapes
     known = known or {}
-    # request → (code, message, never fits, team → its quota's code and message, None when it admits)
-    by_request: dict[Request, tuple[str, str, bool, dict[str, tuple[str, str] | None]]] = {}
-    reasons: dict[str, Reason] = {}
-    length = len(waiting)
     if requests is None:
         requests = [job.request for job in waiting]
-    for position, (job, request) in enumerate(zip(waiting, requests, strict=True), start=1):
-        base = by_request.get(request)
-        if base is None:
-            found = _reason(request, view, snapshot, registered, unavailable)
-            base = by_request[request] = (found.code, found.message, found.code == NEVER_FITS, {})
+    tail = len(waiting) if unchecked_from is None else unchecked_from
+    # id(request) → (its reason, team → the reason of the team's jobs not checked against quota). By
+    # identity: hashing a request costs a Python call per job, and ``requests`` keeps every request alive.
+    by_request: dict[int, tuple[Reason, dict[str, Reason]]] = {}
+
+    def base_of(request: Request) -> tuple[Reason, dict[str, Reason]]:
+        found = by_request.get(id(request))
+        if found is None:
+            found = by_request[id(request)] = (_reason(request, view, snapshot, registered, unavailable), {})
+        return found
+
+    def unchecked_reason(job: Job, request: Request, base: Reason, teams: dict[str, Reason]) -> Reason:
+        found = teams.get(job.team)
+        if found is None:
+            problem = None if quota is None else quota(job, request)
+            found = teams[job.team] = base if problem is None else Reason(QUOTA, problem, base.queued)
+        return found
+
+    reasons: dict[str, Reason] = {}
+    for job, request in zip(islice(waiting, tail), islice(requests, tail), strict=True):
+        base, teams = base_of(request)
         own = known.get(job.id)
-        if own is None and quota is not None and job.id in unchecked:
-            teams = base[3]
-            if job.team not in teams:
-                problem = quota(job, request)
-                teams[job.team] = None if problem is None else (QUOTA, problem)
-            own = teams[job.team]
-        if base[2]:
-            reasons[job.id] = Reason(base[0], base[1]) if own is None else Reason(own[0], own[1], 0, 0)
-        elif own is None:
-            reasons[job.id] = Reason(base[0], base[1], position, length)
+        if own is not None:
+            reasons[job.id] = Reason(own[0], own[1], base.queued)
+        elif quota is not None and job.id in unchecked:
+            reasons[job.id] = unchecked_reason(job, request, base, teams)
         else:
-            reasons[job.id] = Reason(own[0], own[1], position, length)
+            reasons[job.id] = base
+    if tail < len(waiting):  # no job here has a known reason, and none was checked against quota
+        for job, request in zip(islice(waiting, tail, None), islice(requests, tail, None), strict=True):
+            found = by_request.get(id(request))
+            if found is None:
+                found = base_of(request)
+            team_reason = found[1].get(job.team)
+            if team_reason is None:
+                team_reason = unchecked_reason(job, request, found[0], found[1])
+            reasons[job.id] = team_reason
     return reasons
 
 
@@ -68,8 +87,8 @@ def _reason(
     if problem is not None:
         return Reason(NEVER_FITS, f"can never run on this cluster: {problem}")
     if not view.nodes:
-        return Reason(NO_NODES, _no_nodes(snapshot))
-    return Reason(RESOURCES, _waiting_for(request, view, unavailable))
+        return Reason(NO_NODES, _no_nodes(snapshot), queued=True)
+    return Reason(RESOURCES, _waiting_for(request, view, unavailable), queued=True)
 
 
 def _no_nodes(snapshot: Snapshot) -> str:

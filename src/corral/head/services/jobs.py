@@ -283,7 +283,7 @@ def to_out(session: Session, row: JobRow, rt: HeadRuntime, tasks: list[TaskRow] 
     resources = spec.get("resources", {})
     gpus = row.gpus_per_node
     reason = row.reason
-    position = rt.queue_positions.get(row.id) if row.state == JobState.PENDING.value else None
+    position = rt.queue_position(row.id) if row.state == JobState.PENDING.value else None
     if position is not None:
         reason = f"{reason}; queue position {position[0]} of {position[1]}"
     return JobOut(

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from corral.collector import collections_paused
 from corral.head.config import quotas_of, team_parents_of
 from corral.head.plan_apply import apply_plan
-from corral.head.runtime import HeadRuntime
+from corral.head.runtime import HeadRuntime, no_position
 from corral.head.services.agents import write_heard
 from corral.head.services.decay import fair_share_usage
 from corral.head.services.gating import gate
@@ -124,7 +124,7 @@ def run_cycle(rt: HeadRuntime, policy: Policy) -> CycleResult:
         _cancel_doomed(rt, loaded.doomed)
     held = {job_id: Reason(DEPENDENCY, message) for job_id, message in loaded.held.items()}
     if not snapshot.pending:
-        rt.queue_positions = {}
+        rt.queue_position = no_position
         rt.expected_starts = {}
         rt.fragmented_gpus = {}
         if held:
@@ -134,9 +134,7 @@ def run_cycle(rt: HeadRuntime, policy: Policy) -> CycleResult:
         plan = schedule(snapshot, policy, rt.clock.now())
     if held:
         plan = replace(plan, reasons={**plan.reasons, **held})
-    rt.queue_positions = {
-        job_id: (reason.position, reason.queue_length) for job_id, reason in plan.reasons.items() if reason.position
-    }
+    rt.queue_position = plan.position
     rt.expected_starts = {
         job_id: reason.expected_start for job_id, reason in plan.reasons.items() if reason.expected_start
     }
