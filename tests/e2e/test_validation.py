@@ -25,6 +25,7 @@ BAD_RUNS = {
     "unknown-gpu-type": (["--gpus", "1", "--gpu-type", "B200"], ["B200", "H100"]),
     "gang-too-wide": (["--nodes", "3", "--gpus", "1"], ["nodes", "2"]),
     "bad-env": (["--env", "NOEQUALS"], ["--env"]),
+    "env-given-twice": (["--env", "A=1", "--env", "A=2"], ["--env", "A=1", "A=2", "twice"]),
 }
 
 

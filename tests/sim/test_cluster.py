@@ -31,6 +31,19 @@ def test_nodes_are_numbered_per_group_with_rack_labels() -> None:
     assert nodes[0].gpus[0].memory_mb == 32 * 1024
 
 
+def test_unnamed_groups_of_one_type_get_distinct_names() -> None:
+    spec = load_cluster_yaml(
+        "node_groups:\n"
+        "  - {count: 1, gpus_per_node: 2, gpu_type: T4}\n"
+        "  - {count: 2, gpus_per_node: 4, gpu_type: T4}\n"
+        "  - {name: t4-2, count: 1, gpus_per_node: 8, gpu_type: T4}\n"
+    )
+    assert [g.group_name for g in spec.node_groups] == ["t4", "t4-3", "t4-2"]
+    names = [n.name for n in build_nodes(spec)]
+    assert names == ["t4-0000", "t4-3-0000", "t4-3-0001", "t4-2-0000"]
+    assert [len(n.gpus) for n in build_nodes(spec)] == [2, 4, 4, 8]
+
+
 @pytest.mark.parametrize(
     ("text", "field"),
     [

@@ -445,3 +445,15 @@ def test_errors_name_no_internal_class_and_give_what_is_valid(spec, said):
         parse_job_spec({"command": "x", **spec})
     assert str(info.value).startswith(said)
     assert "Spec" not in str(info.value)
+
+
+@pytest.mark.parametrize("memory", ["0", "0.0"])
+def test_zero_memory_is_refused_naming_the_field(memory):
+    with pytest.raises(SpecError, match=r"resources\.memory: is 0: give at least 1MB"):
+        load_job_yaml(f"command: x\nresources: {{memory: {memory}}}")
+
+
+def test_zero_memory_accepted_before_still_loads_from_storage():
+    from corral.spec.resources import STORED, ResourcesSpec
+
+    assert ResourcesSpec.model_validate({"memory": 0}, context={STORED: True}).memory_mb == 0

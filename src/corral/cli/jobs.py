@@ -135,12 +135,15 @@ def _with_options(
 def _parse_env(pairs: tuple[str, ...]) -> dict[str, str]:
     from corral.spec import parse_env_pair
 
-    env = {}
+    env: dict[str, str] = {}
     for pair in pairs:
         try:
             key, value = parse_env_pair(pair)
         except ValueError as exc:
             raise InvalidRequest(f"--env: {exc}") from None
+        if key in env:
+            twice = f"{key}={env[key]} and {pair}"
+            raise InvalidRequest(f"--env: {key!r} is given twice ({twice}); give each variable once")
         env[key] = value
     return env
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime
+from pathlib import Path
 
 import click
 
 from corral.cli.context import api
 from corral.cli.render import emit_json, output_option
-from corral.client.errors import InvalidRequest
+from corral.client.errors import InvalidRequest, NotAllowedError, Unreachable
 
 
 @click.command()
@@ -40,12 +42,39 @@ def checkpoint_done(job_id: str | None, output: str) -> None:
     scheduler must preempt, it prefers the jobs that lose the least work since their last
     checkpoint. Touching $CORRAL_CHECKPOINT_DIR/.corral-checkpoint does the same without a
     command. Only a running job can report one (exit 1 naming the state of any other).
+    Inside a job whose node has no client config (no head or token to ask), it touches that
+    file instead, and the agent reports it.
     """
+    inside = job_id is None and bool(os.environ.get("CORRAL_CHECKPOINT_DIR"))
     job_id = job_id or os.environ.get("CORRAL_JOB_ID")
     if not job_id:
         raise InvalidRequest("JOB: give a job id, or run this inside a job (where CORRAL_JOB_ID is set)")
-    job = api().checkpoint_done(job_id)
+    try:
+        job = api().checkpoint_done(job_id)
+    except (Unreachable, NotAllowedError) as exc:
+        if not inside:
+            raise
+        _touch_checkpoint_file(job_id, os.environ["CORRAL_CHECKPOINT_DIR"], output, exc)
+        return
     if output == "json":
         emit_json(job)
     else:
         click.echo(f"{job['id']}: checkpoint recorded at {job['last_checkpoint_at']}")
+
+
+def _touch_checkpoint_file(job_id: str, checkpoint_dir: str, output: str, why: Exception) -> None:
+    """Record the checkpoint through the file the agent watches, when the head cannot be asked from here."""
+    from corral.agent.tasks import CHECKPOINT_MARKER
+
+    marker = Path(checkpoint_dir) / CHECKPOINT_MARKER
+    try:
+        marker.touch()
+        os.utime(marker)
+    except OSError as exc:
+        raise InvalidRequest(f"CORRAL_CHECKPOINT_DIR: cannot touch {marker}: {exc.strerror or exc}") from None
+    at = datetime.fromtimestamp(marker.stat().st_mtime, UTC).isoformat()
+    if output == "json":
+        emit_json({"id": job_id, "last_checkpoint_at": at, "recorded_by": str(marker)})
+        return
+    click.echo(f"{job_id}: checkpoint recorded at {at} in {marker}; the agent reports it")
+    click.echo(f"(the head was not asked: {why})", err=True)

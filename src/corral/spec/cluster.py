@@ -30,7 +30,9 @@ class NodeGroupSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, populate_by_name=True)
 
-    name: str | None = Field(default=None, description="node name prefix; defaults to the GPU type in lower case")
+    name: str | None = Field(
+        default=None, description="node name prefix; defaults to the GPU type in lower case (then -2, -3, … if taken)"
+    )
     count: int = Field(ge=1, le=100_000, description="nodes in the group")
     gpus_per_node: int = Field(ge=1, le=64, description="GPUs on each node")
     gpu_type: str = Field(description="GPU model name, e.g. V100")
@@ -88,14 +90,29 @@ class ClusterSpec(BaseModel):
 
     @model_validator(mode="after")
     def _unique_names(self) -> ClusterSpec:
+        """Given names must differ; a group without one takes its GPU type's name, with ``-2``, ``-3``, … after
+        it where a group before it (or a given name) already has that name."""
         seen: dict[str, int] = {}
         for index, group in enumerate(self.node_groups):
-            name = group.group_name
-            if name in seen:
+            if group.name is None:
+                continue
+            if group.name in seen:
                 where = f"node_groups[{index}].name"
-                raise ValueError(f"{where}: {name!r} is already the name of node_groups[{seen[name]}]")
+                raise ValueError(f"{where}: {group.name!r} is already the name of node_groups[{seen[group.name]}]")
+            seen[group.name] = index
+        groups = list(self.node_groups)
+        for index, group in enumerate(groups):
+            if group.name is not None:
+                continue
+            base = name = group.group_name
+            suffix = 1
+            while name in seen:
+                suffix += 1
+                name = f"{base[: 40 - len(str(suffix)) - 1]}-{suffix}"
             seen[name] = index
-        return self
+            if name != base:
+                groups[index] = group.model_copy(update={"name": name})
+        return self if groups == self.node_groups else self.model_copy(update={"node_groups": groups})
 
     @model_validator(mode="after")
     def _speeds_spelled_as_the_groups(self) -> ClusterSpec:

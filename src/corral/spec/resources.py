@@ -82,6 +82,13 @@ class ResourcesSpec(BaseModel):
             raise ValueError("lists a GPU type twice")
         return value
 
+    @field_validator("memory_mb")
+    @classmethod
+    def _some_memory(cls, value: int | None, info: ValidationInfo) -> int | None:
+        if value == 0 and not (info.context or {}).get(STORED):
+            raise ValueError("is 0: give at least 1MB, e.g. 512MB or 4GB (or leave memory out to reserve none)")
+        return value
+
     @model_validator(mode="after")
     def _types_need_gpus(self, info: ValidationInfo) -> ResourcesSpec:
         if self.gpu_type and self.gpus == 0 and not (info.context or {}).get(STORED):
