@@ -36,12 +36,13 @@ def test_up_is_idempotent_and_down_up_keeps_finished_jobs(cluster):
     assert again.stdout.strip() == cluster.url
     assert _daemons(cluster) == daemons, "a second `corral up` must not start anything"
     assert again.stderr == ""
-    differing = cluster.cli("up", "--agents", "1", "--fake-gpus", "2xL4:24GB")
-    assert differing.returncode == 0, differing.stderr
-    assert "2 agents already run (asked for 1)" in differing.stderr
-    assert "--fake-gpus 2xL4:24GB applies to agents started later" in differing.stderr
+    fewer = cluster.cli("up", "--agents", "1")
+    assert fewer.returncode == 0, fewer.stderr
+    assert "2 agents already run (asked for 1)" in fewer.stderr
+    differing = cluster.cli("up", "--fake-gpus", "2xL4:24GB")
+    assert differing.returncode == 2, differing.stderr
+    assert "the 2 running agent(s) have 4xH100:80GB" in differing.stderr and "`corral down` first" in differing.stderr
     assert _daemons(cluster) == daemons
-    assert cluster.cli("up", "--fake-gpus", "4xH100:80GB").returncode == 0  # what the next `up` starts, as before
 
     survivor = cluster.run("--gpus", "1", "--max-restarts", "0", command="sleep 3")
     deadline = time.monotonic() + 30

@@ -18,7 +18,7 @@ from corral.agent.containers import RUNTIMES, ContainerRuntime, find_runtime
 from corral.agent.gpus import FakeGpus, Inventory, NvmlGpus
 from corral.api import RegisterRequest
 from corral.client.agent_api import AgentApi
-from corral.client.config import check_token
+from corral.client.config import check_token, checked_home, corral_home, dir_problem
 from corral.client.errors import InvalidRequest
 
 log = logging.getLogger(__name__)
@@ -82,18 +82,40 @@ def check_name(name: str) -> None:
 def run(options: AgentOptions, head_url: str, token: str, inventory: Inventory) -> None:
     check_token(token, "--token (or CORRAL_JOIN_TOKEN)")  # before anything is written or sent
     check_name(options.name)
-    options.work_dir.mkdir(parents=True, exist_ok=True)
+    _make_work_dir(options)
     _lock_work_dir(options)  # held while this process lives
     _watch_children_by_pidfd()
     asyncio.run(_main(options, head_url, token, inventory))
 
 
+def _work_dir_given(options: AgentOptions) -> bool:
+    """Whether --work-dir named the work directory, rather than --name under CORRAL_HOME/agents."""
+    return options.work_dir != corral_home() / "agents" / options.name
+
+
+def _make_work_dir(options: AgentOptions) -> None:
+    """Create the work directory; exit 2 naming --work-dir, or CORRAL_HOME where it is derived from it."""
+    given = _work_dir_given(options)
+    if not given:
+        checked_home()
+    try:
+        options.work_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        problem = dir_problem(options.work_dir) or f"cannot create the directory {options.work_dir}: {exc.strerror}"
+        raise InvalidRequest(f"{'--work-dir' if given else 'CORRAL_HOME'}: {problem}") from None
+
+
 def _lock_work_dir(options: AgentOptions) -> int:
-    """Refuse to start beside another agent of the same work directory (the same --name under the same
-    CORRAL_HOME): the two would adopt, report and stop each other's tasks."""
+    """Refuse to start beside another agent of the same work directory (the same --work-dir, or the same
+    --name under the same CORRAL_HOME): the two would adopt, report and stop each other's tasks."""
     try:
         return pidlock.hold(options.work_dir / "agent.lock")
     except pidlock.Held as held:
+        if _work_dir_given(options):
+            raise InvalidRequest(
+                f"--work-dir {options.work_dir}: another agent (pid {held.holder}) already runs with this work "
+                "directory; stop it first, or give this one another --work-dir"
+            ) from None
         raise InvalidRequest(
             f"--name {options.name!r}: another agent (pid {held.holder}) already runs with the work directory "
             f"{options.work_dir}; stop it first, or give this one another --name"

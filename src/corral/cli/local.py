@@ -17,7 +17,7 @@ from corral.cli.numbers import FiniteFloatRange
 from corral.cli.procs import alive, free_port, head_holding_home, log_size, port_free, spawn, stop
 from corral.cli.render import emit_json, output_option
 from corral.client.calls import HeadApi
-from corral.client.config import corral_home, make_home, read_config_file
+from corral.client.config import checked_home, corral_home, make_home, read_config_file
 from corral.client.errors import CorralError, InvalidRequest, Unreachable
 from corral.client.light import LightTransport
 
@@ -66,7 +66,8 @@ def _save_state(home: Path, state: dict[str, Any]) -> None:
 @click.option(
     "--fake-gpus",
     help="GPUs every agent pretends to have: 8xH100:80GB or 4xA100:40GB,2xL4:24GB (at most 64 GPUs; 80GB "
-    "each where no memory is given; none: the GPUs NVML finds)  [default: as the last `up`]",
+    "each where no memory is given; none: the GPUs NVML finds); while agents run, only theirs: `corral down` "
+    "first to change it  [default: as the last `up`]",
 )
 @click.option(
     "--port",
@@ -119,7 +120,8 @@ def up(
     """Start a local cluster (a head and N agents) in the background; prints the head URL
     (with -o json: {"head_url": …}).
 
-    Running it again is harmless: what already runs is kept, missing agents are started.
+    Running it again is harmless: what already runs is kept, missing agents are started with the
+    running agents' GPUs (a different --fake-gpus exits 2: `corral down` first).
     State stays under CORRAL_HOME, so `corral down` then `corral up` resumes the cluster.
     The head's options (--port, --db, --storage-root, --config, --gpu-prices, --preempt-grace) are
     remembered for the next `up`; given while the head runs, they apply once it is restarted
@@ -144,6 +146,7 @@ def up(
     asked = _head_options(db_url, storage_root, config_path, gpu_prices, preempt_grace)
     home = make_home()
     state = _load_state(home)
+    _check_fake_gpus(state, fake_gpus)
     url = _ensure_head(home, state, port, asked)
     config = read_config_file(home)
     api = HeadApi(LightTransport(url, config.get("token", "")))
@@ -261,18 +264,17 @@ def _ensure_agents(
 ) -> tuple[list[str], dict[str, Started]]:
     """Start the agents that are not running; answers all their names and the ones just started."""
     agents: list[dict[str, Any]] = state.setdefault("agents", [])
-    spec = fake_gpus if fake_gpus is not None else state.get("fake_gpus")
-    running = sum(1 for a in agents if alive(a.get("pid")))
-    if running and fake_gpus is not None and fake_gpus != state.get("fake_gpus"):
-        _note(
-            f"the {running} running agent(s) keep their GPUs; --fake-gpus {fake_gpus} applies to agents started later"
-        )
-    if count < running:
-        _note(f"{running} agents already run (asked for {count}); `corral down` first to run fewer")
+    running = [a for a in agents if alive(a.get("pid"))]
+    if running:  # agents started now get the running ones' GPUs (`_check_fake_gpus` refused any others)
+        spec = _agent_spec(state, running[0])
+    else:
+        spec = fake_gpus if fake_gpus is not None else str(state.get("fake_gpus") or "")
+    if count < len(running):
+        _note(f"{len(running)} agents already run (asked for {count}); `corral down` first to run fewer")
     state["fake_gpus"] = spec
     names: list[str] = []
     started: dict[str, Started] = {}
-    for index in range(max(count, running)):
+    for index in range(max(count, len(running))):
         name = f"local-{index + 1}"
         names.append(name)
         entry = next((a for a in agents if a["name"] == name), None)
@@ -289,10 +291,37 @@ def _ensure_agents(
         pid = spawn(args, log_path, home, {"CORRAL_JOIN_TOKEN": join_token})
         started[name] = Started(pid, home / "agents" / name, log_path, log_start)
         if entry is None:
-            agents.append({"name": name, "pid": pid})
+            agents.append({"name": name, "pid": pid, "fake_gpus": spec})
         else:
-            entry["pid"] = pid
+            entry.update(pid=pid, fake_gpus=spec)
     return names, started
+
+
+def _agent_spec(state: dict[str, Any], agent: dict[str, Any]) -> str:
+    """The --fake-gpus an agent was started with ("": the GPUs NVML finds)."""
+    return str(agent.get("fake_gpus", state.get("fake_gpus")) or "")
+
+
+def _check_fake_gpus(state: dict[str, Any], fake_gpus: str | None) -> None:
+    """Every agent of the cluster has the same GPUs: a --fake-gpus other than the running agents' exits 2,
+    before anything starts."""
+    if fake_gpus is None:
+        return
+    running = [a for a in state.get("agents", []) if alive(a.get("pid"))]
+    specs = sorted({_agent_spec(state, a) for a in running})
+    if all(_same_gpus(fake_gpus, spec) for spec in specs):
+        return
+    have = " and ".join(spec or "the GPUs NVML finds (--fake-gpus none)" for spec in specs)
+    raise InvalidRequest(
+        f"--fake-gpus {fake_gpus or 'none'}: the {len(running)} running agent(s) have {have}, and every agent gets"
+        " the same GPUs; run `corral down` first to change them, or give the same spec (or leave --fake-gpus out)"
+    )
+
+
+def _same_gpus(one: str, other: str) -> bool:
+    from corral.spec import parse_gpu_groups
+
+    return one == other or bool(one and other and parse_gpu_groups(one) == parse_gpu_groups(other))
 
 
 def _note(message: str) -> None:
@@ -304,7 +333,7 @@ def down() -> None:
     """Stop the local cluster that `corral up` started. State stays on disk.
 
     A head (and agents) started by hand with this CORRAL_HOME are not `up`'s: they are left running."""
-    home = corral_home()
+    home = checked_home()
     state = _load_state(home)
     agents = [a["pid"] for a in state.get("agents", []) if alive(a.get("pid"))]
     # SIGINT: the agents stop their tasks (their jobs queued again) and leave their nodes; SIGTERM would

@@ -52,14 +52,14 @@ class AgentApi:
 
     async def heartbeat(self, node: str, req: HeartbeatRequest) -> DesiredState:
         data = await self._send(
-            "POST", f"/v1/agents/{q(node)}/heartbeat", self._node_token, json=req.model_dump(mode="json")
+            "POST", f"/v1/agents/{q(node, 'node')}/heartbeat", self._node_token, json=req.model_dump(mode="json")
         )
         return DesiredState.model_validate(data)
 
     async def desired(self, node: str, after: int, wait_s: float) -> DesiredState:
         data = await self._send(
             "GET",
-            f"/v1/agents/{q(node)}/desired",
+            f"/v1/agents/{q(node, 'node')}/desired",
             self._node_token,
             params={"after": after, "wait": wait_s},
             timeout=wait_s + self._timeout,
@@ -67,7 +67,7 @@ class AgentApi:
         return DesiredState.model_validate(data)
 
     async def ship_logs(self, node: str, job_id: str, generation: int, rank: int, offset: int, data: bytes) -> int:
-        path = f"/v1/agents/{q(node)}/logs/{q(job_id)}/{generation}/{rank}"
+        path = f"/v1/agents/{q(node, 'node')}/logs/{q(job_id, 'job')}/{generation}/{rank}"
         out = await self._send("PUT", path, self._node_token, params={"offset": offset}, content=data)
         return int(out["size"])
 

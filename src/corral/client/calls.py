@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 from urllib.parse import quote, urlencode
 
 
@@ -30,13 +30,27 @@ class Transport(Protocol):
         ...
 
 
-def q(value: str) -> str:
-    """A name (job id, node, service, user) as one path segment; an empty one names nothing."""
-    if not value:
-        from corral.client.errors import NotFoundError
+NameKind = Literal["job", "node", "service", "token"]
+NOT_FOUND: dict[NameKind, str] = {
+    "job": "no job {!r}",
+    "node": "no node {!r}",
+    "service": "no service {!r}; `corral services` lists them",
+    "token": "no token {!r} (see `corral token list`)",
+}
 
+
+def q(value: str, kind: NameKind) -> str:
+    """A name (job id, node, service, token id) as one path segment. An empty one names nothing, and
+    neither does one with a '/': the head decodes %2F before it routes, so the request would reach another
+    route (or none). Both are answered here, as the head answers an unknown name. '.' and '..' are
+    percent-encoded, or HTTP clients would resolve them as parts of the path."""
+    from corral.client.errors import NotFoundError
+
+    if not value:
         raise NotFoundError("no such name: an empty name ('') was given")
-    return quote(value, safe="")
+    if "/" in value:
+        raise NotFoundError(NOT_FOUND[kind].format(value))
+    return value.replace(".", "%2E") if value in (".", "..") else quote(value, safe="")
 
 
 class HeadApi:
@@ -68,7 +82,7 @@ class HeadApi:
         return self.transport.send(Call("GET", "/v1/jobs", params=params))
 
     def job(self, job_id: str) -> Any:
-        return self.transport.send(Call("GET", f"/v1/jobs/{q(job_id)}"))
+        return self.transport.send(Call("GET", f"/v1/jobs/{q(job_id, 'job')}"))
 
     def cancel(self, job_ids: Sequence[str], whole_arrays: bool = False) -> Any:
         body: dict[str, Any] = {"ids": list(job_ids)}
@@ -83,26 +97,26 @@ class HeadApi:
         return self.transport.send(Call("POST", "/v1/config/reload"))
 
     def why(self, job_id: str) -> Any:
-        return self.transport.send(Call("GET", f"/v1/jobs/{q(job_id)}/why"))
+        return self.transport.send(Call("GET", f"/v1/jobs/{q(job_id, 'job')}/why"))
 
     def preempt(self, job_ids: Sequence[str]) -> Any:
         return self.transport.send(Call("POST", "/v1/jobs/preempt", json={"ids": list(job_ids)}))
 
     def checkpoint_done(self, job_id: str, at: str | None = None) -> Any:
-        return self.transport.send(Call("POST", f"/v1/jobs/{q(job_id)}/checkpoint", json={"at": at}))
+        return self.transport.send(Call("POST", f"/v1/jobs/{q(job_id, 'job')}/checkpoint", json={"at": at}))
 
     def logs(self, job_id: str, rank: int = 0, follow: bool = False, offset: int = 0) -> Iterator[bytes]:
         params = [("rank", str(rank)), ("offset", str(offset))] + ([("follow", "true")] if follow else [])
-        return self.transport.stream(Call("GET", f"/v1/jobs/{q(job_id)}/logs", params=params))
+        return self.transport.stream(Call("GET", f"/v1/jobs/{q(job_id, 'job')}/logs", params=params))
 
     def nodes(self) -> Any:
         return self.transport.send(Call("GET", "/v1/nodes"))
 
     def drain(self, node: str, reason: str = "") -> Any:
-        return self.transport.send(Call("POST", f"/v1/nodes/{q(node)}/drain", json={"reason": reason}))
+        return self.transport.send(Call("POST", f"/v1/nodes/{q(node, 'node')}/drain", json={"reason": reason}))
 
     def undrain(self, node: str) -> Any:
-        return self.transport.send(Call("POST", f"/v1/nodes/{q(node)}/undrain"))
+        return self.transport.send(Call("POST", f"/v1/nodes/{q(node, 'node')}/undrain"))
 
     def events(self, after: int = -1, limit: int = 100, job: str | None = None, wait_s: float = 0.0) -> Any:
         params = [("after", str(after)), ("limit", str(limit)), ("wait", str(wait_s))]
@@ -141,4 +155,4 @@ class HeadApi:
         return self.transport.send(Call("POST", "/v1/tokens", json={"user": user, "name": name}))
 
     def revoke_token(self, token_id: str) -> Any:
-        return self.transport.send(Call("DELETE", f"/v1/tokens/{q(token_id)}"))
+        return self.transport.send(Call("DELETE", f"/v1/tokens/{q(token_id, 'token')}"))

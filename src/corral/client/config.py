@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import stat
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,11 +33,45 @@ def corral_home() -> Path:
     return Path(os.environ.get("CORRAL_HOME") or Path.home() / ".corral").expanduser().absolute()
 
 
+def dir_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be a directory to work in (CORRAL_HOME, an agent's work directory): it, or a
+    directory above it, is a file, or it cannot be created; None where it is a directory or could be made.
+    Nothing is left behind: where ``path`` is missing, a directory is made and removed at once beside the
+    nearest one that exists, to learn whether it can be."""
+    for above in (path, *path.parents):
+        try:
+            mode = os.stat(above).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as exc:
+            return f"cannot create the directory {path}: {exc.strerror or exc}"
+        if stat.S_ISDIR(mode):
+            return None if above == path else _creation_problem(above, path)
+        what = f"{above} is {'a file, ' if stat.S_ISREG(mode) else ''}not a directory"
+        return what if above == path else f"cannot create the directory {path}: {what}"
+    return None
+
+
+def _creation_problem(parent: Path, path: Path) -> str | None:
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".corral-probe-", dir=parent))
+    except OSError as exc:
+        return f"cannot create the directory {path}: {exc.strerror or exc}"
+    return None
+
+
+def checked_home() -> Path:
+    """CORRAL_HOME, which need not exist yet (nothing is created); exit 2 naming CORRAL_HOME where it is a
+    file or cannot be created."""
+    home = corral_home()
+    if problem := dir_problem(home):
+        raise InvalidRequest(f"CORRAL_HOME: {problem}; point CORRAL_HOME at a directory")
+    return home
+
+
 def make_home() -> Path:
     """CORRAL_HOME, created if missing; exit 2 naming CORRAL_HOME where it is a file or cannot be made."""
-    home = corral_home()
-    if home.exists() and not home.is_dir():
-        raise InvalidRequest(f"CORRAL_HOME: {home} is a file, not a directory; point CORRAL_HOME at a directory")
+    home = checked_home()
     try:
         home.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -125,10 +161,7 @@ def read_config_file(home: Path | None = None) -> dict[str, str]:
 
 def _strict_config_file() -> dict[str, str]:
     """The client config, or {} where there is none; a file that is there but unreadable is an error."""
-    home = corral_home()
-    if home.exists() and not home.is_dir():
-        raise InvalidRequest(f"CORRAL_HOME: {home} is a file, not a directory; point CORRAL_HOME at a directory")
-    path = home / CLIENT_CONFIG
+    path = checked_home() / CLIENT_CONFIG
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:

@@ -19,13 +19,15 @@ class ServiceApi:
         return self.transport.send(Call("GET", "/v1/services"))
 
     def service(self, name: str) -> Any:
-        return self.transport.send(Call("GET", f"/v1/services/{q(name)}"))
+        return self.transport.send(Call("GET", f"/v1/services/{q(name, 'service')}"))
 
     def scale(self, name: str, replicas: int) -> Any:
-        return self.transport.send(Call("POST", f"/v1/services/{q(name)}/scale", json={"replicas": replicas}))
+        return self.transport.send(
+            Call("POST", f"/v1/services/{q(name, 'service')}/scale", json={"replicas": replicas})
+        )
 
     def delete(self, name: str) -> None:
-        self.transport.send(Call("DELETE", f"/v1/services/{q(name)}"))
+        self.transport.send(Call("DELETE", f"/v1/services/{q(name, 'service')}"))
 
     def gateway_view(self) -> Any:
         return self.transport.send(Call("GET", "/v1/gateway/endpoints"))
