@@ -38,7 +38,7 @@ def shape(cluster: ClusterSpec) -> list[tuple[str, int, int, str]]:
 def test_parse_amount() -> None:
     assert parse_amount("8xH100", "--add") == (8, "H100")
     assert parse_amount(" 16X a100 ", "--add") == (16, "a100")
-    for bad in ("x8", "8", "0xH100", "8xH 100", "-1xV100"):
+    for bad in ("x8", "8", "0xH100", "8xH 100", "-1xV100", "\u0668xH100"):
         with pytest.raises(WhatIfError, match="--add"):
             parse_amount(bad, "--add")
 

@@ -20,7 +20,7 @@ from corral.spec import ClusterSpec, NodeGroupSpec
 
 NEW_NODE_GPUS = 8
 MAX_GROUP_NODES = 100_000  # as a cluster file allows (NodeGroupSpec.count)
-_AMOUNT_RE = re.compile(r"^\s*(\d+)\s*[xX×]\s*([A-Za-z0-9][A-Za-z0-9_.\-]*)\s*$")
+_AMOUNT_RE = re.compile(r"^\s*([0-9]+)\s*[xX×]\s*([A-Za-z0-9][A-Za-z0-9_.\-]*)\s*$")
 
 
 class WhatIfError(ValueError):
