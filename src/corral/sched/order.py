@@ -17,7 +17,7 @@ import threading
 from bisect import bisect_left
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from itertools import compress
+from itertools import compress, filterfalse
 from operator import itemgetter, not_
 
 from corral.model import Job, Request
@@ -77,7 +77,10 @@ def forget() -> None:
 
 def _update(kept: _Kept, now: dict[int, Job], key: Callable[[Job], Key]) -> bool:
     """Bring ``kept`` to the jobs ``now``; False (and ``kept`` unusable) where sorting afresh is as cheap."""
-    gone, new = kept.jobs.keys() - now.keys(), now.keys() - kept.jobs.keys()
+    new = list(filterfalse(kept.jobs.__contains__, now))
+    if len(new) > len(now) // 2:
+        return False
+    gone = list(filterfalse(now.__contains__, kept.jobs)) if len(kept.jobs) != len(now) - len(new) else []
     if len(gone) + len(new) > len(now) // 2:
         return False
     items, jobs, same = kept.items, kept.jobs, kept.same
@@ -90,7 +93,8 @@ def _update(kept: _Kept, now: dict[int, Job], key: Callable[[Job], Key]) -> bool
             start = i + 1
         kept_items.extend(items[start:])
     else:
-        kept_items = [item for item in items if id(item[1]) not in gone]
+        gone_ids = set(gone)
+        kept_items = [item for item in items if id(item[1]) not in gone_ids]
     groups = kept.groups
     groups.leave(jobs[i] for i in gone)
     fresh = [_item(job, key, same, groups) for job in (now[i] for i in new)]
