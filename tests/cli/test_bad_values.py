@@ -86,3 +86,28 @@ def test_acct_reads_a_period_in_several_units_as_a_time_limit_does():
     assert parse_when("--since", "2025-01-31T08:00", now) == "2025-01-31T08:00:00+00:00"
     with pytest.raises(InvalidRequest, match="--since: minutes must be below 60 after hours"):
         parse_when("--since", "1h70m", now)
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["show", ""], "JOB"),
+        (["logs", " "], "JOB"),
+        (["why", ""], "JOB"),
+        (["wait", "j-1", ""], "JOB"),
+        (["cancel", ""], "JOB"),
+        (["preempt", ""], "JOB"),
+        (["checkpoint-done", ""], "[JOB]"),
+        (["events", "--job", ""], "--job"),
+        (["drain", ""], "NODE"),
+        (["undrain", " "], "NODE"),
+        (["service", "show", ""], "NAME"),
+        (["service", "scale", "", "2"], "NAME"),
+        (["service", "delete", ""], "NAME"),
+        (["token", "revoke", ""], "TOKEN_ID"),
+    ],
+)
+def test_an_empty_name_is_bad_usage_naming_the_argument(tmp_path, args, named):
+    result = corral(*args, home=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert f"Invalid value for '{named}" in result.stderr and "is needed" in result.stderr

@@ -64,6 +64,7 @@ def test_head_refuses_bad_numbers_and_urls(home, capsys, args, named):
         (["--preempt-grace", "nan"], "--preempt-grace"),
         (["--gpu-prices", "H100=nan"], "--gpu-prices"),
         (["--gpu-prices", "A100=1,H100=inf"], "--gpu-prices"),
+        (["--gpu-prices", "H100=1,A100=2,h100=4"], "'h100' is priced twice (H100=1 and h100=4"),
     ],
 )
 def test_up_refuses_numbers_that_are_not_finite_before_anything_starts(home, capsys, args, named):

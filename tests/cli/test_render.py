@@ -27,6 +27,14 @@ def test_rows_are_not_folded_when_stdout_is_not_a_terminal(capsys, monkeypatch):
     assert len(lines) == 2 and long in lines[1]
 
 
+def test_a_title_wider_than_its_table_stays_on_one_line_when_stdout_is_not_a_terminal(capsys, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    title = "usage by team, the beginning → 2026-11-25T07:00:00.305419Z"
+    table(title, ["TEAM", "JOBS"], [["a", 1]])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == title and len(lines) == 3
+
+
 def test_columns_still_sets_the_width(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "60")
     table(None, ["ID", "REASON"], [["j-1", "x" * 300]])

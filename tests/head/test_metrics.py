@@ -75,6 +75,8 @@ def test_a_lost_node_shows_as_not_ready_and_its_gpus_unavailable(head):
     metrics = scrape(head)
     assert value(metrics["corral_node_ready"], node="n1") == 0
     assert value(metrics["corral_gpus"], type="A100", state="unavailable") == 4
+    assert value(metrics["corral_gpus"], type="A100", state="free") == 0  # every state of a type, 0 included
+    assert value(metrics["corral_gpus"], type="A100", state="allocated") == 0
 
 
 def test_fragmented_gpus_are_reported_after_a_cycle(head):

@@ -21,7 +21,7 @@ def test_why_groups_nodes_by_the_check_they_fail(head):
     assert [(g["filter"], g["message"], g["nodes"]) for g in out["groups"]] == [
         ("gpu_type", "has no H100 GPUs (has 8 A100)", ["n2"]),
         ("capacity", "needs 6 GPUs per node; it has 4 H100", ["n3"]),
-        ("free", "needs 6 free GPUs; 2 free now", ["n1"]),
+        ("free", "needs 6 free H100 GPUs; 2 free now", ["n1"]),
     ]
     assert busy != job
 

@@ -203,3 +203,34 @@ def test_nodes_passed_over_by_level_still_end_a_search_early_when_they_could_not
 
     assert search(high_ran_s=2 * HOUR) == ()  # n2 (passed over) costs more: the scan would stop there
     assert search(high_ran_s=HOUR / 2) == ("high",)  # n2 comes first: after n1 the nodes ran out
+
+
+def test_a_node_needing_several_victims_is_bounded_by_its_cheapest_ones_and_the_fewest_that_could_do() -> None:
+    snap = snapshot(
+        nodes=[make_node("n1").gpus(8), make_node("n2").gpus(8)],
+        live=[
+            live_alloc("one", "n1", [0]),  # loses 1 GPU-hour
+            live_alloc("two", "n1", [1]),  # 2
+            live_alloc("six", "n1", range(2, 8)),  # 6 GPUs × 1 hour = 6
+            live_alloc("half", "n2", range(4)),  # n2: half its GPUs held by a job that may not be stopped
+            live_alloc("pinned", "n2", range(4, 8)),
+        ],
+        running=[
+            running_job("one", NOW, ran_s=HOUR, preemptible=True),
+            running_job("two", NOW, ran_s=2 * HOUR, preemptible=True),
+            running_job("six", NOW, ran_s=HOUR, preemptible=True),
+            running_job("half", NOW, ran_s=HOUR, preemptible=True),
+            running_job("pinned", NOW, ran_s=HOUR),
+        ],
+    )
+    policy = get_policy("default")
+    view = snap.view(policy.gpu_ranker, policy.cpu_ranker)
+    bounds = Preemptor(snap, NOW, policy.level)._bounds
+    n1, n2 = view.nodes["n1"], view.nodes["n2"]
+    lost = {gpus: bounds.least_lost(n1, make_job("j").gpus(gpus).build().request, "H100") for gpus in (1, 6, 7, 8)}
+    assert lost == {1: 0.0, 6: HOUR, 7: 3 * HOUR, 8: 9 * HOUR}  # 1, 1 + 2 and 1 + 2 + 6 GPU-hours at least
+    assert bounds.least_lost(n2, make_job("j").gpus(8).build().request, "H100") == float("inf")
+    assert bounds.least_lost(n2, make_job("j").gpus(4).build().request, "H100") == 4 * HOUR
+    best = (8 * HOUR, 2)
+    assert bounds.beyond(n1, make_job("j").gpus(8).build().request, "H100", best)
+    assert not bounds.beyond(n1, make_job("j").gpus(7).build().request, "H100", best)

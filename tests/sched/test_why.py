@@ -27,7 +27,7 @@ def test_each_node_gets_the_first_check_it_fails():
         ("state", "node is NOT_READY", ("down",)),
         ("gpu_type", "has no H100 GPUs (has 8 A100)", ("a100",)),
         ("capacity", "needs 4 GPUs per node; it has 2 H100", ("small",)),
-        ("free", "needs 4 free GPUs; 2 free now", ("busy",)),
+        ("free", "needs 4 free H100 GPUs; 2 free now", ("busy",)),
         ("fits", "fits now", ("free",)),
     ]
 
@@ -53,3 +53,10 @@ def test_one_gpu_is_said_in_the_singular():
     snap = snapshot(nodes, live=[live_alloc("other", "busy", [0, 1])], pending=[job])
     messages = [message for _, message, _ in verdicts(job, snap)]
     assert "needs 1 free GPU; 0 free now" in messages
+
+
+def test_free_gpus_are_counted_and_named_for_the_types_asked_for():
+    nodes = [make_node("mixed").gpus(2, "H100").gpus(2, "A100").build()]
+    job = make_job("j").gpus(1).types("A100").build()
+    snap = snapshot(nodes, live=[live_alloc("other", "mixed", [2, 3])], pending=[job])
+    assert verdicts(job, snap) == [("free", "needs 1 free A100 GPU; 0 free now", ("mixed",))]

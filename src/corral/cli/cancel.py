@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import click
 
+from corral.cli import names
 from corral.cli.context import api
 from corral.cli.render import emit_json, output_option
 
 
 @click.command()
-@click.argument("job_ids", metavar="JOB...", nargs=-1, required=True)
+@click.argument("job_ids", metavar="JOB...", nargs=-1, required=True, callback=names.JOB)
 @click.option(
     "--array", "whole_arrays", is_flag=True, help="each JOB stands for its whole array: cancel every element of it"
 )

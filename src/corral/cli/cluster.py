@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from corral.cli import names
 from corral.cli.context import api
 from corral.cli.render import ago, duration, emit_json, output_option, render, styled_state, table
 from corral.client.config import load_config
@@ -90,14 +91,8 @@ def nodes(output: str) -> None:
     render(output, api().nodes(), _nodes_table)
 
 
-def _node_name(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
-    if not value.strip():
-        raise click.BadParameter("a node name is needed, as `corral nodes` lists them", param_hint="NODE")
-    return value
-
-
 @click.command()
-@click.argument("node", callback=_node_name)
+@click.argument("node", callback=names.NODE)
 @click.option("--reason", default="", help="why, shown in `corral nodes`")
 @output_option
 def drain(node: str, reason: str, output: str) -> None:
@@ -106,7 +101,7 @@ def drain(node: str, reason: str, output: str) -> None:
 
 
 @click.command()
-@click.argument("node", callback=_node_name)
+@click.argument("node", callback=names.NODE)
 @output_option
 def undrain(node: str, output: str) -> None:
     """Let a drained NODE take new jobs again (admins only)."""

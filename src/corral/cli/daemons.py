@@ -249,7 +249,13 @@ def parse_prices(text: str) -> dict[str, float]:
                 f"--gpu-prices: expected TYPE=PRICE pairs such as H100=2.5,A100=1.2 (price per GPU-hour, "
                 f"a finite number, not negative), got {part!r}"
             )
-        prices[name.strip()] = price
+        name = name.strip()
+        if again := next((known for known in prices if known.lower() == name.lower()), None):
+            raise InvalidRequest(
+                f"--gpu-prices: {name!r} is priced twice ({again}={prices[again]:g} and {part}; GPU types match"
+                " whatever their case): give each type once"
+            )
+        prices[name] = price
     return prices
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from corral.cli import names
 from corral.cli.context import api
 from corral.cli.render import emit_json, output_option, table
 
@@ -28,7 +29,7 @@ def _line(event: dict[str, Any]) -> str:
 
 @click.command()
 @click.option("-f", "--follow", is_flag=True, help="keep printing new events as they happen (Ctrl-C to stop)")
-@click.option("--job", "job_id", metavar="JOB", help="only this job's events")
+@click.option("--job", "job_id", metavar="JOB", help="only this job's events", callback=names.JOB)
 @click.option(
     "-n",
     "--limit",

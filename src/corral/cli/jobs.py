@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from corral.cli import names
 from corral.cli.context import api
 from corral.cli.files import read_input
 from corral.cli.numbers import FiniteFloatRange
@@ -355,7 +356,7 @@ def _array_and_dependencies(job: dict[str, Any]) -> list[tuple[str, Any]]:
 
 
 @click.command()
-@click.argument("job_id", metavar="JOB")
+@click.argument("job_id", metavar="JOB", callback=names.JOB)
 @output_option
 def show(job_id: str, output: str) -> None:
     """Show one job: state, reason, allocation, exit code, tasks."""
@@ -363,7 +364,7 @@ def show(job_id: str, output: str) -> None:
 
 
 @click.command()
-@click.argument("job_ids", metavar="JOB...", nargs=-1, required=True)
+@click.argument("job_ids", metavar="JOB...", nargs=-1, required=True, callback=names.JOB)
 @click.option("--timeout", type=FiniteFloatRange(min=0), help="give up after SECONDS (exit 124)")
 @click.pass_context
 def wait(ctx: click.Context, job_ids: tuple[str, ...], timeout: float | None) -> None:

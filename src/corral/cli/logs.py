@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from corral.cli import names
 from corral.cli.context import api
 from corral.client.errors import Unreachable
 
@@ -13,7 +14,7 @@ TERMINAL_STATES = ("SUCCEEDED", "FAILED", "CANCELLED", "TIMEOUT")
 
 
 @click.command()
-@click.argument("job_id", metavar="JOB")
+@click.argument("job_id", metavar="JOB", callback=names.JOB)
 @click.option("-f", "--follow", is_flag=True, help="keep printing new output until the job ends")
 @click.option("--rank", type=int, default=0, show_default=True, help="which rank's output")
 def logs(job_id: str, follow: bool, rank: int) -> None:

@@ -8,13 +8,14 @@ from pathlib import Path
 
 import click
 
+from corral.cli import names
 from corral.cli.context import api
 from corral.cli.render import emit_json, output_option
 from corral.client.errors import InvalidRequest, NotAllowedError, Unreachable
 
 
 @click.command()
-@click.argument("job_ids", metavar="JOB...", nargs=-1, required=True)
+@click.argument("job_ids", metavar="JOB...", nargs=-1, required=True, callback=names.JOB)
 @output_option
 def preempt(job_ids: tuple[str, ...], output: str) -> None:
     """Stop running jobs and queue them again (admin only).
@@ -33,7 +34,7 @@ def preempt(job_ids: tuple[str, ...], output: str) -> None:
 
 
 @click.command("checkpoint-done")
-@click.argument("job_id", metavar="[JOB]", required=False)
+@click.argument("job_id", metavar="[JOB]", required=False, callback=names.JOB)
 @output_option
 def checkpoint_done(job_id: str | None, output: str) -> None:
     """Report that the job saved a checkpoint just now.

@@ -43,18 +43,15 @@ def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any
             return ""
         return value if isinstance(value, Styled) else escape(str(value))
 
-    grid = Table(
-        title=None if title is None else escape(title),
-        box=None,
-        header_style="bold",
-        pad_edge=False,
-        title_justify="left",
-    )
+    grid = Table(box=None, header_style="bold", pad_edge=False)
     for column in columns:
         grid.add_column(escape(column), overflow="fold")
     for row in rows:
         grid.add_row(*(cell(v) for v in row))
-    Console(soft_wrap=False, width=output_width()).print(grid)
+    console = Console(soft_wrap=False, width=output_width())
+    if title is not None:  # a line of its own: as a table title, it would be folded to the table's width
+        console.print(escape(title), style="italic")
+    console.print(grid)
 
 
 def output_width() -> int | None:

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from corral.cli import names
 from corral.cli.files import read_input
 from corral.cli.render import ago, emit_json, output_option, render, styled_state, table
 from corral.client.errors import InvalidRequest
@@ -125,7 +126,7 @@ def _show_table(s: dict[str, Any]) -> None:
 
 
 @service.command("show")
-@click.argument("name")
+@click.argument("name", callback=names.SERVICE)
 @output_option
 def show(name: str, output: str) -> None:
     """Show a service and its replicas."""
@@ -133,7 +134,7 @@ def show(name: str, output: str) -> None:
 
 
 @service.command("scale")
-@click.argument("name")
+@click.argument("name", callback=names.SERVICE)
 @click.argument("replicas", type=click.IntRange(0, 256))
 @output_option
 def scale(name: str, replicas: int, output: str) -> None:
@@ -146,7 +147,7 @@ def scale(name: str, replicas: int, output: str) -> None:
 
 
 @service.command("delete")
-@click.argument("name")
+@click.argument("name", callback=names.SERVICE)
 @output_option
 def delete(name: str, output: str) -> None:
     """Delete a service; its replicas are stopped. JSON: {"name", "deleted": true}."""

@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from corral.cli import names
 from corral.cli.context import api
 from corral.cli.render import ago, emit_json, output_option, render, table
 
@@ -97,7 +98,7 @@ def _token_row(t: dict[str, Any]) -> list[Any]:
 
 
 @token.command("revoke")
-@click.argument("token_id", metavar="TOKEN_ID")
+@click.argument("token_id", metavar="TOKEN_ID", callback=names.TOKEN)
 @output_option
 def revoke(token_id: str, output: str) -> None:
     """Revoke a token by its id (from `corral token list`): yours, or (admins) anyone's."""

@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from corral.cli import names
 from corral.cli.context import api
 from corral.cli.render import output_option, render, table
 from corral.sched.describe import plural
@@ -33,7 +34,7 @@ def _why_table(out: dict[str, Any]) -> None:
 
 
 @click.command()
-@click.argument("job_id", metavar="JOB")
+@click.argument("job_id", metavar="JOB", callback=names.JOB)
 @output_option
 def why(job_id: str, output: str) -> None:
     """Explain why JOB waits: which check each group of nodes fails.

@@ -19,6 +19,7 @@ from corral.obs import metric_names as names
 
 WAIT_BUCKETS = (0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 12 * 3600, 24 * 3600)
 IDLE_GPUS = "corral_job_idle_gpus"
+_GPU_STATES = ("allocated", "free", "unavailable")
 CYCLE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
 
 
@@ -113,8 +114,9 @@ class _StateCollector(Collector):
         gpus = GaugeMetricFamily(
             names.GPUS, "GPUs by type and state (allocated, free, unavailable)", labels=["type", "state"]
         )
-        for (gpu_type, state), count in sorted(counts.items()):
-            gpus.add_metric([gpu_type, state], float(count))
+        for gpu_type in sorted({gpu_type for gpu_type, _ in counts}):  # every state of each type, 0 included
+            for state in _GPU_STATES:
+                gpus.add_metric([gpu_type, state], float(counts[(gpu_type, state)]))
         yield gpus
         teams = GaugeMetricFamily(
             names.GPUS_ALLOCATED_BY_TEAM, "Allocated GPUs by type and team", labels=["type", "team"]

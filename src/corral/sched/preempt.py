@@ -33,7 +33,7 @@ from corral.sched.plan import PREEMPTING, Placement, Preemption, Reason
 from corral.sched.policy import by_priority
 from corral.sched.quota import QuotaLedger
 from corral.sched.snapshot import CapacityView, Snapshot
-from corral.sched.victim_scan import Cost, ScanOrder, lost_gpu_seconds
+from corral.sched.victim_scan import Cost, LossBounds, ScanOrder, lost_gpu_seconds
 
 EXHAUSTIVE = 8  # victims on one node up to which every subset is tried
 _NEAREST = 1 << 30  # the reach of a search open to any victim: after every narrower reach
@@ -106,17 +106,15 @@ class Preemptor:
                     cheapest = cost
             lowest_on[name] = lowest_here
             order.append((cheapest, name))
-        order.sort()
-        self._scan = ScanOrder(order, lowest_on, stopping_on)
+        self._scan = ScanOrder(sorted(order), lowest_on, stopping_on)
         self.searches = 0
         self.exhausted: dict[str, None] = {}  # jobs whose search scanned every node it was given (in order)
         self._subsets: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
         # One node's answer, by all it depends on: searches for like jobs ask the same of the same nodes.
         self._on_node: dict[tuple[object, ...], tuple[str, ...] | None] = {}
+        self._bounds = LossBounds(self.on_node, self.cost, held_by)
         self.taken: set[str] = set()
-        self._any_stopping = any_stopping
-        self._lowest = lowest
-        self._reclaimable = reclaimable
+        self._any_stopping, self._lowest, self._reclaimable = any_stopping, lowest, reclaimable
         self._own_team: str | None = None
         self._scope: str | None = None  # with ``_own_team``: borrowers under this level may be reclaimed too
         self._reach: int | None = None  # reclaim only from borrowers whose branch meets the job's this high up
@@ -337,6 +335,8 @@ class Preemptor:
                 break
             last = at
             if of_type < slots or name in free or (node := nodes.get(name)) is None:
+                continue
+            if len(costs) >= need and self._bounds.beyond(node, request, gpu_type, costs[need - 1]):
                 continue
             eligible = [v for v in self.on_node[name] if self._eligible(v, job.team, level, within)]
             found = self._cheapest_on_node_kept(node, request, gpu_type, eligible) if eligible else None

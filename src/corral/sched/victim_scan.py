@@ -1,14 +1,21 @@
-"""The order a victim search scans nodes in: by the cost of each node's cheapest victim, for one cycle."""
+"""The order a victim search scans nodes in: by the cost of each node's cheapest victim, for one cycle;
+and a tighter bound per node for shares that need several victims there."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from bisect import bisect_left
+from collections.abc import Mapping, Sequence
 from datetime import datetime
+from itertools import accumulate
 
-from corral.model import Allocation, RunningJob
+from corral.model import Allocation, Request, RunningJob
+from corral.sched.node_capacity import NodeCapacity
+from corral.sched.node_room import gpus_short
 from corral.sched.snapshot import CapacityView
 
 Cost = tuple[float, int]  # (GPU-seconds lost, jobs newly preempted)
+_SLACK_S = 1e-3  # GPU-seconds: lost work is rounded to 6 decimals, so compare with room to spare
 Scan = tuple[Cost, str, int, int]  # (its cheapest victim's cost, node, GPUs of the type there, place in the scan)
 
 
@@ -60,3 +67,36 @@ class ScanOrder:
                 entry for entry in self.every(view, gpu_type) if entry[1] in stopping_on or lowest_on[entry[1]] < level
             ]
         return order
+
+
+class LossBounds:
+    """Per node, a lower bound of the work lost by any victim set there that empties enough GPUs for a share:
+    it takes at least as many victims as the largest holders would need, and each loses at least as little
+    as the cheapest ones. Built per node on first use, kept for the cycle (victims only leave a search's
+    reach during a cycle, which can only raise what a set loses)."""
+
+    def __init__(
+        self, on_node: Mapping[str, list[str]], cost: Mapping[str, Cost], held: Mapping[str, Sequence[Allocation]]
+    ) -> None:
+        self._on_node, self._cost, self._held = on_node, cost, held
+        self._by_node: dict[str, tuple[list[float], list[int]]] = {}  # running sums: losses up, GPUs held down
+
+    def beyond(self, node: NodeCapacity, request: Request, gpu_type: str | None, best: Cost) -> bool:
+        """Whether every victim set that could make room for a share here loses more than ``best`` (by more
+        than rounding: a set that ties it may still win on fewer jobs or the node's name)."""
+        return self.least_lost(node, request, gpu_type) > best[0] + _SLACK_S
+
+    def least_lost(self, node: NodeCapacity, request: Request, gpu_type: str | None) -> float:
+        """0 where one victim may do; infinite where the node's victims together cannot empty enough."""
+        short = gpus_short(node, request, gpu_type)
+        if short <= 1:
+            return 0.0
+        found = self._by_node.get(node.name)
+        if found is None:
+            name, victims = node.name, self._on_node[node.name]
+            losses = sorted(self._cost[v][0] for v in victims)
+            gpus = sorted(len({i for a in self._held[v] if a.node == name for i in a.gpus}) for v in victims)
+            found = self._by_node[name] = (list(accumulate(losses)), list(accumulate(reversed(gpus))))
+        lost, emptied = found
+        fewest = bisect_left(emptied, short)
+        return math.inf if fewest == len(emptied) else lost[fewest]

@@ -84,14 +84,15 @@ def _capacity(request: Request, node: Node, types: Sequence[str]) -> str | None:
 
 
 def _free(request: Request, free: NodeCapacity, types: Sequence[str]) -> str | None:
+    gpu = f"{describe.either(types)} GPU" if request.gpu_types else "GPU"  # the types asked for, named
     if request.fractional:
         room = max((FULL_GPU - free.used[i] for t in types for i in free.indices(t)), default=0.0)
         if room < request.gpus_per_node - EPSILON:
-            return f"needs {describe.number(request.gpus_per_node)} of one GPU; the most left on one is {room:.2g}"
+            return f"needs {describe.number(request.gpus_per_node)} of one {gpu}; the most left on one is {room:.2g}"
     elif request.gpus_per_node > 0:
         empty = max(len(free.empty_gpus(t)) for t in types)
         if empty < request.gpu_slots_per_node:
-            return f"needs {describe.plural(request.gpu_slots_per_node, 'free GPU')}; {empty} free now"
+            return f"needs {describe.plural(request.gpu_slots_per_node, 'free ' + gpu)}; {empty} free now"
     if request.cpus_per_node is not None and request.cpus_per_node > free.free_cpus + EPSILON:
         return f"needs {describe.plural(request.cpus_per_node, 'CPU')}; {describe.number(free.free_cpus)} free now"
     if request.memory_mb_per_node is not None and request.memory_mb_per_node > free.free_memory_mb:
