@@ -54,7 +54,7 @@ class _Cycle:
     speed_checks: int = 0
     waiting_requests: list[Request] = field(default_factory=list)  # each waiting job's request, one object per value
     quota_unchecked: set[str] = field(default_factory=set)  # waiting without a quota check: nothing fits them
-    rest_waits_from: int | None = None  # every job of ``waiting`` from here on is unchecked, as a whole
+    rest: list[Item] = field(default_factory=list)  # the rest of the queue, after ``waiting``: it waits as a whole
     fits: dict[tuple[int, Request], bool] = field(default_factory=dict)  # (view version, request) → fits the view
     placed_ends: list[tuple[datetime, Placement]] = field(default_factory=list)  # placed with a time limit: its end
     queued_requests: set[Request] | None = None  # the requests of the queue, once asked for
@@ -77,7 +77,7 @@ class _Cycle:
         no_victims: set[tuple[bool, Request, int]] = set()
         waiting, waiting_requests, unchecked = self.waiting, self.waiting_requests, self.quota_unchecked.add
         checked: tuple[int, int] | None = None  # (unfit requests, victim searches) when the rest was last checked
-        for at, (_, queued, request, _) in enumerate(queue):
+        for at, (_, queued, request, _, _) in enumerate(queue):
             if request in unfit_now and (preemptor is None or not preemptor.worth_trying(queued)):
                 now_checked = (len(unfit_now), 0 if preemptor is None else preemptor.searches)
                 if now_checked != checked:
@@ -151,9 +151,7 @@ class _Cycle:
 
     def _wait(self, rest: list[Item]) -> None:
         """Jobs that do not fit what is free, whatever their quota allows, and that preempt nothing."""
-        self.rest_waits_from = len(self.waiting)
-        self.waiting.extend(map(_job_of, rest))
-        self.waiting_requests.extend(map(_request_of, rest))
+        self.rest = rest
 
     def _fits_now(
         self, view: CapacityView, job: Job, unfit: set[tuple[bool, Request]], unfit_now: set[Request]
@@ -341,7 +339,7 @@ class _Cycle:
         known.update((job_id, (QUOTA, message)) for job_id, message in self.over_quota.items())
         quota = self._quota_reason(view)
         waiting, requests, unchecked = self.waiting, self.waiting_requests, self.quota_unchecked
-        reasons = explain(waiting, view, self.snapshot, known, requests, unchecked, quota, self.rest_waits_from)
+        reasons = explain(waiting, view, self.snapshot, known, requests, unchecked, quota, self.rest)
         reservation = self.reservation
         if reservation is not None and reservation.job_id in reasons and reservation.job_id not in known:
             reasons[reservation.job_id] = reserved_reason(reasons[reservation.job_id], reservation, self.now)
@@ -356,7 +354,6 @@ class _Cycle:
         return reasons
 
 
-_job_of = itemgetter(1)
 _request_of = itemgetter(2)
 
 

@@ -5,9 +5,10 @@ and go between two cycles. A job's key is its policy order and id (fixed for a `
 its team's and user's fair share (the same tables from cycle to cycle unless usage or capacity
 changed). So the last order is kept with every job's key: a job that is the same object as then
 keeps its key and its place; new ones get their key and are put in their places. Jobs that would
-borrow quota go after all others; whether a job borrows is the same for all jobs of one team, GPU
-types and size (a ``Group``), so each item carries its group's number, the question is asked once
-per group each cycle, and the kept order is split in two, each part in key order, with no sort.
+borrow quota go after all others; whether a job borrows is the same for all jobs of one team and
+request (a ``Group``, which also decides why such a job waits), so each item carries its group's
+number, the question is asked once per group each cycle, and the kept order is split in two, each
+part in key order, with no sort.
 Like ``carry``, this is a memo: the order equals a fresh sort, whatever came before.
 """
 
@@ -23,9 +24,9 @@ from operator import itemgetter, not_
 from corral.model import Job, Request
 
 Key = tuple[object, ...]
-Item = tuple[Key, Job, Request, int]  # a job's key, the job, its request (one object per request value), its group
-Group = tuple[str, tuple[str, ...], float]  # what ``borrows`` reads of a GPU job: team, GPU types, GPUs
-_NO_GROUP = -1  # the group number of CPU-only jobs, which never borrow
+# A job's key, the job, its request (one object per request value), its group's number and the job's id.
+Item = tuple[Key, Job, Request, int, str]
+Group = tuple[Request, str]  # a job's request and team: all that ``borrows`` and a waiting job's reason read
 
 _key_of = itemgetter(0)
 _group_of = itemgetter(3)
@@ -104,7 +105,7 @@ def _update(kept: _Kept, now: dict[int, Job], key: Callable[[Job], Key]) -> bool
         kept.same = {item[2]: item[2] for item in kept_items}
     if len(groups.members) > 2 * len(kept_items) + _SLACK:  # forget the groups of jobs gone
         kept.groups = groups = _Groups()
-        kept_items = [(k, job, request, groups.join(job)) for k, job, request, _ in kept_items]
+        kept_items = [(k, job, request, groups.join(job, request), i) for k, job, request, _, i in kept_items]
     kept.jobs, kept.items = now, kept_items
     return True
 
@@ -133,14 +134,14 @@ def _borrowers_last(kept: _Kept, borrows: Callable[[Job], bool]) -> list[Item]:
     late = [count > 0 and borrows(job) for job, count in zip(groups.first, groups.members, strict=True)]
     if not any(late):
         return kept.items
-    late.append(False)  # _NO_GROUP, the last
     items = kept.items
     borrowing = list(map(late.__getitem__, map(_group_of, items)))
     return [*compress(items, map(not_, borrowing)), *compress(items, borrowing)]
 
 
 def _item(job: Job, key: Callable[[Job], Key], same: dict[Request, Request], groups: _Groups) -> Item:
-    return (key(job), job, same.setdefault(job.request, job.request), groups.join(job))
+    request = same.setdefault(job.request, job.request)
+    return (key(job), job, request, groups.join(job, request), job.id)
 
 
 class _Groups:
@@ -151,11 +152,8 @@ class _Groups:
         self.first: list[Job] = []  # by number: a job of the group (``borrows`` reads only its group)
         self.members: list[int] = []  # by number: jobs kept now
 
-    def join(self, job: Job) -> int:
-        request = job.request
-        if request.gpus_per_node <= 0:
-            return _NO_GROUP
-        group = (job.team, request.gpu_types, request.total_gpus)
+    def join(self, job: Job, request: Request) -> int:
+        group = (request, job.team)
         number = self.number.get(group)
         if number is None:
             number = self.number[group] = len(self.first)
@@ -166,6 +164,4 @@ class _Groups:
 
     def leave(self, jobs: Iterable[Job]) -> None:
         for job in jobs:
-            request = job.request
-            if request.gpus_per_node > 0:
-                self.members[self.number[(job.team, request.gpu_types, request.total_gpus)]] -= 1
+            self.members[self.number[(job.request, job.team)]] -= 1

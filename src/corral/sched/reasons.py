@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Container, Mapping, Sequence
 from itertools import islice
+from operator import itemgetter
 
 from corral.model import Job, Request
 from corral.sched import describe
 from corral.sched.feasibility import ClusterShapes, largest_domain, no_domain_holds, required_domain
+from corral.sched.order import Item
 from corral.sched.placement import candidates
 from corral.sched.plan import NEVER_FITS, NO_NODES, QUOTA, RESOURCES, Reason
 from corral.sched.snapshot import CapacityView, Snapshot
@@ -22,25 +24,26 @@ def explain(
     requests: Sequence[Request] | None = None,
     unchecked: Container[str] = (),
     quota: Callable[[Job, Request], str | None] | None = None,
-    unchecked_from: int | None = None,
+    rest: Sequence[Item] = (),
 ) -> dict[str, Reason]:
     """A reason per waiting job (given in queue order, and kept in it), judged on what is left free in ``view``.
 
     ``known`` gives the code and message of jobs whose reason the cycle already knows (they keep
     their place in the queue, unless their request can never fit). ``requests``, when given, are
     the jobs' requests in the same order (equal ones best given as one object). ``quota`` says why
-    its team's quota keeps out a job of ``unchecked``, or at ``unchecked_from`` or after, that has no
-    known reason (asked once per team and request: the answer is the same for all their jobs).
+    its team's quota keeps out a job of ``unchecked``, or of ``rest``, that has no known reason (asked
+    once per team and request: the answer is the same for all their jobs). ``rest`` is the rest of the
+    queue (``order`` items, after ``waiting``), waiting as a whole: no job there has a known reason,
+    and its reasons are found once per group (team and request) of the queue.
 
     Jobs with the same reason share one ``Reason`` (a queue position is the job's place in
     ``waiting``, see ``Plan.position``), so a cycle leaving 100,000 jobs waiting makes a few hundred."""
-    if not waiting:
+    if not waiting and not rest:
         return {}
     registered, unavailable = snapshot.shapes, snapshot.unavailable_shapes
     known = known or {}
     if requests is None:
         requests = [job.request for job in waiting]
-    tail = len(waiting) if unchecked_from is None else unchecked_from
     # id(request) → (its reason, team → the reason of the team's jobs not checked against quota). By
     # identity: hashing a request costs a Python call per job, and ``requests`` keeps every request alive.
     by_request: dict[int, tuple[Reason, dict[str, Reason]]] = {}
@@ -59,7 +62,7 @@ def explain(
         return found
 
     reasons: dict[str, Reason] = {}
-    for job, request in zip(islice(waiting, tail), islice(requests, tail), strict=True):
+    for job, request in zip(waiting, requests, strict=True):
         base, teams = base_of(request)
         own = known.get(job.id)
         if own is not None:
@@ -68,16 +71,18 @@ def explain(
             reasons[job.id] = unchecked_reason(job, request, base, teams)
         else:
             reasons[job.id] = base
-    if tail < len(waiting):  # no job here has a known reason, and none was checked against quota
-        for job, request in zip(islice(waiting, tail, None), islice(requests, tail, None), strict=True):
-            found = by_request.get(id(request))
-            if found is None:
-                found = base_of(request)
-            team_reason = found[1].get(job.team)
-            if team_reason is None:
-                team_reason = unchecked_reason(job, request, found[0], found[1])
-            reasons[job.id] = team_reason
+    if rest:
+        groups = list(map(_group_of, rest))
+        said: dict[int, Reason] = {}
+        for group, (_, job, request, _, _) in dict(zip(groups, rest, strict=True)).items():  # one job per group
+            base, teams = base_of(request)
+            said[group] = unchecked_reason(job, request, base, teams)
+        reasons.update(zip(map(_id_of, rest), map(said.__getitem__, groups), strict=True))
     return reasons
+
+
+_group_of = itemgetter(3)
+_id_of = itemgetter(4)
 
 
 def _reason(
