@@ -47,15 +47,22 @@ class ScanOrder:
     def every(self, view: CapacityView, gpu_type: str | None) -> list[Scan]:
         """The nodes hosting victims that have GPUs of the type (any node, for a CPU-only request)."""
         order = self._every.get(gpu_type)
-        if order is None:
-            order = []
-            for bound, name in self._by_cost:
-                if gpu_type is None:
-                    order.append((bound, name, 0, len(order)))
-                elif (node := view.nodes.get(name)) is not None and (of_type := len(node.indices(gpu_type))):
-                    order.append((bound, name, of_type, len(order)))
-            self._every[gpu_type] = order
-        return order
+        if order is not None:
+            return order
+        if gpu_type is None:
+            order = self._every[None] = [(bound, name, 0, at) for at, (bound, name) in enumerate(self._by_cost)]
+            return order
+        by_type: dict[str, list[Scan]] = {}  # every GPU type's order, in one pass over the nodes
+        nodes = view.nodes
+        for bound, name in self._by_cost:
+            if (node := nodes.get(name)) is not None:
+                for each in node.gpu_types:
+                    if (listed := by_type.get(each)) is None:
+                        listed = by_type[each] = []
+                    listed.append((bound, name, len(node.indices(each)), len(listed)))
+        for each, listed in by_type.items():
+            self._every.setdefault(each, listed)
+        return self._every.setdefault(gpu_type, [])
 
     def below(self, view: CapacityView, gpu_type: str | None, level: int) -> list[Scan]:
         """``every`` less the nodes where a job of ``level`` that may not reclaim quota finds no victim."""
