@@ -89,6 +89,33 @@ def test_after_down_a_new_spec_applies_to_every_agent(home: Path, spawned: list[
     assert state["fake_gpus"] == "4xL4"
 
 
+def runtime_of(args: list[str]) -> str | None:
+    return args[args.index("--runtime") + 1] if "--runtime" in args else None
+
+
+def test_up_with_another_runtime_than_the_running_agents_exits_2_and_changes_nothing(home: Path) -> None:
+    state = running("2xH100", "local-1")
+    state["agents"][0]["runtime"] = "none"
+    (home / local.STATE_FILE).write_text(json.dumps(state))
+    result = CliRunner().invoke(cli, ["up", "--agents", "2", "--runtime", "podman"])
+    assert getattr(result.exception, "exit_code", None) == 2
+    assert str(result.exception) == (
+        "--runtime podman: the 1 running agent(s) use none, and every agent uses the same; run `corral down`"
+        " first to change it (or leave --runtime out)"
+    )
+    assert json.loads((home / local.STATE_FILE).read_text()) == state
+
+
+def test_agents_added_to_running_ones_get_their_runtime(home: Path, spawned: list[list[str]]) -> None:
+    state = running("2xH100", "local-1")
+    state["agents"][0]["runtime"] = "none"
+    state["runtime"] = "docker"  # what an older `up` recorded for agents started later
+    local._check_runtime(state, "none")
+    local._ensure_agents(home, state, "http://127.0.0.1:1", "cj_x", 2, None)
+    assert [runtime_of(args) for args in spawned] == ["none"]
+    assert [a["runtime"] for a in state["agents"]] == ["none", "none"]
+
+
 def corral(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("CORRAL_HEAD", "CORRAL_TOKEN", "CORRAL_JOIN_TOKEN")}
     env["CORRAL_HOME"] = str(home)

@@ -102,7 +102,7 @@ def _save_state(home: Path, state: dict[str, Any]) -> None:
     "--runtime",
     type=click.Choice(["docker", "podman", "apptainer", "enroot", "none"]),
     help="container runtime of every agent for jobs with an image  [default: as the last `up`, or the "
-    "first that answers on PATH]",
+    "first that answers on PATH; while agents run, only theirs]",
 )
 @output_option
 def up(
@@ -147,6 +147,7 @@ def up(
     home = make_home()
     state = _load_state(home)
     _check_fake_gpus(state, fake_gpus)
+    _check_runtime(state, runtime)
     url = _ensure_head(home, state, port, asked)
     config = read_config_file(home)
     api = HeadApi(LightTransport(url, config.get("token", "")))
@@ -265,10 +266,11 @@ def _ensure_agents(
     """Start the agents that are not running; answers all their names and the ones just started."""
     agents: list[dict[str, Any]] = state.setdefault("agents", [])
     running = [a for a in agents if alive(a.get("pid"))]
-    if running:  # agents started now get the running ones' GPUs (`_check_fake_gpus` refused any others)
-        spec = _agent_spec(state, running[0])
+    if running:  # agents started now get the running ones' GPUs and runtime (`up` refused any others)
+        spec, runtime = _agent_spec(state, running[0]), _agent_runtime(state, running[0])
     else:
         spec = fake_gpus if fake_gpus is not None else str(state.get("fake_gpus") or "")
+        runtime = str(state.get("runtime") or "")
     if count < len(running):
         _note(f"{len(running)} agents already run (asked for {count}); `corral down` first to run fewer")
     state["fake_gpus"] = spec
@@ -284,16 +286,16 @@ def _ensure_agents(
         args += ["--work-dir", str(home / "agents" / name)]
         if spec:
             args += ["--fake-gpus", spec]
-        if state.get("runtime"):
-            args += ["--runtime", state["runtime"]]
+        if runtime:
+            args += ["--runtime", runtime]
         log_path = home / "logs" / f"agent-{name}.log"
         log_start = log_size(log_path)
         pid = spawn(args, log_path, home, {"CORRAL_JOIN_TOKEN": join_token})
         started[name] = Started(pid, home / "agents" / name, log_path, log_start)
         if entry is None:
-            agents.append({"name": name, "pid": pid, "fake_gpus": spec})
+            agents.append({"name": name, "pid": pid, "fake_gpus": spec, "runtime": runtime})
         else:
-            entry.update(pid=pid, fake_gpus=spec)
+            entry.update(pid=pid, fake_gpus=spec, runtime=runtime)
     return names, started
 
 
@@ -315,6 +317,25 @@ def _check_fake_gpus(state: dict[str, Any], fake_gpus: str | None) -> None:
     raise InvalidRequest(
         f"--fake-gpus {fake_gpus or 'none'}: the {len(running)} running agent(s) have {have}, and every agent gets"
         " the same GPUs; run `corral down` first to change them, or give the same spec (or leave --fake-gpus out)"
+    )
+
+
+def _agent_runtime(state: dict[str, Any], agent: dict[str, Any]) -> str:
+    """The --runtime an agent was started with ("": the first that answers on its PATH)."""
+    return str(agent.get("runtime", state.get("runtime")) or "")
+
+
+def _check_runtime(state: dict[str, Any], runtime: str | None) -> None:
+    """Every agent of the cluster runs images the same way: a --runtime other than the running agents'
+    exits 2, before anything starts."""
+    running = [a for a in state.get("agents", []) if alive(a.get("pid"))]
+    have = sorted({_agent_runtime(state, a) for a in running})
+    if runtime is None or all(runtime == each for each in have):
+        return
+    used = " and ".join(each or "the first runtime that answers on PATH" for each in have)
+    raise InvalidRequest(
+        f"--runtime {runtime}: the {len(running)} running agent(s) use {used}, and every agent uses the same;"
+        " run `corral down` first to change it (or leave --runtime out)"
     )
 
 
