@@ -84,6 +84,17 @@ def test_a_service_in_an_image_is_refused_where_no_node_has_a_runtime(head):
     assert (detail["field"], detail["msg"]) == ("image", NO_CONTAINER_RUNTIME)
 
 
+def test_a_service_counts_a_runtime_only_on_a_lost_node_as_a_job_does(head):
+    head.register("gone", container_runtime="podman")
+    head.register("n1")
+    with head.rt.write() as session:
+        session.get(NodeRow, "gone").state = NodeState.NOT_READY.value
+    response = create_service(head, SERVICE)
+    assert response.status_code == 422
+    detail = response.json()["detail"][0]
+    assert (detail["field"], detail["msg"]) == ("image", NO_CONTAINER_RUNTIME)
+
+
 def test_a_new_image_or_new_volumes_roll_a_service_over(head):
     head.register("n1", container_runtime="docker")
     assert create_service(head, SERVICE).json()["revision"] == 1

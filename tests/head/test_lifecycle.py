@@ -579,3 +579,20 @@ def test_a_node_lost_while_its_gang_was_torn_down_is_named_beside_the_rank_blame
     assert f"; node {dead.name} (node rank 1) was lost meanwhile: node {dead.name} stopped answering" in job["reason"]
     head.cycle()  # the cause stays in front of what the job now waits for
     assert f"node {dead.name} (node rank 1) was lost meanwhile" in head.job(job_id)["reason"]
+
+
+@pytest.mark.parametrize(
+    ("code", "hint"),
+    [
+        (125, "the container runtime failed before the command ran"),
+        (126, "the container runtime, or the image's shell, could not run the command"),
+    ],
+)
+def test_a_container_job_that_could_not_run_points_at_the_runtime_too(head, code, hint):
+    agent = head.register("n1", container_runtime="podman")
+    job = head.submit({"command": "x", "image": "busybox:1"})
+    head.cycle()
+    agent.beat([head.exited(agent.tasks()[0], code)])
+    reason = head.job(job["id"])["reason"]
+    assert reason.endswith(f"exit code {code}; {hint}: `corral logs {job['id']}` says which"), reason
+    assert "check the command" not in reason

@@ -26,7 +26,7 @@ from corral.head.services.convert import request_of
 from corral.head.services.lifecycle import LIVE_TASK_STATES, end_job
 from corral.head.services.users import team_checked
 from corral.head.store.tables import EventRow, JobRow, TaskRow
-from corral.model import TERMINAL_JOB_STATES, JobState, NodeState
+from corral.model import TERMINAL_JOB_STATES, JobState, Node, NodeState
 from corral.sched import NO_CONTAINER_RUNTIME, ClusterShapes, no_domain_holds
 from corral.spec import JobSpec
 
@@ -150,11 +150,16 @@ def _row(
     )
 
 
+def runtime_up(nodes: Sequence[Node]) -> bool:
+    """Whether a registered node that is up (READY, or drained for now) can run jobs with an image."""
+    return any(n.container_runtime and n.state is not NodeState.NOT_READY for n in nodes)
+
+
 def _check_feasible(rt: HeadRuntime, session: Session, specs: Sequence[JobSpec]) -> None:
     nodes = rt.node_models.load(session)
     if not nodes:
         return  # a cluster still starting: accept, the job waits with a reason
-    runtimes = any(n.container_runtime and n.state is not NodeState.NOT_READY for n in nodes)
+    runtimes = runtime_up(nodes)
     shapes = ClusterShapes(nodes)
     for index, spec in enumerate(specs):
         prefix = f"jobs[{index}]." if len(specs) > 1 else ""

@@ -241,13 +241,21 @@ def task_exited(
         why += detail[len(plain) :]  # the agent's detail adds to the same words (which process failed)
     elif detail:
         why += f" ({detail})"
-    if exit_code in _SHELL_CODES and not detail.startswith("could not start"):  # the agent's own failure
+    if job.spec.get("image") is not None and exit_code in _RUNTIME_CODES:
+        why += f"; {_RUNTIME_CODES[exit_code]}: `corral logs {job.id}` says which"
+    elif exit_code in _SHELL_CODES and not detail.startswith("could not start"):  # the agent's own failure
         why += f"; {_SHELL_CODES[exit_code]}: check the command, and `corral logs {job.id}`"
     fail_or_requeue(session, job, now, why, exit_code)
 
 
 # What a shell's own exit codes mean: the job's command never ran.
 _SHELL_CODES = {126: "the shell found the command but could not run it", 127: "the shell found no such command"}
+# A job with an image: the container runtime exits with these for its own failures too (docker, podman).
+_RUNTIME_CODES = {
+    125: "the container runtime failed before the command ran",
+    126: "the container runtime, or the image's shell, could not run the command",
+    127: "the container runtime, or the image's shell, found no such command",
+}
 
 
 def task_lost(session: Session, task: TaskRow, job: JobRow, now: datetime, why: str) -> None:

@@ -34,6 +34,7 @@ from corral.head.runtime import HeadRuntime
 from corral.head.security import Principal
 from corral.head.services.common import Infeasible, NotFound, record_event
 from corral.head.services.convert import request_of
+from corral.head.services.jobs import runtime_up
 from corral.head.services.lifecycle import end_job
 from corral.head.store.serving_tables import ReplicaRow, ServiceRow
 from corral.head.store.tables import JobRow, NodeRow, TaskRow
@@ -130,8 +131,8 @@ def _check_feasible(rt: HeadRuntime, session: Session, spec: ServiceSpec) -> Non
     if not nodes:
         return
     problem = never_fits(request_of(spec.replica_job(1)), nodes)
-    if problem == NO_CONTAINER_RUNTIME:
-        raise Infeasible("image", problem)
+    if problem == NO_CONTAINER_RUNTIME or (spec.image is not None and not runtime_up(nodes)):
+        raise Infeasible("image", NO_CONTAINER_RUNTIME)  # as for a job: a node that is up must have one
     if problem is not None:
         raise Infeasible("resources", f"a replica can never run on this cluster: {problem}")
 
