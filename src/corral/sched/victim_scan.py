@@ -102,8 +102,15 @@ class LossBounds:
         if found is None:
             name, victims = node.name, self._on_node[node.name]
             losses = sorted(self._cost[v][0] for v in victims)
-            gpus = sorted(len({i for a in self._held[v] if a.node == name for i in a.gpus}) for v in victims)
+            gpus = sorted(_gpus_on(self._held[v], name) for v in victims)
             found = self._by_node[name] = (list(accumulate(losses)), list(accumulate(reversed(gpus))))
         lost, emptied = found
         fewest = bisect_left(emptied, short)
         return math.inf if fewest == len(emptied) else lost[fewest]
+
+
+def _gpus_on(allocations: Sequence[Allocation], node: str) -> int:
+    """How many GPUs a job holds on the node (whole or in part)."""
+    if len(allocations) == 1:  # most jobs: one allocation, on the node that lists them
+        return len(allocations[0].gpus)
+    return len({i for a in allocations if a.node == node for i in a.gpus})
