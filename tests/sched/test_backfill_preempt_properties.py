@@ -111,11 +111,15 @@ def test_preemption_happens_only_when_it_lets_the_job_start(snap: Snapshot) -> N
         live = tuple(x for x in snap.live if x.job_id not in gone) + placed
         after = schedule(Snapshot(snap.nodes, live, (pending[job_id],)), GREEDY, NOW)
         assert after.placements, f"{job_id} would still not fit without {victims}"
-    first = next(
-        (j for j in sorted(snap.pending, key=lambda j: (-j.priority, j.seq, j.id)) if j.id in victims_of(plan)), None
-    )
+    ordered = sorted(snap.pending, key=lambda j: (-j.priority, j.seq, j.id))
+    first = next((j for j in ordered if j.id in victims_of(plan)), None)
     if first is not None:
+        # What is free once the stopping jobs are gone, less what the jobs before it that wait for them take.
         live = tuple(x for x in snap.live if x.job_id not in stopping) + placed
+        before = ordered[: ordered.index(first)]
+        waiting = tuple(j for j in before if j.id in plan.reasons and plan.reasons[j.id].code == PREEMPTING)
+        held = schedule(Snapshot(snap.nodes, live, waiting), GREEDY, NOW).placements
+        live += tuple(LiveAllocation(p.job_id, a) for p in held for a in p.allocations)
         assert not schedule(Snapshot(snap.nodes, live, (first,)), GREEDY, NOW).placements, "it fitted already"
 
 

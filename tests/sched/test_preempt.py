@@ -234,3 +234,34 @@ def test_a_node_needing_several_victims_is_bounded_by_its_cheapest_ones_and_the_
     best = (8 * HOUR, 2)
     assert bounds.beyond(n1, make_job("j").gpus(8).build().request, "H100", best)
     assert not bounds.beyond(n1, make_job("j").gpus(7).build().request, "H100", best)
+
+
+def test_a_fractional_job_shares_a_stopping_jobs_gpu_with_another_rather_than_preempting_more() -> None:
+    snap = snapshot(
+        nodes=[make_node("n1").gpus(2)],
+        live=[live_alloc("stopping", "n1", [0]), live_alloc("low", "n1", [1])],
+        running=[
+            running_job("stopping", NOW, ran_s=HOUR, stopping=True),
+            running_job("low", NOW, ran_s=HOUR, preemptible=True),
+        ],
+        pending=[make_job("a").gpus(0.25).priority(1).seq(1), make_job("b").gpus(0.25).priority(1).seq(2)],
+    )
+    plan = run(snap)
+    assert plan.preemptions == ()
+    assert plan.reasons["a"].message == plan.reasons["b"].message == "waiting for stopping to stop, then starts"
+
+
+def test_a_job_waits_for_the_rest_of_a_victim_preempted_for_another_rather_than_preempting_more() -> None:
+    snap = snapshot(
+        nodes=[make_node("n1").gpus(4), make_node("n2").gpus(2)],
+        live=[live_alloc("big", "n1", range(4)), live_alloc("other", "n2", range(2))],
+        running=[
+            running_job("big", NOW, ran_s=HOUR / 4, preemptible=True),  # loses 1 GPU-hour, "other" 2
+            running_job("other", NOW, ran_s=HOUR, preemptible=True),
+        ],
+        pending=[make_job("a").gpus(2).priority(1).seq(1), make_job("b").gpus(2).priority(1).seq(2)],
+    )
+    plan = run(snap)
+    assert victims(plan) == [("big", "a")]  # b waits for the two GPUs a leaves of big's four
+    assert plan.reasons["a"].message == "preempting big (1 GPU-hours lost) to start"
+    assert plan.reasons["b"].message == "waiting for big to stop, then starts"

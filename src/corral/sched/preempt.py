@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import math
 from bisect import insort
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from itertools import combinations, islice
+from itertools import islice
 
 from corral.model import Job, Request, RunningJob
 from corral.sched import describe
+from corral.sched.left_over import LeftOver
 from corral.sched.node_capacity import NodeCapacity
 from corral.sched.node_room import emptied, fits_without, gpus_short
 from corral.sched.placement import candidates, find_placement
@@ -33,7 +34,7 @@ from corral.sched.plan import PREEMPTING, Placement, Preemption, Reason
 from corral.sched.policy import by_priority
 from corral.sched.quota import QuotaLedger
 from corral.sched.snapshot import CapacityView, Snapshot
-from corral.sched.victim_scan import Cost, LossBounds, ScanOrder, lost_gpu_seconds
+from corral.sched.victim_scan import Cost, LossBounds, ScanOrder, VictimSets, lost_gpu_seconds
 
 EXHAUSTIVE = 8  # victims on one node up to which every subset is tried
 _NEAREST = 1 << 30  # the reach of a search open to any victim: after every narrower reach
@@ -109,7 +110,9 @@ class Preemptor:
         self._scan = ScanOrder(sorted(order), lowest_on, stopping_on)
         self.searches = 0
         self.exhausted: dict[str, None] = {}  # jobs whose search scanned every node it was given (in order)
-        self._subsets: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
+        self._sets = VictimSets(self.cost)
+        self._left = LeftOver(held_by)
+        self._given: dict[str, str] = {}  # victim → the job it was first given to
         # One node's answer, by all it depends on: searches for like jobs ask the same of the same nodes.
         self._on_node: dict[tuple[object, ...], tuple[str, ...] | None] = {}
         self._bounds = LossBounds(self.on_node, self.cost, held_by)
@@ -195,6 +198,8 @@ class Preemptor:
         self._own_team = job.team if own_team_only else None
         self.searches += 1
         try:
+            if not own_team_only and (left := self._left.fit(view, job)) is not None:
+                return left  # waits for victims already stopping for others: preempts no more
             return self._find(view, job)
         finally:
             self._own_team = self._scope = None
@@ -217,7 +222,7 @@ class Preemptor:
                 placement = None if victims is None else self._what_if(view, job, victims)
                 if victims is None or placement is None:
                     continue
-                option = (_NEAREST if reach is None else reach, self._total(victims), rank, placement, victims)
+                option = (_NEAREST if reach is None else reach, self._sets.total(victims), rank, placement, victims)
                 if best is None or option[:3] < best[:3]:
                     best = option
                 break
@@ -244,6 +249,8 @@ class Preemptor:
         """Hold the placement on the view (on top of the victims, which still run) and use up the victims."""
         view.apply(placement)
         self.taken.update(victims)
+        self._left.note(placement, victims)
+        self._given.update((v, placement.job_id) for v in victims if v not in self._given)
         if self.quota is not None:
             for v in victims:
                 self.quota.give_back(self.jobs[v])
@@ -257,7 +264,7 @@ class Preemptor:
         within = quota is not None and quota.within_nominal(job, gpu_type)
         for v in victims:
             victim = self.jobs[v]
-            if victim.stopping:
+            if victim.stopping or v in self.taken:  # already stopping, or preempted for an earlier job
                 continue
             lower = victim.preemptible and self._levels[v] < self.level(job)
             if not lower or (within and victim.team != job.team and quota is not None and quota.governs(v)):  # reclaim
@@ -275,8 +282,8 @@ class Preemptor:
         )
 
     def reason(self, base: Reason, job: Job, victims: Sequence[str]) -> Reason:
-        new = [v for v in victims if not self.jobs[v].stopping]
-        going = [v for v in victims if self.jobs[v].stopping]
+        new = [v for v in victims if not self.jobs[v].stopping and self._given.get(v) == job.id]
+        going = [v for v in victims if v not in new]
         parts = []
         if new:
             lost = sum(self.cost[v][0] for v in new) / 3600
@@ -285,23 +292,6 @@ class Preemptor:
             parts.append(f"waiting for {describe.and_list(going)} to stop")
         then = ", then starts" if going else " to start"  # not "waiting for J to stop to start"
         return Reason(PREEMPTING, f"{' and '.join(parts)}{then}", base.queued)
-
-    def _cheapest_first(self, eligible: tuple[str, ...], smallest: int = 0) -> Iterable[tuple[str, ...]]:
-        """Every subset of ``eligible``, cheapest first (victims' costs do not change within a cycle),
-        possibly without those of fewer than ``smallest`` victims.
-
-        When the victims all cost the same, that order is by size, then by ids: ``combinations``
-        of the sorted ids yields it directly, one subset at a time, from ``smallest`` victims on."""
-        if len({self.cost[v] for v in eligible}) <= 1 and list(eligible) == sorted(eligible):
-            return (s for k in range(smallest, len(eligible) + 1) for s in combinations(eligible, k))
-        ordered = self._subsets.get(eligible)
-        if ordered is None:
-            subsets = [s for k in range(len(eligible) + 1) for s in combinations(eligible, k)]
-            ordered = self._subsets[eligible] = sorted(subsets, key=lambda s: (self._total(s), s))
-        return ordered
-
-    def _total(self, victims: Sequence[str]) -> Cost:
-        return (round(sum(self.cost[v][0] for v in victims), 6), sum(self.cost[v][1] for v in victims))
 
     def _what_if(self, view: CapacityView, job: Job, victims: Sequence[str]) -> Placement | None:
         for v in victims:
@@ -341,7 +331,7 @@ class Preemptor:
             eligible = [v for v in self.on_node[name] if self._eligible(v, job.team, level, within)]
             found = self._cheapest_on_node_kept(node, request, gpu_type, eligible) if eligible else None
             if found is not None:
-                total = self._total(found)
+                total = self._sets.total(found)
                 options.append((total, name, found))
                 insort(costs, total)
         else:
@@ -380,7 +370,7 @@ class Preemptor:
                     break
                 left -= count
                 smallest += 1
-            for subset in self._cheapest_first(tuple(eligible), smallest):
+            for subset in self._sets.cheapest_first(tuple(eligible), smallest):
                 if sum(map(frees.__getitem__, subset)) >= short and fits_without(
                     node, request, gpu_type, [a for v in subset for a in freed[v]]
                 ):

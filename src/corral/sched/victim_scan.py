@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from itertools import accumulate
+from itertools import accumulate, combinations
 
 from corral.model import Allocation, Request, RunningJob
 from corral.sched.node_capacity import NodeCapacity
@@ -114,3 +114,28 @@ def _gpus_on(allocations: Sequence[Allocation], node: str) -> int:
     if len(allocations) == 1:  # most jobs: one allocation, on the node that lists them
         return len(allocations[0].gpus)
     return len({i for a in allocations if a.node == node for i in a.gpus})
+
+
+class VictimSets:
+    """Victim sets on one node in the order a search tries them: cheapest first (costs do not change
+    within a cycle), each sorted order kept for the cycle."""
+
+    def __init__(self, cost: Mapping[str, Cost]) -> None:
+        self._cost = cost
+        self._kept: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
+
+    def total(self, victims: Sequence[str]) -> Cost:
+        cost = self._cost
+        return (round(sum(cost[v][0] for v in victims), 6), sum(cost[v][1] for v in victims))
+
+    def cheapest_first(self, eligible: tuple[str, ...], smallest: int = 0) -> Iterable[tuple[str, ...]]:
+        """Every subset of ``eligible``, cheapest first, possibly without those of fewer than ``smallest``
+        victims. When the victims all cost the same, that order is by size, then by ids: ``combinations``
+        of the sorted ids yields it directly, one subset at a time, from ``smallest`` victims on."""
+        if len({self._cost[v] for v in eligible}) <= 1 and list(eligible) == sorted(eligible):
+            return (s for k in range(smallest, len(eligible) + 1) for s in combinations(eligible, k))
+        ordered = self._kept.get(eligible)
+        if ordered is None:
+            subsets = [s for k in range(len(eligible) + 1) for s in combinations(eligible, k)]
+            ordered = self._kept[eligible] = sorted(subsets, key=lambda s: (self.total(s), s))
+        return ordered
