@@ -47,5 +47,5 @@ The local cluster keeps running. Try next:
   corral top                   corral events --follow      curl $(corral config -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["head_url"])')/metrics
   The REST API is documented at the head URL + /docs.
 Stop it with:
-  corral down        (state stays under ~/.corral; `corral up` resumes it)
 MSG
+echo "  corral down        (state stays under ${CORRAL_HOME:-~/.corral}; \`corral up\` resumes it)"
