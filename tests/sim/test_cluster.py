@@ -54,6 +54,8 @@ def test_unnamed_groups_of_one_type_get_distinct_names() -> None:
         (GROUP + "    nodes_per_rack: 0\n", "node_groups[0].nodes_per_rack"),
         (GROUP + "    watts_busy: -1\n", "node_groups[0].watts_busy"),
         (GROUP + "gpu_speed: {V100: 0}\n", "gpu_speed"),
+        (GROUP + "gpu_speed: {V100: 1e-320}\n", "gpu_speed"),  # a job would never end
+        (GROUP + "gpu_speed: {V100: 0.0009}\n", "gpu_speed"),
         (GROUP + "  - {name: v100, count: 1, gpus_per_node: 8, gpu_type: V100}\n", "node_groups[1].name"),
         ("node_groups: []\n", "node_groups"),
     ],

@@ -228,3 +228,15 @@ def test_the_mix_keeps_the_file_s_proportions(tmp_path: Path) -> None:
     assert (mix["candidate"], [g["count"] for g in mix["node_groups"]], mix["cost_per_hour"]) == ("mix", [5, 5], 15.0)
     assert (t4["candidate"], t4["nodes"], t4["cost_per_hour"]) == ("T4", 10, 10.0)
     assert document["recommended"]["candidate"] == "T4"
+
+
+def test_a_types_speed_in_the_cluster_file_counts_whatever_the_case_of_its_key() -> None:
+    from corral.sim.families import speed_of
+    from corral.spec import ClusterSpec, NodeGroupSpec
+
+    cluster = ClusterSpec(
+        node_groups=[NodeGroupSpec(count=1, gpus_per_node=4, gpu_type="A100")], gpu_speed={"h100": 3.0}
+    )
+    assert speed_of(cluster, "H100") == 3.0  # not the catalogue's 4.0
+    assert speed_of(cluster, "A100") == 1.0  # a type of the file it does not list
+    assert speed_of(cluster, "L4") == 0.5  # a type it does not have: the catalogue's

@@ -69,6 +69,15 @@ def test_a_preempted_job_loses_the_work_since_its_last_checkpoint() -> None:
     assert (record.lost_gpu_s, record.busy_gpu_s) == (200, 10_200)
 
 
+@pytest.mark.parametrize("interval", [5e-324, 1e-310, 1e-300, 1e-9])
+def test_checkpoints_too_frequent_to_count_lose_nothing(interval: float) -> None:
+    for own in (None, interval):  # the default interval, and a job's own
+        jobs = [job("long", 0, 10_000, checkpoint=own), job("short", 5_000, 100)]
+        result = run(jobs, "tiresias", checkpoint=interval)
+        assert times(result)["long"] == (0, 10_100)
+        assert result.lost_gpu_s == 0 and all(r.lost_gpu_s == 0 for r in result.records)
+
+
 def test_a_jobs_own_checkpoint_interval_overrides_the_default() -> None:
     result = run([job("long", 0, 10_000, checkpoint=1_000), job("short", 5_000, 100)], "tiresias", checkpoint=600)
     assert times(result)["long"] == (0, 10_100)

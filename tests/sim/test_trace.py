@@ -99,6 +99,12 @@ def test_python_number_syntax_is_not_a_number() -> None:
         load_trace([row("a", 0, duration="1_000")])
 
 
+@pytest.mark.parametrize("digits", ["\u0665", "\uff15"])  # Arabic-Indic and full-width 5: float() takes both
+def test_digits_of_other_scripts_are_not_a_number(digits: str) -> None:
+    with pytest.raises(TraceError, match=r"line 2: duration_s must be a number"):
+        load_trace([row("a", 0, duration=digits)])
+
+
 def test_a_column_given_twice_in_the_header_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
     path.write_text("job_id,submit_time_s,duration_s,num_gpus,num_gpus\na,0,100,1,2\n")

@@ -90,6 +90,19 @@ def test_add_keeps_the_speed_the_cluster_file_gives() -> None:
     assert add_gpus(cluster, 8, "A100", "--add 8xA100").gpu_speed == {"A100": 3.0}
 
 
+def test_add_keeps_the_speed_the_cluster_file_gives_whatever_the_case_of_its_key() -> None:
+    cluster = ClusterSpec(node_groups=spec(("a", 1, 8, "V100")).node_groups, gpu_speed={"a100": 3.0})
+    assert add_gpus(cluster, 8, "A100", "--add 8xA100").gpu_speed == {"A100": 3.0}
+
+
+def test_a_type_scaled_out_of_the_file_comes_back_as_the_files_group() -> None:
+    group = NodeGroupSpec(name="v100", count=4, gpus_per_node=4, gpu_type="V100", price_per_gpu_hour=2.5, watts_idle=50)
+    cluster = ClusterSpec(node_groups=[group], gpu_speed={"V100": 1.5})
+    after = apply_what_if(cluster, 0.0, ["8xV100"])
+    assert after.node_groups == [group.model_copy(update={"count": 2})]  # its shape, price, power: not the catalogue's
+    assert after.gpu_speed == {"V100": 1.5}
+
+
 def test_add_an_unknown_type_names_the_catalogue() -> None:
     with pytest.raises(WhatIfError, match=r"--add 8xZ9: Z9 is neither in the cluster file nor in the built-in"):
         add_gpus(spec(("a", 1, 8, "V100")), 8, "Z9", "--add 8xZ9")
@@ -177,6 +190,8 @@ def test_the_json_and_the_table_show_the_simulated_cluster(files: tuple[Path, Pa
         (["--remove", "16xV100"], "--remove 16xV100: the cluster has only 8 V100 GPUs"),
         (["--remove", "8xV100"], "--remove 8xV100: no node would be left"),
         (["--cluster-scale", "-1"], "--cluster-scale"),
+        (["--cluster-scale", "\uff12"], "'--cluster-scale': '\uff12' is not a number"),
+        (["--limit", "10_0"], "'--limit': '10_0' is not a whole number written with the digits 0-9"),
     ],
 )
 def test_bad_what_if_flags_exit_2_naming_the_flag(files: tuple[Path, Path], args: list[str], text: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import click
@@ -17,6 +18,16 @@ class FiniteFloatRange(click.FloatRange):
         if not math.isfinite(number):
             self.fail(f"{value!r} is not a finite number.", param, ctx)
         return number
+
+
+class PlainIntRange(click.IntRange):
+    """``click.IntRange`` that takes only ASCII digits (and a sign): ``int()`` also takes ``1_000`` and the
+    digits of other scripts."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not re.fullmatch(r"\s*[+-]?[0-9]+\s*", value):
+            self.fail(f"{value!r} is not a whole number written with the digits 0-9.", param, ctx)
+        return super().convert(value, param, ctx)
 
 
 class FiniteFloat(click.ParamType[float, object]):

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from corral.cli.numbers import FiniteFloat
+from corral.cli.numbers import FiniteFloat, PlainIntRange
 
 if TYPE_CHECKING:
     from corral.model import Quotas
@@ -44,7 +44,7 @@ def input_options(required: bool) -> Callable[[F], F]:
         ),
         click.option("--window", metavar="START:END", help="keep jobs with START <= submit_time_s < END (seconds)"),
         click.option(
-            "--limit", type=click.IntRange(min=0), metavar="N", help="keep the first N trace rows (after --window)"
+            "--limit", type=PlainIntRange(min=0), metavar="N", help="keep the first N trace rows (after --window)"
         ),
         click.option(
             "--scale-load",

@@ -88,7 +88,10 @@ class _Run:
         """Seconds of this run kept by its last checkpoint (all of them when checkpoints are continuous)."""
         elapsed = now - self.started
         interval = self.item.trace.checkpoint_s if self.item.trace.checkpoint_s is not None else default_interval
-        return elapsed if interval <= 0 else math.floor(elapsed / interval) * interval
+        periods = elapsed / interval if interval > 0 else math.inf
+        if not math.isfinite(periods):  # continuous, or so frequent that nothing is lost
+            return elapsed
+        return min(elapsed, math.floor(periods) * interval)  # never more than ran, whatever the rounding
 
 
 def simulate(

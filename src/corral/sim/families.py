@@ -49,9 +49,13 @@ def families(spec: ClusterSpec, trace: Trace, gpu_types: Sequence[str] = ()) -> 
 
 
 def speed_of(spec: ClusterSpec, gpu_type: str) -> float:
-    """The cluster file's speed for a type; 1.0 for its types it does not list; else the catalogue's."""
-    if gpu_type in spec.gpu_speed or any(g.gpu_type == gpu_type for g in spec.node_groups):
-        return spec.speed(gpu_type)
+    """The cluster file's speed for a type (its key matched whatever its case); 1.0 for its types it does not
+    list; else the catalogue's."""
+    listed = next((speed for key, speed in spec.gpu_speed.items() if key.lower() == gpu_type.lower()), None)
+    if listed is not None:
+        return listed
+    if any(g.gpu_type == gpu_type for g in spec.node_groups):
+        return 1.0
     defaults = lookup(gpu_type)
     return defaults.speed if defaults else 1.0
 

@@ -247,8 +247,9 @@ def _seconds(row: Mapping[str, str | None], column: str, line: int, source: str,
 
 
 def plain_float(text: str) -> float:
-    """A number as people and CSV writers write it: ``float()`` less Python's own ``1_000``."""
-    if "_" in text:
+    """A number as people and CSV writers write it: ``float()`` less Python's own ``1_000`` and the digits of
+    other scripts (``٥``, ``５``), which ``float()`` takes too."""
+    if "_" in text or not text.isascii():
         raise ValueError(f"could not convert string to float: {text!r}")
     return float(text)
 

@@ -39,11 +39,12 @@ def apply_what_if(
     spec: ClusterSpec, scale: float = 1.0, add: Sequence[str] = (), remove: Sequence[str] = ()
 ) -> ClusterSpec:
     """The cluster after ``--cluster-scale``, then every ``--add``, then every ``--remove``."""
+    original = spec
     if scale != 1.0:
         spec = scale_cluster(spec, scale, then_added=bool(add))
     for text in add:
         count, gpu_type = parse_amount(text, "--add")
-        spec = add_gpus(spec, count, gpu_type, f"--add {text}")
+        spec = add_gpus(spec, count, gpu_type, f"--add {text}", original)
     for text in remove:
         count, gpu_type = parse_amount(text, "--remove")
         spec = remove_gpus(spec, count, gpu_type, f"--remove {text}")
@@ -68,10 +69,17 @@ def scale_cluster(spec: ClusterSpec, factor: float, then_added: bool = False) ->
     return _with_groups(spec, groups, flag)
 
 
-def add_gpus(spec: ClusterSpec, count: int, gpu_type: str, flag: str) -> ClusterSpec:
-    """N more GPUs of a type: more nodes in its first group, or a new group from the catalogue."""
+def add_gpus(
+    spec: ClusterSpec, count: int, gpu_type: str, flag: str, original: ClusterSpec | None = None
+) -> ClusterSpec:
+    """N more GPUs of a type: more nodes in its first group, or a new group from the catalogue. A type
+    ``--cluster-scale`` took out of the cluster file (``original``) comes back shaped as its first group there."""
     same = _groups_of(spec, gpu_type)
     groups = list(spec.node_groups)
+    if not same and original is not None and (former := _groups_of(original, gpu_type)):
+        group = original.node_groups[former[0]]
+        groups.append(group.model_copy(update={"count": 0}))  # grows below, as a group of the file would
+        same = [len(groups) - 1]
     if same:
         index = same[0]
         group = groups[index]
@@ -99,7 +107,9 @@ def add_gpus(spec: ClusterSpec, count: int, gpu_type: str, flag: str) -> Cluster
     _check_group(f"the new {defaults.gpu_type} node group", count // per_node, flag)
     groups.append(new_group(defaults, count // per_node, per_node, {g.group_name for g in groups}))
     speeds = dict(spec.gpu_speed)
-    speeds.setdefault(defaults.gpu_type, defaults.speed)
+    listed = next((key for key in speeds if key.lower() == defaults.gpu_type.lower()), None)
+    # The file's speed for the type (its key whatever its case, spelled as the new group now), else the catalogue's.
+    speeds[defaults.gpu_type] = defaults.speed if listed is None else speeds.pop(listed)
     return _with_groups(spec, groups, flag).model_copy(update={"gpu_speed": speeds})
 
 

@@ -220,9 +220,13 @@ def parse_env_pair(value: str) -> tuple[str, str]:
     return key, val
 
 
+MIN_GPU_SPEED = 0.001
+"""The slowest speed a GPU type may have: a thousandth of the reference type's (a job then runs 1,000 × longer)."""
+
+
 def check_gpu_speeds(speeds: dict[str, float]) -> dict[str, float]:
-    """A speed table (GPU type → run-time speed); every speed must be above 0."""
+    """A speed table (GPU type → run-time speed); every speed must be at least ``MIN_GPU_SPEED``."""
     for gpu_type, speed in speeds.items():
-        if speed <= 0:
-            raise ValueError(f"speed of {gpu_type} must be above 0, got {speed}")
+        if not speed >= MIN_GPU_SPEED:
+            raise ValueError(f"speed of {gpu_type} must be at least {MIN_GPU_SPEED}, got {speed}")
     return speeds
