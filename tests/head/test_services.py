@@ -285,6 +285,16 @@ def test_users_see_only_their_own_services(head):
     assert head.client.delete("/v1/services/echo", headers=head.auth(alice)).status_code == 404
 
 
+def test_serving_a_name_another_user_owns_is_a_conflict_that_changes_nothing(head):
+    head.register("n1")
+    before = create(head)
+    alice = head.user_token("alice")
+    response = head.client.post("/v1/services", json={**SERVICE, "command": "other"}, headers=head.auth(alice))
+    assert response.status_code == 409
+    assert "belongs to another user; choose another name" in response.text
+    assert show(head)["revision"] == before["revision"]
+
+
 def test_gateways_report_load(head):
     body = {"gateway": "g1", "services": {"echo": {"inflight": 3, "requests": 10, "waiting": 0}}}
     response = head.client.post("/v1/gateway/load", json=body, headers=head.admin)

@@ -310,3 +310,30 @@ def test_a_change_the_gateway_is_told_of_applies_to_the_next_request(replica):
             await gw.close()
 
     assert run(scenario()) == [200, 503, 404]
+
+
+def test_a_replica_cannot_name_itself_in_the_replica_header():
+    import http.server
+    import threading
+
+    class Spoofing(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("X-Corral-Replica", "spoofed")
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args: Any) -> None:
+            return None
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Spoofing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        (response,) = run(through(gateway({"m": [Endpoint(replica="real", url=url)]}), ("GET", "/s/m/x")))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert response.status_code == 200
+    assert response.headers.get_list("x-corral-replica") == ["real"]

@@ -95,6 +95,13 @@ def test_a_number_of_replicas_is_a_fixed_count_and_other_forms_are_told_the_vali
         parse_service_spec({"name": "web", "command": "serve", "replicas": -1})
 
 
+def test_min_alone_above_the_default_max_runs_that_many():
+    spec = parse_service_spec({"name": "web", "command": "serve", "replicas": {"min": 3}})
+    assert (spec.replicas.min, spec.replicas.max) == (3, 3)
+    spec = parse_service_spec({"name": "web", "command": "serve", "replicas": {"min": 0}})
+    assert (spec.replicas.min, spec.replicas.max) == (0, 1)
+
+
 def test_max_0_alone_stops_a_service():
     spec = parse_service_spec({"name": "web", "command": "serve", "replicas": {"max": 0}})
     assert (spec.replicas.min, spec.replicas.max) == (0, 0)

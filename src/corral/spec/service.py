@@ -43,9 +43,12 @@ class ReplicasSpec(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _stopped_without_min(cls, data: Any) -> Any:
-        """``max: 0`` alone stops the service: the default ``min`` of 1 does not apply then."""
+        """``max: 0`` alone stops the service: the default ``min`` of 1 does not apply then. Likewise a
+        ``min`` alone above the default ``max`` of 1 runs exactly that many."""
         if isinstance(data, dict) and data.get("max") == 0 and "min" not in data:
             return {**data, "min": 0}
+        if isinstance(data, dict) and "max" not in data and isinstance(data.get("min"), int):
+            return {**data, "max": max(1, data["min"])} if not isinstance(data["min"], bool) else data
         return data
 
     @model_validator(mode="after")

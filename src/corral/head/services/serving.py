@@ -32,7 +32,7 @@ from corral.api.services import (
 )
 from corral.head.runtime import HeadRuntime
 from corral.head.security import Principal
-from corral.head.services.common import Infeasible, NotFound, record_event
+from corral.head.services.common import Conflict, Infeasible, NotFound, record_event
 from corral.head.services.convert import request_of
 from corral.head.services.jobs import runtime_up
 from corral.head.services.lifecycle import end_job
@@ -99,7 +99,8 @@ def apply(rt: HeadRuntime, who: Principal, spec: ServiceSpec) -> tuple[ServiceOu
             session.add(row)
             record_event(session, now, "service.created", f"service {spec.name} created by {who.user}")
         else:
-            _owned(row, who)
+            if not who.is_admin and row.user != who.user:  # names are cluster-wide
+                raise Conflict(f"name: service {spec.name!r} belongs to another user; choose another name")
             old = stored_spec(row)
             if any(getattr(old, f) != getattr(spec, f) for f in TEMPLATE_FIELDS):
                 row.revision += 1

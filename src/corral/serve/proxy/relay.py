@@ -29,6 +29,7 @@ HOP = frozenset(
     {b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"te", b"trailer", b"upgrade"}
 )
 HOP_AND_HOST = HOP | {b"host"}
+HOP_AND_OURS = HOP | {REPLICA_HEADER}
 WHOLE_BODY_MAX = 256 * 1024
 LARGE_BODY = 1 << 20  # a request body larger than this is written out in pieces
 # What a replica can do wrong once it has the request: close, reset, stall or cut its answer short.
@@ -76,8 +77,8 @@ async def pass_on(response: aiohttp.ClientResponse, send: Send, replica: str, se
     status line, the client gets a 502 naming it; if it fails after, the response is left
     unfinished, and the server then cuts the client's connection (a proxy cannot honestly finish
     a response the replica did not)."""
-    headers = [(k.lower(), v) for k, v in response.raw_headers if k.lower() not in HOP]
-    headers.append((REPLICA_HEADER, replica.encode()))
+    headers = [(k.lower(), v) for k, v in response.raw_headers if k.lower() not in HOP_AND_OURS]
+    headers.append((REPLICA_HEADER, replica.encode()))  # ours alone: a replica's own is dropped
     start = {"type": "http.response.start", "status": response.status, "headers": headers}
     length = response.content_length
     if length is not None and length <= WHOLE_BODY_MAX:
