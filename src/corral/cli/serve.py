@@ -180,5 +180,19 @@ def gateway(head_url: str | None, token: str | None, host: str, port: int) -> No
         config = load_config()
         head_url = head_url or config.head_url
         token = token if token is not None else config.token
+    _check_credentials(head_url, token)
     setup_logging("gateway")
     run(head_url, token, host, port)
+
+
+def _check_credentials(head_url: str, token: str) -> None:
+    """A token the head refuses exits 5 at once (it would be refused on every poll); a head that cannot be
+    reached yet is waited for, as the gateway waits for it while it runs."""
+    from corral.client.errors import Unreachable
+    from corral.client.light import LightTransport
+    from corral.client.services import ServiceApi
+
+    try:
+        ServiceApi(LightTransport(head_url, token)).gateway_view()
+    except Unreachable:
+        return
