@@ -265,7 +265,7 @@ def _ensure_agents(
 ) -> tuple[list[str], dict[str, Started]]:
     """Start the agents that are not running; answers all their names and the ones just started."""
     agents: list[dict[str, Any]] = state.setdefault("agents", [])
-    running = [a for a in agents if alive(a.get("pid"))]
+    running = _running_agents(state)
     if running:  # agents started now get the running ones' GPUs and runtime (`up` refused any others)
         spec, runtime = _agent_spec(state, running[0]), _agent_runtime(state, running[0])
     else:
@@ -299,6 +299,11 @@ def _ensure_agents(
     return names, started
 
 
+def _running_agents(state: dict[str, Any]) -> list[dict[str, Any]]:
+    """The entries of the agents `up` started that still run."""
+    return [a for a in state.get("agents", []) if alive(a.get("pid"))]
+
+
 def _agent_spec(state: dict[str, Any], agent: dict[str, Any]) -> str:
     """The --fake-gpus an agent was started with ("": the GPUs NVML finds)."""
     return str(agent.get("fake_gpus", state.get("fake_gpus")) or "")
@@ -309,7 +314,7 @@ def _check_fake_gpus(state: dict[str, Any], fake_gpus: str | None) -> None:
     before anything starts."""
     if fake_gpus is None:
         return
-    running = [a for a in state.get("agents", []) if alive(a.get("pid"))]
+    running = _running_agents(state)
     specs = sorted({_agent_spec(state, a) for a in running})
     if all(_same_gpus(fake_gpus, spec) for spec in specs):
         return
@@ -328,7 +333,7 @@ def _agent_runtime(state: dict[str, Any], agent: dict[str, Any]) -> str:
 def _check_runtime(state: dict[str, Any], runtime: str | None) -> None:
     """Every agent of the cluster runs images the same way: a --runtime other than the running agents'
     exits 2, before anything starts."""
-    running = [a for a in state.get("agents", []) if alive(a.get("pid"))]
+    running = _running_agents(state)
     have = sorted({_agent_runtime(state, a) for a in running})
     if runtime is None or all(runtime == each for each in have):
         return

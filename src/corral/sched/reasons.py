@@ -37,7 +37,8 @@ def explain(
     and its reasons are found once per group (team and request) of the queue.
 
     Jobs with the same reason share one ``Reason`` (a queue position is the job's place in
-    ``waiting``, see ``Plan.position``), so a cycle leaving 100,000 jobs waiting makes a few hundred."""
+    ``waiting``, see ``Plan.position``), so a cycle leaving 100,000 jobs waiting makes one per request and
+    team at most (a few thousand), not one per job."""
     if not waiting and not rest:
         return {}
     registered, unavailable = snapshot.shapes, snapshot.unavailable_shapes
