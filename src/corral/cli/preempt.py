@@ -69,8 +69,7 @@ def _touch_checkpoint_file(job_id: str, checkpoint_dir: str, output: str, why: E
 
     marker = Path(checkpoint_dir) / CHECKPOINT_MARKER
     try:
-        marker.touch()
-        os.utime(marker)
+        marker.touch()  # now, whether it was there or not
     except OSError as exc:
         raise InvalidRequest(f"CORRAL_CHECKPOINT_DIR: cannot touch {marker}: {exc.strerror or exc}") from None
     at = datetime.fromtimestamp(marker.stat().st_mtime, UTC).isoformat()

@@ -22,14 +22,11 @@ class LeftOver:
         self._held = held
         self._spare: dict[str, float] = defaultdict(float)
         self._victims_on: dict[str, list[str]] = defaultdict(list)
-        self._given: set[str] = set()
 
-    def note(self, placement: Placement, victims: Sequence[str]) -> None:
-        """``placement`` is held on ``victims``, which will free what they hold."""
-        for v in victims:
-            if v in self._given:
-                continue
-            self._given.add(v)
+    def note(self, placement: Placement, new_victims: Sequence[str]) -> None:
+        """``placement`` is held on victims, of which ``new_victims`` were given to no job before: they will
+        free what they hold."""
+        for v in new_victims:
             for allocation in self._held[v]:
                 self._spare[allocation.node] += len(allocation.gpus) * allocation.gpu_fraction
                 if not self._victims_on[allocation.node] or self._victims_on[allocation.node][-1] != v:

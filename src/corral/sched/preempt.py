@@ -248,9 +248,10 @@ class Preemptor:
     def commit(self, view: CapacityView, placement: Placement, victims: Sequence[str]) -> None:
         """Hold the placement on the view (on top of the victims, which still run) and use up the victims."""
         view.apply(placement)
+        new = [v for v in victims if v not in self._given]  # the others were given to an earlier job
         self.taken.update(victims)
-        self._left.note(placement, victims)
-        self._given.update((v, placement.job_id) for v in victims if v not in self._given)
+        self._left.note(placement, new)
+        self._given.update((v, placement.job_id) for v in new)
         if self.quota is not None:
             for v in victims:
                 self.quota.give_back(self.jobs[v])
