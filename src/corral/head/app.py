@@ -22,6 +22,7 @@ from corral.head.notify import Notifier
 from corral.head.routers import agents, cluster, config, dashboard, deps, jobs, rawbody, services, usage, users
 from corral.head.routers.quietpath import QuietHeartbeats
 from corral.head.runtime import HeadRuntime
+from corral.head.services.accounting import record_head_prices
 from corral.head.services.auth import TokenCache, bootstrap, write_client_config
 from corral.head.settings import HeadSettings
 from corral.head.store.db import Database
@@ -44,6 +45,7 @@ def create_app(settings: HeadSettings, clock: Clock | None = None, run_loops: bo
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await asyncio.to_thread(db.migrate)
         admin, join = await asyncio.to_thread(bootstrap, rt)
+        await asyncio.to_thread(record_head_prices, rt)
         if settings.write_client_config:
             write_client_config(settings.home, settings.url, admin, join)
         app.state.admin_token = admin

@@ -199,6 +199,16 @@ class UserRow(Base):
     created_at: Mapped[datetime]
 
 
+class PriceRow(Base):
+    """The GPU prices in force from ``effective_at`` on (per GPU type, per GPU-hour), until the next row."""
+
+    __tablename__ = "gpu_prices"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    effective_at: Mapped[datetime] = mapped_column(index=True)
+    prices: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
 class LeaseRow(Base):
     """A lease only one head holds at a time; ``token`` grows by one with every new holder (fencing)."""
 

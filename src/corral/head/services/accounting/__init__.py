@@ -2,10 +2,13 @@
 
 GPU time comes from the task rows (one per node per attempt, with when it started and when its
 processes were gone); energy from the ``usage.energy`` events the meter keeps; prices from the
-head's settings (``gpu_price``). Nothing is kept only in memory, so usage survives restarts.
+prices recorded over time (``prices``: each head records its ``--gpu-prices`` when it starts, if
+they changed), so a stretch of time costs what GPUs cost then. Nothing is kept only in memory, so
+usage survives restarts.
 """
 
 from corral.head.services.accounting.meter import meter
-from corral.head.services.accounting.report import gpu_price, job_usage, usage_report, usage_series
+from corral.head.services.accounting.prices import price_of, record_head_prices, record_prices
+from corral.head.services.accounting.report import job_usage, usage_report, usage_series
 
-__all__ = ["gpu_price", "job_usage", "meter", "usage_report", "usage_series"]
+__all__ = ["job_usage", "meter", "price_of", "record_head_prices", "record_prices", "usage_report", "usage_series"]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from corral.api.usage import UsageOut
+from corral.head.services.accounting.prices import PriceBook
 
 JOULES_PER_KWH = 3_600_000.0
 
@@ -78,13 +79,14 @@ def hold_usage(
     since: datetime | None,
     until: datetime,
     now: datetime,
-    price: Callable[[str], float],
+    prices: PriceBook,
     live_j: float = 0.0,
 ) -> dict[str, UsageOut]:
-    """The hold's usage in [since, until], per GPU type. ``live_j``: energy after ``metered_through``
-    that is still only in memory (counted up to now)."""
+    """The hold's usage in [since, until], per GPU type, each stretch at the prices then in force.
+    ``live_j``: energy after ``metered_through`` that is still only in memory (counted up to now)."""
     end = min(hold.end_or(now), until)
     seconds = overlap_s(hold.start, end, since, until) * hold.fraction
+    lo = hold.start if since is None or hold.start > since else since
     through = hold.metered_through or hold.start
     energy_j = prorated(hold.metered_j, hold.start, through, since, until)
     energy_j += prorated(live_j, through, max(through, hold.end_or(now)), since, until)
@@ -93,7 +95,7 @@ def hold_usage(
     for gpu_type in hold.gpu_types:
         part = out.setdefault(gpu_type, UsageOut())
         part.gpu_seconds += seconds
-        part.cost += seconds / 3600.0 * price(gpu_type)
+        part.cost += prices.cost(gpu_type, lo, end, hold.fraction)
         part.energy_kwh += energy_j / count / JOULES_PER_KWH
     return out
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session
@@ -14,30 +13,17 @@ from corral.head.security import Principal
 from corral.head.services.accounting.figures import Hold, add, hold_usage, rounded
 from corral.head.services.accounting.holds import load_holds
 from corral.head.services.accounting.meter import hold_energy
+from corral.head.services.accounting.prices import PriceBook, load_prices
 from corral.head.services.common import Infeasible
-from corral.head.settings import HeadSettings
 
 MAX_BUCKETS = 2000
 
 
-def gpu_price(settings: HeadSettings, gpu_type: str) -> float:
-    """Price of one GPU-hour of ``gpu_type``; types without a price cost nothing."""
-    prices = settings.gpu_prices
-    if gpu_type in prices:
-        return prices[gpu_type]
-    lowered = {name.lower(): price for name, price in prices.items()}
-    return lowered.get(gpu_type.lower(), 0.0)
-
-
-def _pricer(rt: HeadRuntime) -> Callable[[str], float]:
-    return lambda gpu_type: gpu_price(rt.settings, gpu_type)
-
-
 def _usage_of(
-    rt: HeadRuntime, hold: Hold, since: datetime | None, until: datetime, now: datetime
+    rt: HeadRuntime, hold: Hold, since: datetime | None, until: datetime, now: datetime, prices: PriceBook
 ) -> dict[str, UsageOut]:
     live_j = hold_energy(rt, hold, hold.metered_through or hold.start, min(hold.end_or(now), now))
-    return hold_usage(hold, since, until, now, _pricer(rt), live_j)
+    return hold_usage(hold, since, until, now, prices, live_j)
 
 
 def _key(hold: Hold, by: UsageKey, gpu_type: str) -> str:
@@ -48,8 +34,9 @@ def job_usage(session: Session, rt: HeadRuntime, job_id: str) -> UsageOut:
     """Everything a job used, every attempt, up to now if it still runs."""
     now = rt.clock.now()
     total = UsageOut()
+    prices = load_prices(session, rt.settings.gpu_prices)
     for hold in load_holds(session, None, now, job_ids=[job_id]):
-        for part in _usage_of(rt, hold, None, now, now).values():
+        for part in _usage_of(rt, hold, None, now, now, prices).values():
             add(total, part)
     return rounded(total)
 
@@ -62,10 +49,11 @@ def usage_report(
     _check_period(since, until)
     with rt.read() as session:
         holds = load_holds(session, since, until, user=None if who.is_admin else who.user)
+        prices = load_prices(session, rt.settings.gpu_prices)
     sums: dict[str, UsageOut] = defaultdict(UsageOut)
     jobs: dict[str, set[str]] = defaultdict(set)
     for hold in holds:
-        for gpu_type, part in _usage_of(rt, hold, since, until, now).items():
+        for gpu_type, part in _usage_of(rt, hold, since, until, now, prices).items():
             key = _key(hold, by, gpu_type)
             add(sums[key], part)
             if part.gpu_seconds > 0:
@@ -95,6 +83,7 @@ def usage_series(
         raise Infeasible("step", f"must be positive and give at most {MAX_BUCKETS} buckets over the period")
     with rt.read() as session:
         holds = load_holds(session, since, until, user=None if who.is_admin else who.user)
+        prices = load_prices(session, rt.settings.gpu_prices)
     step = timedelta(seconds=step_s)
     starts = []
     at = since
@@ -110,7 +99,7 @@ def usage_series(
             if bucket.start >= min(hold.end_or(now), until):
                 break
             end = min(bucket.start + step, until)
-            for gpu_type, part in hold_usage(hold, bucket.start, end, now, _pricer(rt), live_j).items():
+            for gpu_type, part in hold_usage(hold, bucket.start, end, now, prices, live_j).items():
                 key = _key(hold, by, gpu_type)
                 add(bucket.usage.setdefault(key, UsageOut()), part)
                 keys.add(key)
