@@ -66,10 +66,11 @@ def test_the_carried_order_equals_a_fresh_sort_through_many_cycles(slack: int, m
         inputs = ("test", tuple(sorted(shares.items())))
         with_borrowing = step % 7 != 3  # now and then a cycle without quotas
         items = order.ordered(jobs, key, inputs, borrows if with_borrowing else None)
-        got, requests = [item[1] for item in items], [item[2] for item in items]
+        got, requests = list(map(order.job_of, items)), list(map(order.request_of, items))
         expected = sorted(jobs, key=lambda job: (with_borrowing and borrows(job), *key(job)))
         assert got == expected, f"step {step}"
-        assert [item[0] for item in items] == [key(job) for job in got]
+        assert [item[:-4] for item in items] == [key(job) for job in got]
+        assert list(map(order.id_of, items)) == [job.id for job in got]
         assert requests == [job.request for job in got]
         assert len({id(r) for r in requests}) == len(set(requests))  # equal requests: one object
 

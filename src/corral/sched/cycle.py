@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from operator import itemgetter
 
 from corral.model import Allocation, Job, Request
 from corral.sched.backfill import blocked_reason, ends_by, find_reservation, guard_view, reserved_reason, when
 from corral.sched.fairshare import share_key_of, share_tables
-from corral.sched.order import Item, ordered
+from corral.sched.order import Item, ordered, request_of
 from corral.sched.placement import find_placement
 from corral.sched.plan import FASTER_GPU, QUOTA, Placement, Plan, Preemption, Reason, Reservation
 from corral.sched.policy import Policy
@@ -77,7 +76,8 @@ class _Cycle:
         no_victims: set[tuple[bool, Request, int]] = set()
         waiting, waiting_requests, unchecked = self.waiting, self.waiting_requests, self.quota_unchecked.add
         checked: tuple[int, int] | None = None  # (unfit requests, victim searches) when the rest was last checked
-        for at, (_, queued, request, _, _) in enumerate(queue):
+        for at, item in enumerate(queue):
+            queued, request = item[-4], item[-3]
             if request in unfit_now and (preemptor is None or not preemptor.worth_trying(queued)):
                 now_checked = (len(unfit_now), 0 if preemptor is None else preemptor.searches)
                 if now_checked != checked:
@@ -144,7 +144,7 @@ class _Cycle:
         if preemptor is not None and preemptor.may_search():
             return False
         if self.queued_requests is None:
-            requests = list(map(_request_of, queue))  # one object per value: distinct by identity first
+            requests = list(map(request_of, queue))  # one object per value: distinct by identity first
             self.queued_requests = set(dict(zip(map(id, requests), requests, strict=True)).values())
             self.queued_unfit = len(self.queued_requests & unfit_now)
         return self.queued_unfit == len(self.queued_requests)
@@ -352,9 +352,6 @@ class _Cycle:
             elif reservation is not None:
                 reasons[job_id] = blocked_reason(base, reservation, self.now)
         return reasons
-
-
-_request_of = itemgetter(2)
 
 
 def _order_key(

@@ -20,16 +20,22 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import compress, filterfalse
 from operator import itemgetter, not_
+from typing import Any
 
 from corral.model import Job, Request
 
 Key = tuple[object, ...]
-# A job's key, the job, its request (one object per request value), its group's number and the job's id.
-Item = tuple[Key, Job, Request, int, str]
+Item = tuple[Any, ...]
+"""A job's key, then the job, its request (one object per request value), its group's number and the job's
+id: one flat tuple, so that items sort by their keys as they are (a key ends with the job's id, so two
+items never compare past it), and a queue of 100,000 jobs is 100,000 objects the collector looks at, not
+twice that. Read the fields with ``job_of``, ``request_of``, ``group_of`` and ``id_of``."""
 Group = tuple[Request, str]  # a job's request and team: all that ``borrows`` and a waiting job's reason read
 
-_key_of = itemgetter(0)
-_group_of = itemgetter(3)
+job_of = itemgetter(-4)
+request_of = itemgetter(-3)
+group_of = itemgetter(-2)
+id_of = itemgetter(-1)
 _SLACK = 1024  # requests and groups of jobs gone are forgotten once they outnumber twice the jobs by this
 
 
@@ -62,7 +68,7 @@ def ordered(
             same: dict[Request, Request] = {}
             groups = _Groups()
             items = [_item(job, key, same, groups) for job in pending]
-            items.sort(key=_key_of)
+            items.sort()
             kept = _Kept(inputs, now, items, same, groups)
         _kept[inputs] = kept
         if len(_kept) > 4:  # callers with other policies or share tables: keep the latest few
@@ -86,7 +92,7 @@ def _update(kept: _Kept, now: dict[int, Job], key: Callable[[Job], Key]) -> bool
         return False
     items, jobs, same = kept.items, kept.jobs, kept.same
     if len(gone) * 32 < len(items):  # a few: find each one by its key (keys are unique: they end with the id)
-        at = sorted(bisect_left(items, key(jobs[i]), key=_key_of) for i in gone)
+        at = sorted(bisect_left(items, key(jobs[i])) for i in gone)  # a key sorts just before its item
         kept_items: list[Item] = []
         start = 0
         for i in at:
@@ -95,17 +101,17 @@ def _update(kept: _Kept, now: dict[int, Job], key: Callable[[Job], Key]) -> bool
         kept_items.extend(items[start:])
     else:
         gone_ids = set(gone)
-        kept_items = [item for item in items if id(item[1]) not in gone_ids]
+        kept_items = [item for item in items if id(item[-4]) not in gone_ids]
     groups = kept.groups
     groups.leave(jobs[i] for i in gone)
     fresh = [_item(job, key, same, groups) for job in (now[i] for i in new)]
-    fresh.sort(key=_key_of)
+    fresh.sort()
     kept_items = _merged(kept_items, fresh)
     if len(same) > 2 * len(kept_items) + _SLACK:  # forget the requests of jobs gone
-        kept.same = {item[2]: item[2] for item in kept_items}
+        kept.same = {item[-3]: item[-3] for item in kept_items}
     if len(groups.members) > 2 * len(kept_items) + _SLACK:  # forget the groups of jobs gone
         kept.groups = groups = _Groups()
-        kept_items = [(k, job, request, groups.join(job, request), i) for k, job, request, _, i in kept_items]
+        kept_items = [(*item[:-2], groups.join(item[-4], item[-3]), item[-1]) for item in kept_items]
     kept.jobs, kept.items = now, kept_items
     return True
 
@@ -115,12 +121,12 @@ def _merged(items: list[Item], fresh: list[Item]) -> list[Item]:
     by bisection, so the long list is not compared item by item again (as a sort would, to find it sorted)."""
     if len(fresh) * 32 >= len(items):
         items.extend(fresh)
-        items.sort(key=_key_of)  # two sorted runs: one merge
+        items.sort()  # two sorted runs: one merge
         return items
     merged: list[Item] = []
     start = 0
     for item in fresh:
-        at = bisect_left(items, item[0], lo=start, key=_key_of)
+        at = bisect_left(items, item, lo=start)
         merged += items[start:at]
         merged.append(item)
         start = at
@@ -135,13 +141,13 @@ def _borrowers_last(kept: _Kept, borrows: Callable[[Job], bool]) -> list[Item]:
     if not any(late):
         return kept.items
     items = kept.items
-    borrowing = list(map(late.__getitem__, map(_group_of, items)))
+    borrowing = list(map(late.__getitem__, map(group_of, items)))
     return [*compress(items, map(not_, borrowing)), *compress(items, borrowing)]
 
 
 def _item(job: Job, key: Callable[[Job], Key], same: dict[Request, Request], groups: _Groups) -> Item:
     request = same.setdefault(job.request, job.request)
-    return (key(job), job, request, groups.join(job, request), job.id)
+    return (*key(job), job, request, groups.join(job, request), job.id)
 
 
 class _Groups:

@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Container, Mapping, Sequence
 from itertools import islice
-from operator import itemgetter
 
 from corral.model import Job, Request
 from corral.sched import describe
 from corral.sched.feasibility import ClusterShapes, largest_domain, no_domain_holds, required_domain
-from corral.sched.order import Item
+from corral.sched.order import Item, group_of, id_of
 from corral.sched.placement import candidates
 from corral.sched.plan import NEVER_FITS, NO_NODES, QUOTA, RESOURCES, Reason
 from corral.sched.snapshot import CapacityView, Snapshot
@@ -73,17 +72,14 @@ def explain(
         else:
             reasons[job.id] = base
     if rest:
-        groups = list(map(_group_of, rest))
+        groups = list(map(group_of, rest))
         said: dict[int, Reason] = {}
-        for group, (_, job, request, _, _) in dict(zip(groups, rest, strict=True)).items():  # one job per group
+        for group, item in dict(zip(groups, rest, strict=True)).items():  # one job per group
+            request = item[-3]
             base, teams = base_of(request)
-            said[group] = unchecked_reason(job, request, base, teams)
-        reasons.update(zip(map(_id_of, rest), map(said.__getitem__, groups), strict=True))
+            said[group] = unchecked_reason(item[-4], request, base, teams)
+        reasons.update(zip(map(id_of, rest), map(said.__getitem__, groups), strict=True))
     return reasons
-
-
-_group_of = itemgetter(3)
-_id_of = itemgetter(4)
 
 
 def _reason(
