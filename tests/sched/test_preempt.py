@@ -265,3 +265,38 @@ def test_a_job_waits_for_the_rest_of_a_victim_preempted_for_another_rather_than_
     assert victims(plan) == [("big", "a")]  # b waits for the two GPUs a leaves of big's four
     assert plan.reasons["a"].message == "preempting big (1 GPU-hours lost) to start"
     assert plan.reasons["b"].message == "waiting for big to stop, then starts"
+
+
+def test_what_a_victim_leaves_over_counts_as_free_so_a_job_preempts_only_the_rest() -> None:
+    snap = snapshot(
+        nodes=[make_node("n1").gpus(8)],
+        live=[live_alloc("big", "n1", range(4)), live_alloc("small", "n1", [4, 5]), live_alloc("kept", "n1", [6, 7])],
+        running=[
+            running_job("big", NOW, ran_s=HOUR / 4, preemptible=True),  # loses 1 GPU-hour, "small" 2
+            running_job("small", NOW, ran_s=HOUR, preemptible=True),
+            running_job("kept", NOW, ran_s=HOUR),
+        ],
+        pending=[make_job("a").gpus(2).priority(1).seq(1), make_job("b").gpus(4).priority(1).seq(2)],
+    )
+    plan = run(snap)
+    # b takes the two GPUs a leaves of big's four, and small's two: before, big's four counted as taken.
+    assert victims(plan) == [("big", "a"), ("small", "b")]
+    assert plan.reasons["b"].message == "preempting small (2 GPU-hours lost) and waiting for big to stop, then starts"
+
+
+def test_a_shared_gpu_counts_what_a_stopping_job_leaves_over_beside_another_stopping_job() -> None:
+    snap = snapshot(
+        nodes=[make_node("n1").gpus(1)],
+        live=[live_alloc(j, "n1", [0], fraction=0.3) for j in ("first", "low", "second")],
+        running=[
+            running_job("first", NOW, ran_s=HOUR, stopping=True),
+            running_job("low", NOW, ran_s=HOUR, preemptible=True),
+            running_job("second", NOW, ran_s=HOUR, stopping=True),
+        ],
+        pending=[make_job("a").gpus(0.3).priority(1).seq(1), make_job("b").gpus(0.25).priority(1).seq(2)],
+    )
+    plan = run(snap)
+    # a takes first's share; b fits in the tenth left free and second's share: nobody needs preempting.
+    assert plan.preemptions == ()
+    assert plan.reasons["a"].message == "waiting for first to stop, then starts"
+    assert plan.reasons["b"].message == "waiting for first and second to stop, then starts"

@@ -26,17 +26,14 @@ from itertools import islice
 
 from corral.model import Job, Request, RunningJob
 from corral.sched import describe
-from corral.sched.left_over import LeftOver
 from corral.sched.node_capacity import NodeCapacity
-from corral.sched.node_room import emptied, fits_without, gpus_short
 from corral.sched.placement import candidates, find_placement
 from corral.sched.plan import PREEMPTING, Placement, Preemption, Reason
 from corral.sched.policy import by_priority
 from corral.sched.quota import QuotaLedger
 from corral.sched.snapshot import CapacityView, Snapshot
-from corral.sched.victim_scan import Cost, LossBounds, ScanOrder, VictimSets, lost_gpu_seconds
+from corral.sched.victim_scan import Cost, LossBounds, ScanOrder, VictimSets, cheapest_on_node, lost_gpu_seconds
 
-EXHAUSTIVE = 8  # victims on one node up to which every subset is tried
 _NEAREST = 1 << 30  # the reach of a search open to any victim: after every narrower reach
 SEARCHES_PER_CYCLE = 64  # victim searches per cycle; jobs blocked after that wait for the next cycle
 
@@ -111,7 +108,6 @@ class Preemptor:
         self.searches = 0
         self.exhausted: dict[str, None] = {}  # jobs whose search scanned every node it was given (in order)
         self._sets = VictimSets(self.cost)
-        self._left = LeftOver(held_by)
         self._given: dict[str, str] = {}  # victim → the job it was first given to
         # One node's answer, by all it depends on: searches for like jobs ask the same of the same nodes.
         self._on_node: dict[tuple[object, ...], tuple[str, ...] | None] = {}
@@ -198,11 +194,35 @@ class Preemptor:
         self._own_team = job.team if own_team_only else None
         self.searches += 1
         try:
-            if not own_team_only and (left := self._left.fit(view, job)) is not None:
-                return left  # waits for victims already stopping for others: preempts no more
-            return self._find(view, job)
+            if own_team_only or job.request.gpus_per_node <= 0:
+                return self._find(view, job)
+            return self._find_after_given(view, job)
         finally:
             self._own_team = self._scope = None
+
+    def _find_after_given(self, view: CapacityView, job: Job) -> tuple[Placement, tuple[str, ...]] | None:
+        """``_find`` on what is free once the victims given to earlier jobs this cycle stop (the view holds
+        those jobs on top of their victims, which still run there): what those jobs leave over counts as
+        free, so a job waits for it rather than preempting more, and the job also waits for the given
+        victims on its nodes."""
+        given = list(self._given)
+        for v in given:
+            view.release(self.held[v])
+        try:
+            placement = find_placement(view, job) if given else None
+            if placement is not None:
+                return placement, self._given_on(placement, given)  # preempts no more
+            found = self._find(view, job)
+            if found is None or not given:
+                return found
+            return found[0], tuple(sorted({*found[1], *self._given_on(found[0], given)}))
+        finally:
+            for v in given:
+                view.take(self.held[v])
+
+    def _given_on(self, placement: Placement, given: Sequence[str]) -> tuple[str, ...]:
+        placed_on = {a.node for a in placement.allocations}
+        return tuple(sorted(v for v in given if any(a.node in placed_on for a in self.held[v])))
 
     def _find(self, view: CapacityView, job: Job) -> tuple[Placement, tuple[str, ...]] | None:
         request = job.request
@@ -250,7 +270,6 @@ class Preemptor:
         view.apply(placement)
         new = [v for v in victims if v not in self._given]  # the others were given to an earlier job
         self.taken.update(victims)
-        self._left.note(placement, new)
         self._given.update((v, placement.job_id) for v in new)
         if self.quota is not None:
             for v in victims:
@@ -352,40 +371,5 @@ class Preemptor:
         key = (node.name, *node.used.values(), node.free_cpus, node.free_memory_mb, request, gpu_type, *eligible)
         if key in self._on_node:
             return self._on_node[key]
-        found = self._on_node[key] = self._cheapest_on_node(node, request, gpu_type, eligible)
+        found = self._on_node[key] = cheapest_on_node(node, request, gpu_type, eligible, self.held, self._sets)
         return found
-
-    def _cheapest_on_node(
-        self, node: NodeCapacity, request: Request, gpu_type: str | None, eligible: list[str]
-    ) -> tuple[str, ...] | None:
-        """The cheapest subset of the node's eligible victims whose removal fits one share, or None."""
-        freed = {v: [a for a in self.held[v] if a.node == node.name] for v in eligible}
-        if len(eligible) <= EXHAUSTIVE:
-            short, frees = gpus_short(node, request, gpu_type), emptied(node, gpu_type, freed)
-            if sum(frees.values()) < short:
-                return None
-            # Fewer victims than it takes to empty ``short`` GPUs, the largest first, cannot do.
-            smallest, left = 0, short
-            for count in sorted(frees.values(), reverse=True):
-                if left <= 0:
-                    break
-                left -= count
-                smallest += 1
-            for subset in self._sets.cheapest_first(tuple(eligible), smallest):
-                if sum(map(frees.__getitem__, subset)) >= short and fits_without(
-                    node, request, gpu_type, [a for v in subset for a in freed[v]]
-                ):
-                    return subset
-            return None
-        chosen: list[str] = []
-        for v in sorted(eligible, key=lambda v: (self.cost[v], v)):
-            chosen.append(v)
-            if fits_without(node, request, gpu_type, [a for c in chosen for a in freed[c]]):
-                break
-        else:
-            return None
-        for v in sorted(chosen, key=lambda v: (self.cost[v], v), reverse=True):  # prune the costliest first
-            rest = [c for c in chosen if c != v]
-            if fits_without(node, request, gpu_type, [a for c in rest for a in freed[c]]):
-                chosen = rest
-        return tuple(sorted(chosen))

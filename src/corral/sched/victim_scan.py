@@ -1,5 +1,5 @@
 """The order a victim search scans nodes in: by the cost of each node's cheapest victim, for one cycle;
-and a tighter bound per node for shares that need several victims there."""
+a tighter bound per node for shares that need several victims there; and the cheapest victims on one node."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from itertools import accumulate, combinations
 
 from corral.model import Allocation, Request, RunningJob
 from corral.sched.node_capacity import NodeCapacity
-from corral.sched.node_room import gpus_short
+from corral.sched.node_room import emptied, fits_without, gpus_short
 from corral.sched.snapshot import CapacityView
 
+EXHAUSTIVE = 8  # victims on one node up to which every subset is tried
 Cost = tuple[float, int]  # (GPU-seconds lost, jobs newly preempted)
 _SLACK_S = 1e-3  # GPU-seconds: lost work is rounded to 6 decimals, so compare with room to spare
 Scan = tuple[Cost, str, int, int]  # (its cheapest victim's cost, node, GPUs of the type there, place in the scan)
@@ -124,6 +125,9 @@ class VictimSets:
         self._cost = cost
         self._kept: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
 
+    def cost(self, victim: str) -> Cost:
+        return self._cost[victim]
+
     def total(self, victims: Sequence[str]) -> Cost:
         cost = self._cost
         return (round(sum(cost[v][0] for v in victims), 6), sum(cost[v][1] for v in victims))
@@ -139,3 +143,46 @@ class VictimSets:
             subsets = [s for k in range(len(eligible) + 1) for s in combinations(eligible, k)]
             ordered = self._kept[eligible] = sorted(subsets, key=lambda s: (self.total(s), s))
         return ordered
+
+
+def cheapest_on_node(
+    node: NodeCapacity,
+    request: Request,
+    gpu_type: str | None,
+    eligible: list[str],
+    held: Mapping[str, Sequence[Allocation]],
+    sets: VictimSets,
+) -> tuple[str, ...] | None:
+    """The cheapest subset of the node's eligible victims (holding ``held``) whose removal fits one share of
+    the request there, or None: every subset, cheapest first, for up to ``EXHAUSTIVE`` victims; past that,
+    victims added cheapest first, then the costliest pruned while the share still fits."""
+    freed = {v: [a for a in held[v] if a.node == node.name] for v in eligible}
+    if len(eligible) <= EXHAUSTIVE:
+        short, frees = gpus_short(node, request, gpu_type), emptied(node, gpu_type, freed)
+        if sum(frees.values()) < short:
+            return None
+        # Fewer victims than it takes to empty ``short`` GPUs, the largest first, cannot do.
+        smallest, left = 0, short
+        for count in sorted(frees.values(), reverse=True):
+            if left <= 0:
+                break
+            left -= count
+            smallest += 1
+        for subset in sets.cheapest_first(tuple(eligible), smallest):
+            if sum(map(frees.__getitem__, subset)) >= short and fits_without(
+                node, request, gpu_type, [a for v in subset for a in freed[v]]
+            ):
+                return subset
+        return None
+    chosen: list[str] = []
+    for v in sorted(eligible, key=lambda v: (sets.cost(v), v)):
+        chosen.append(v)
+        if fits_without(node, request, gpu_type, [a for c in chosen for a in freed[c]]):
+            break
+    else:
+        return None
+    for v in sorted(chosen, key=lambda v: (sets.cost(v), v), reverse=True):  # prune the costliest first
+        rest = [c for c in chosen if c != v]
+        if fits_without(node, request, gpu_type, [a for c in rest for a in freed[c]]):
+            chosen = rest
+    return tuple(sorted(chosen))
