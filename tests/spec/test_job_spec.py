@@ -202,7 +202,7 @@ def test_memory_and_time_limit_take_quantities():
 def test_bad_memory_names_the_field_and_the_format():
     error = the_error({"command": "x", "resources": {"memory": "lots"}})
     assert error.field == "resources.memory"
-    assert "expected a size such as 512MB, 64GB or 1.5TB" in error.message
+    assert "expected a size such as 512MB, 64GB, 64Gi or 1.5TB" in error.message
 
 
 def test_bad_time_limit_names_the_field_and_the_format():

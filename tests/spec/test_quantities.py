@@ -13,6 +13,10 @@ from corral.spec import GpuGroup, parse_duration_s, parse_env_pair, parse_gpu_gr
         ("64 GB", 64 * 1024),
         ("64g", 64 * 1024),
         ("80GiB", 80 * 1024),
+        ("64Gi", 64 * 1024),  # as Kubernetes writes sizes
+        ("512Mi", 512),
+        ("2Ti", 2 * 1024 * 1024),
+        ("2048Ki", 2),
         ("1.5TB", 1536 * 1024),
         ("1t", 1024 * 1024),
         ("2048KB", 2),
@@ -29,7 +33,7 @@ def test_memory_sizes_are_binary_mebibytes(text, mb):
 @pytest.mark.parametrize(
     ("value", "expected"),
     [
-        ("lots", "expected a size such as 512MB, 64GB or 1.5TB"),
+        ("lots", "expected a size such as 512MB, 64GB, 64Gi or 1.5TB"),
         ("", "expected a size such as"),
         ("-5GB", "expected a size such as"),
         ("GB", "expected a size such as"),

@@ -24,6 +24,7 @@ from corral.cli.simargs import (
     input_options,
     load_head_config,
     load_inputs,
+    no_rows_reason,
     out_dir_option,
 )
 from corral.cli.simplan import plan
@@ -154,7 +155,9 @@ def _run(
     from corral.sim.report import (
         SPEND_COLUMNS,
         TABLE_COLUMNS,
+        counted,
         report_document,
+        skipped_note,
         spend_rows,
         table_rows,
         unfinished_note,
@@ -177,6 +180,8 @@ def _run(
         check_out_dir(out_dir)
     nodes = build_nodes(spec)
     workload = prepare(trace, nodes)
+    if not workload.jobs and not workload.skipped:
+        click.echo(f"note: no job to simulate: {no_rows_reason(trace, window, limit)}", err=True)
     progress = sys.stderr if sys.stderr.isatty() else None
     try:
         results = simulate_policies(
@@ -199,12 +204,12 @@ def _run(
     if output == "json":
         emit_json(document)
     else:
-        shape = f"{len(nodes)} nodes, {spec.total_gpus} GPUs: {describe(spec)}"
-        click.echo(f"{len(workload.jobs)} jobs from {trace_path.name} on {shape}")
+        shape = f"{counted(len(nodes), 'node')}, {counted(spec.total_gpus, 'GPU')}: {describe(spec)}"
+        click.echo(f"{counted(len(workload.jobs), 'job')} from {trace_path.name} on {shape}")
         table(None, TABLE_COLUMNS, table_rows(summaries))
         table(None, SPEND_COLUMNS, spend_rows(summaries))
         if workload.skipped:
-            click.echo("skipped: " + ", ".join(f"{count} {reason}" for reason, count in workload.skipped.items()))
+            click.echo(skipped_note(workload.skipped))
         for line in unfinished_note(results, quotas=config is not None):
             click.echo(line)
     if out_dir is not None:

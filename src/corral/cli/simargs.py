@@ -91,11 +91,42 @@ def load_inputs(
         raise click.BadParameter(str(exc), param_hint="--cluster") from None
     except UnicodeDecodeError:
         raise click.BadParameter(f"{cluster_path}: not UTF-8 text", param_hint="--cluster") from None
+    except OSError as exc:
+        raise click.BadParameter(_unreadable(cluster_path, exc), param_hint="--cluster") from None
     try:
         trace = read_trace(trace_path, limit=limit, window=span, scale_load=scale_load)
     except TraceError as exc:
         raise click.BadParameter(str(exc), param_hint="--trace") from None
+    except OSError as exc:
+        raise click.BadParameter(_unreadable(trace_path, exc), param_hint="--trace") from None
+    if trace.ignored_columns:
+        from corral.sim.trace import KNOWN_COLUMNS
+
+        ignored, count = ", ".join(trace.ignored_columns), len(trace.ignored_columns)
+        click.echo(
+            f"note: {trace_path}: {'column' if count == 1 else 'columns'} {ignored} not read; the columns read are"
+            f" {', '.join(KNOWN_COLUMNS)}",
+            err=True,
+        )
     return spec, trace
+
+
+def _unreadable(path: Path, exc: OSError) -> str:
+    return f"{path}: cannot read it ({exc.strerror or exc})"
+
+
+def no_rows_reason(trace: Trace, window: str | None, limit: int | None) -> str:
+    """Why a trace without a single row to simulate or skip has none: ``--window``, ``--limit 0``, or no rows."""
+    if trace.outside_window and trace.outside_span is not None:
+        low, high = trace.outside_span
+        if trace.outside_window == 1:
+            when = f"its one row was submitted at {low:,.10g} s"
+        else:
+            when = f"its {trace.outside_window:,} rows were submitted from {low:,.10g} s to {high:,.10g} s"
+        return f"--window {window} keeps no trace row ({when})"
+    if limit == 0:
+        return "--limit 0 keeps no trace row"
+    return "the trace has no rows below its header"
 
 
 def check_out_dir(out_dir: Path) -> None:
@@ -166,4 +197,6 @@ def load_head_config(config_path: Path) -> HeadConfig:
         raise click.BadParameter(str(exc), param_hint="--config") from None
     except UnicodeDecodeError:
         raise click.BadParameter(f"{config_path}: not UTF-8 text", param_hint="--config") from None
+    except OSError as exc:
+        raise click.BadParameter(_unreadable(config_path, exc), param_hint="--config") from None
     return HeadConfig(dict(config.gpu_speed), quotas_of(config), team_parents_of(config))

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from corral.cli.render import duration, emit_json, output_option, table
-from corral.cli.simargs import check_policies, input_options, load_inputs
+from corral.cli.simargs import check_policies, input_options, load_inputs, no_rows_reason
 
 if TYPE_CHECKING:
     from corral.sim.plan import Outcome, PlanResult
@@ -72,6 +72,7 @@ def plan(
     from corral.sim.engine import SimulationError
     from corral.sim.families import PlanError, families
     from corral.sim.plan import plan as search
+    from corral.sim.report import skipped_reasons
 
     check_policies(list(policies))
     if len(set(policies)) > 1:
@@ -84,6 +85,11 @@ def plan(
     check_gpu_types(gpu_types)
     spec, trace = load_inputs(trace_path, cluster_path, window, limit, scale_load)
     reference = prepare(trace, build_nodes(spec))
+    if not reference.jobs:
+        why = no_rows_reason(trace, window, limit)
+        if reference.skipped:
+            why = f"every trace row was skipped ({skipped_reasons(reference.skipped)})"
+        raise click.BadParameter(f"{trace_path}: no job to plan for: {why}", param_hint="--trace")
     jobs = Trace(jobs=tuple(j.trace for j in reference.jobs))
     first: dict[str, str] = {}
     for gpu_type in gpu_types:  # types match case aside: each once, as first spelled
@@ -217,9 +223,12 @@ def _outcome(outcome: Outcome) -> dict[str, Any]:
 
 
 def _print(document: dict[str, Any], result: PlanResult) -> None:
+    from corral.sim.report import counted
+
+    jobs, skipped = counted(document["jobs"], "job"), counted(document["skipped_jobs"], "trace row")
     click.echo(
-        f"target: p95 wait <= {duration(result.target_s)} under {document['policy']}; {document['jobs']} jobs"
-        f" ({document['skipped_jobs']} trace rows skipped); {document['simulations']} simulations"
+        f"target: p95 wait <= {duration(result.target_s)} under {document['policy']}; {jobs} ({skipped} skipped);"
+        f" {counted(document['simulations'], 'simulation')}"
     )
     rows = []
     for entry in document["candidates"]:
@@ -241,8 +250,9 @@ def _print(document: dict[str, Any], result: PlanResult) -> None:
     table(None, ("CANDIDATE", "NODES", "GPUS", "COST/H", "P95 WAIT", "AVG JCT", "RESULT"), rows)
     best = document["recommended"]
     if best is not None:
+        gpus = counted(best["gpus"], "GPU")
         click.echo(
-            f"recommended: {_groups_text(best)} ({best['gpus']} GPUs), {best['cost_per_hour']:,.2f} per hour,"
+            f"recommended: {_groups_text(best)} ({gpus}), {best['cost_per_hour']:,.2f} per hour,"
             f" p95 wait {duration(best['p95_wait_s'])}, avg JCT {duration(best['avg_jct_s'])}"
         )
 

@@ -12,6 +12,7 @@ from corral.sim.costs import cost_per_hour, group_rates
 from corral.sim.fairness import team_figures
 from corral.sim.metrics import Summary
 from corral.sim.result import SimResult
+from corral.sim.workload import NEVER_FITS
 from corral.spec import ClusterSpec
 
 SUMMARY = "summary.json"
@@ -78,6 +79,26 @@ def cluster_document(spec: ClusterSpec) -> dict[str, Any]:
         "gpus": spec.total_gpus,
         "cost_per_hour": cost_per_hour(rates),
     }
+
+
+def counted(count: int, noun: str) -> str:
+    """``1 job``, ``2 jobs``, ``0 jobs``."""
+    return f"{count} {noun if count == 1 else noun + 's'}"
+
+
+_PLURAL_REASONS = {NEVER_FITS: "never fit this cluster"}  # the verb agrees: "3 never fit"
+
+
+def skipped_reasons(skipped: Mapping[str, int]) -> str:
+    """``1 never ran (no duration), 3 never fit this cluster``."""
+    return ", ".join(
+        f"{count} {reason if count == 1 else _PLURAL_REASONS.get(reason, reason)}" for reason, count in skipped.items()
+    )
+
+
+def skipped_note(skipped: Mapping[str, int]) -> str:
+    """``skipped 4 trace rows: 3 never fit this cluster, 1 never ran (no duration)``."""
+    return f"skipped {counted(sum(skipped.values()), 'trace row')}: {skipped_reasons(skipped)}"
 
 
 def hours(seconds: float) -> str:
@@ -199,7 +220,7 @@ def unfinished_note(results: Mapping[str, SimResult], quotas: bool, shown: int =
         ids = ", ".join(u.id for u in jobs[:shown]) + (f" and {len(jobs) - shown} more" if len(jobs) > shown else "")
         many = len(jobs) > 1
         lines.append(
-            f"unfinished under {name}: {len(jobs)} job{'s' if many else ''} never finished"
+            f"unfinished under {name}: {counted(len(jobs), 'job')} never finished"
             f" ({'they are' if many else 'it is'} left out of the figures): {ids}; {why}"
         )
     return lines

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import cast
 
 COLUMNS = ("job_id", "submit_time_s", "duration_s", "num_gpus", "gpu_type", "user", "vc", "status")
 OPTIONAL_COLUMNS = ("checkpoint_interval_s", "time_limit_s")  # read when present: a job's own values
 REQUIRED_COLUMNS = ("job_id", "submit_time_s", "duration_s", "num_gpus")
-EXTRA_FIELDS = "\0extra"  # where a row's fields past the header's columns go
+KNOWN_COLUMNS = COLUMNS + OPTIONAL_COLUMNS
+EXTRA_FIELDS = "\0extra"  # a row with fields past the header's columns: how many fields it has
 
 NEVER_RAN = "never ran (no duration)"
 NO_GPUS = "CPU-only (0 GPUs)"
@@ -45,10 +46,15 @@ class TraceJob:
 
 @dataclass(frozen=True)
 class Trace:
-    """The jobs to replay, in submit order, and how many rows were skipped, by reason."""
+    """The jobs to replay, in submit order, and how many rows were skipped, by reason; also how many
+    rows were left out by the window, and their lowest and highest submit time, and the file's columns
+    that are not read (each named as ``ignored_column`` says)."""
 
     jobs: tuple[TraceJob, ...]
     skipped: Mapping[str, int] = field(default_factory=dict)
+    outside_window: int = 0
+    outside_span: tuple[float, float] | None = None
+    ignored_columns: tuple[str, ...] = ()
 
     @property
     def skipped_total(self) -> int:
@@ -80,26 +86,126 @@ def read_trace(
     window: tuple[float, float] | None = None,
     scale_load: float = 1.0,
 ) -> Trace:
-    """Read a trace CSV file (UTF-8, a byte order mark allowed); see ``load_trace`` for the options."""
-    data = Path(path).read_bytes()
+    """Read a trace CSV file (UTF-8, a byte order mark allowed); see ``load_trace`` for the options.
+
+    Header names and fields may have spaces around them (``job_id, submit_time_s``), a quoted field
+    may follow such a space, blank lines are passed over, and every message names the line a row
+    starts on in the file."""
+    source = str(path)
+    rows = _CsvRows(_text(Path(path)), source)
+    try:
+        rows.read_header()
+        trace = _load(iter(rows), limit=limit, window=window, scale_load=scale_load, source=source)
+        return replace(trace, ignored_columns=rows.ignored)
+    except csv.Error as exc:
+        raise TraceError(f"{source}, line {rows.line}: not a readable CSV row ({exc}){_csv_hint(exc)}") from None
+
+
+def _csv_hint(exc: csv.Error) -> str:
+    if "end of data" in str(exc):
+        return "; a quoted field is never closed"
+    if "expected after" in str(exc):
+        return "; a quoted field ends at its closing quote: nothing, not even a space, may follow it before the comma"
+    return ""
+
+
+def _text(path: Path) -> str:
+    """The file as text: UTF-8 (a byte order mark dropped), without NUL characters."""
+    data = path.read_bytes()
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         bad = data[exc.start : exc.start + 1].hex()
         raise TraceError(f"{path}, line {line}: not UTF-8 text (byte 0x{bad}); save the file as UTF-8") from None
-    reader = csv.DictReader(io.StringIO(text, newline=""), restkey=EXTRA_FIELDS)
-    try:
-        names = [name.strip() for name in reader.fieldnames or ()]
-        twice = sorted({name for name in names if name and names.count(name) > 1})
-        if twice:
-            raise TraceError(f"{path}, line 1: column(s) {', '.join(twice)} given twice in the header")
-        missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or ())]
-        if missing:
-            raise TraceError(f"{path}: missing column(s) {', '.join(missing)}; expected {', '.join(COLUMNS)}")
-        return load_trace(reader, limit=limit, window=window, scale_load=scale_load, source=str(path))
-    except csv.Error as exc:
-        raise TraceError(f"{path}, line {reader.line_num}: not a readable CSV row ({exc})") from None
+    nul = text.find("\0")
+    if nul >= 0:
+        line = text.count("\n", 0, nul) + 1
+        raise TraceError(
+            f"{path}, line {line}: a NUL character, which a CSV file does not hold (is it UTF-16, or not text?);"
+            " save the file as UTF-8 CSV"
+        )
+    return text
+
+
+class _CsvRows:
+    """A trace file's rows, each as a mapping of column to field with the line it starts on; rows of
+    blank fields only (blank lines, or a spreadsheet's lines of commas) are passed over."""
+
+    def __init__(self, text: str, source: str) -> None:
+        self._reader = csv.reader(io.StringIO(text, newline=""), skipinitialspace=True, strict=True)
+        self.source = source
+        self.line = 1  # where the row being read starts
+        self.columns: tuple[str, ...] = ()
+        self.ignored: tuple[str, ...] = ()  # the header's columns that are not read
+
+    def _next(self) -> list[str] | None:
+        while True:
+            self.line = self._reader.line_num + 1
+            fields = next(self._reader, None)
+            if fields is None or any(f.strip() for f in fields):
+                return fields
+
+    def read_header(self) -> None:
+        fields = self._next()
+        if fields is None:
+            raise TraceError(
+                f"{self.source}: the file is empty; its first line must be the header, naming the columns"
+                f" {', '.join(COLUMNS)}"
+            )
+        self.columns, self.ignored = header_columns(fields, f"{self.source}, line {self.line}")
+
+    def __iter__(self) -> Iterator[tuple[int, dict[str, str | None]]]:
+        width = len(self.columns)
+        while (fields := self._next()) is not None:
+            row: dict[str, str | None] = dict(zip(self.columns, fields, strict=False))
+            row.update(dict.fromkeys(self.columns[len(fields) :]))
+            if any(extra.strip() for extra in fields[width:]):
+                row[EXTRA_FIELDS] = str(len(fields))
+            yield self.line, row
+
+
+def header_columns(fields: Sequence[str], where: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The header's column names, spaces around them dropped (and empty names after the last one, as a
+    trailing comma leaves), and the columns not read: unknown names (a converter's extra columns; each
+    named as ``ignored_column`` says) and columns without a name (a spreadsheet's or pandas' index). A
+    repeated or missing column is a ``TraceError``, which names the unknown columns too."""
+    names = [name.strip() for name in fields]
+    while names and not names[-1]:
+        names.pop()
+    twice = sorted({name for name in names if name and names.count(name) > 1})
+    if twice:
+        verb = "is" if len(twice) == 1 else "are"
+        raise TraceError(f"{where}: {_columns_word(twice)} {', '.join(twice)} {verb} given twice in the header")
+    ignored = tuple(
+        ignored_column(name) if name else f"column {at} (no name)"
+        for at, name in enumerate(names, start=1)
+        if name not in KNOWN_COLUMNS
+    )
+    missing = [c for c in REQUIRED_COLUMNS if c not in names]
+    if missing:
+        unknown = [text for text in ignored if not text.endswith("(no name)")]
+        problems = [f"missing {_columns_word(missing)} {', '.join(missing)}"]
+        if unknown:
+            problems.append(f"unknown {_columns_word(unknown)} {', '.join(unknown)}")
+        raise TraceError(
+            f"{where}: {'; '.join(problems)}. The columns are {', '.join(REQUIRED_COLUMNS)} (required) and"
+            f" {', '.join(c for c in KNOWN_COLUMNS if c not in REQUIRED_COLUMNS)} (optional), separated by commas"
+        )
+    return tuple(names), ignored
+
+
+def _columns_word(names: Sequence[str]) -> str:
+    return "column" if len(names) == 1 else "columns"
+
+
+def ignored_column(name: str) -> str:
+    """An unknown column's name, with the known one it looks like, or a word on separators when it holds several."""
+    text = repr(name)
+    if any(sep in name for sep in ";\t|"):
+        return text + " (it looks like several names: separate them with commas)"
+    close = difflib.get_close_matches(name.lower(), KNOWN_COLUMNS, n=1)
+    return text + (f" (did you mean {close[0]}?)" if close else "")
 
 
 def load_trace(
@@ -118,6 +224,18 @@ def load_trace(
     Numbers must be finite and times within ``MAX_SECONDS``; a job_id may appear once (a row without
     one is called ``line-N``). Anything else raises ``TraceError`` naming the line and column.
     """
+    return _load(enumerate(rows, start=2), limit=limit, window=window, scale_load=scale_load, source=source)
+
+
+def _load(
+    rows: Iterable[tuple[int, Mapping[str, str | None]]],
+    *,
+    limit: int | None,
+    window: tuple[float, float] | None,
+    scale_load: float,
+    source: str,
+) -> Trace:
+    """``load_trace`` on rows that come with their line."""
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be 0 or more, got {limit}")
     if not (scale_load > 0 and math.isfinite(scale_load)):
@@ -126,55 +244,61 @@ def load_trace(
     jobs: list[TraceJob] = []
     skipped: Counter[str] = Counter()
     seen: dict[str, int] = {}  # job name -> its line
-    taken = 0
-    for line, row in enumerate(rows, start=2):
-        if limit is not None and taken >= limit:
+    outside, low, high = 0, math.inf, -math.inf  # rows outside the window, and their submit times' range
+    for line, row in rows:
+        if limit is not None and len(seen) >= limit:
             break
         submit = _seconds(row, "submit_time_s", line, source, signed=True)
         if not start <= submit < end:
+            outside, low, high = outside + 1, min(low, submit), max(high, submit)
             continue
-        taken += 1
         _check_width(row, line, source)
-        job_id = _job_id(row, line, seen, source)
-        gpus = _gpus(row, line, source)
-        if not (row.get("duration_s") or "").strip():
-            skipped[NEVER_RAN] += 1
-            continue
-        duration = _seconds(row, "duration_s", line, source)
-        if gpus == 0:
-            skipped[NO_GPUS] += 1
-            continue
-        if abs(submit / scale_load) > MAX_SECONDS:
-            raise TraceError(
-                f"{source}, line {line}: submit_time_s {submit:g} / --scale-load {scale_load:g} ="
-                f" {submit / scale_load:g} s, beyond the limit of {MAX_SECONDS} s (100 years)"
-            )
-        types = _gpu_types(row, line, source)
-        jobs.append(
-            TraceJob(
-                id=job_id,
-                submit_s=submit / scale_load,
-                duration_s=duration,
-                gpus=gpus,
-                gpu_types=types,
-                user=(row.get("user") or "").strip(),
-                vc=(row.get("vc") or "").strip(),
-                checkpoint_s=_checkpoint(row, line, source),
-                time_limit_s=_time_limit(row, line, source),
-            )
-        )
+        job = _job(row, line, submit, scale_load, _job_id(row, line, seen, source), source)
+        if isinstance(job, str):
+            skipped[job] += 1
+        else:
+            jobs.append(job)
     jobs.sort(key=lambda j: j.submit_s)  # stable: ties keep file order
-    return Trace(jobs=tuple(jobs), skipped=dict(sorted(skipped.items())))
+    span = (low, high) if outside else None
+    return Trace(jobs=tuple(jobs), skipped=dict(sorted(skipped.items())), outside_window=outside, outside_span=span)
+
+
+def _job(
+    row: Mapping[str, str | None], line: int, submit: float, scale_load: float, job_id: str, source: str
+) -> TraceJob | str:
+    """The row's job, or why it is skipped."""
+    gpus = _gpus(row, line, source)
+    if not (row.get("duration_s") or "").strip():
+        return NEVER_RAN
+    duration = _seconds(row, "duration_s", line, source)
+    if gpus == 0:
+        return NO_GPUS
+    if abs(submit / scale_load) > MAX_SECONDS:
+        raise TraceError(
+            f"{source}, line {line}: submit_time_s {submit:g} / --scale-load {scale_load:g} ="
+            f" {submit / scale_load:g} s, beyond the limit of {MAX_SECONDS} s (100 years)"
+        )
+    return TraceJob(
+        id=job_id,
+        submit_s=submit / scale_load,
+        duration_s=duration,
+        gpus=gpus,
+        gpu_types=_gpu_types(row, line, source),
+        user=(row.get("user") or "").strip(),
+        vc=(row.get("vc") or "").strip(),
+        checkpoint_s=_checkpoint(row, line, source),
+        time_limit_s=_time_limit(row, line, source),
+    )
 
 
 def _check_width(row: Mapping[str, str | None], line: int, source: str) -> None:
     """A row with more fields than the header has columns (empty trailing ones aside) is an error, not data to drop."""
-    extra = cast("list[str] | None", row.get(EXTRA_FIELDS))
-    if extra and any(field.strip() for field in extra):
+    given = row.get(EXTRA_FIELDS)
+    if given:
         columns = len(row) - 1
         raise TraceError(
-            f"{source}, line {line}: {columns + len(extra)} fields, but the header names {columns} columns"
-            " (a field with a comma in it needs quotes)"
+            f"{source}, line {line}: {given} fields, but the header names {columns}"
+            f" {'column' if columns == 1 else 'columns'} (a field with a comma in it needs quotes)"
         )
 
 

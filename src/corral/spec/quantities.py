@@ -15,18 +15,22 @@ _MEMORY_UNITS_MB = {
     "k": 1.0 / 1024,
     "kb": 1.0 / 1024,
     "kib": 1.0 / 1024,
+    "ki": 1.0 / 1024,  # Kubernetes' way of writing binary units
     "m": 1.0,
     "mb": 1.0,
     "mib": 1.0,
+    "mi": 1.0,
     "g": 1024.0,
     "gb": 1024.0,
     "gib": 1024.0,
+    "gi": 1024.0,
     "t": 1024.0 * 1024,
     "tb": 1024.0 * 1024,
     "tib": 1024.0 * 1024,
+    "ti": 1024.0 * 1024,
 }
 _MEMORY_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*$")
-MEMORY_HELP = "a size such as 512MB, 64GB or 1.5TB"
+MEMORY_HELP = "a size such as 512MB, 64GB, 64Gi or 1.5TB"
 
 _DURATION_UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _DURATION_PART_RE = re.compile(r"([0-9]+(?:\.[0-9]+)?)([smhd])")
