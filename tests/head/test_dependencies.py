@@ -135,3 +135,41 @@ def test_a_retried_array_submit_returns_the_same_first_job(head):
     assert response.status_code == 200
     assert response.json()["id"] == one["id"]
     assert len(array_jobs(head, one["id"])) == 4
+
+
+def test_an_element_held_for_an_earlier_one_that_cannot_start_says_so(head):
+    head.register("n1", gpus=4)
+    head.submit({"command": "busy", "resources": {"gpus": 2}})
+    assert head.cycle().placed == 1
+    first = head.submit({"command": "work", "resources": {"gpus": 4}, "array": "0-2%1"})  # fits no node now
+    elements = array_jobs(head, first["id"])
+    assert head.cycle().placed == 0
+    assert head.job(first["id"])["reason"].startswith("waiting for 1 node with 4 free GPUs")
+    for element in elements[1:]:
+        assert head.job(element["id"])["reason"] == (
+            f"array {first['id']} lets 1 element hold resources at once and has 0 holding them;"
+            f" its elements submitted earlier start first ({first['id']})"
+        )
+
+
+def test_a_dependency_on_an_array_waits_for_every_element(head):
+    n1 = head.register("n1", gpus=8)
+    first = head.submit({"command": "work", "resources": {"gpus": 1}, "array": "0-2"})["id"]
+    elements = [e["id"] for e in array_jobs(head, first)]
+    after = head.submit({"command": "merge", "after_ok": [first]})["id"]
+    anyway = head.submit({"command": "report", "after_any": [first]})["id"]
+    assert head.cycle().placed == 3
+    n1.run_all()
+    finish(head, n1, first)  # the first element (the array's id) succeeds; the others still run
+    assert head.cycle().placed == 0
+    assert head.job(after)["reason"] == f"waiting for dependency {first} (an array: 2 of its 3 elements not ended)"
+    finish(head, n1, elements[1])
+    finish(head, n1, elements[2], code=1)
+    assert head.cycle().placed == 1  # after_any: every element ended
+    assert anyway in {t["job_id"] for t in n1.tasks()}
+    job = head.job(after)
+    assert job["state"] == "CANCELLED"
+    assert job["reason"] == (
+        f"dependency {first} (an array): its element {elements[2]} ended FAILED;"
+        " after_ok needs every dependency to succeed"
+    )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from sqlalchemy import select
@@ -14,7 +14,7 @@ from corral.head.plan_apply import apply_plan
 from corral.head.runtime import HeadRuntime, no_position
 from corral.head.services.agents import write_heard
 from corral.head.services.decay import fair_share_usage
-from corral.head.services.gating import gate
+from corral.head.services.gating import ArrayWait, array_reason, gate
 from corral.head.services.history import HeldTask, fill_pending
 from corral.head.services.lifecycle import LIVE_TASK_STATES, end_job
 from corral.head.services.running import LiveTask, running_jobs
@@ -38,6 +38,7 @@ class CycleInput:
     reasons: dict[str, str]  # each pending job's stored reason
     held: dict[str, str]  # pending jobs kept out of the snapshot: what they wait for
     doomed: dict[str, str]  # pending jobs whose dependencies can never be met: why
+    array_waits: dict[str, ArrayWait] = field(default_factory=dict)  # held for earlier elements of their array
 
 
 def load_snapshot(rt: HeadRuntime, policy: Policy | None = None) -> tuple[Snapshot, dict[str, str]]:
@@ -113,7 +114,7 @@ def load_cycle(rt: HeadRuntime, policy: Policy | None = None) -> CycleInput:
         fair_share=fair,
         gpu_speed=config.gpu_speed,
     )
-    return CycleInput(snapshot, reasons, gated.held, gated.doomed)
+    return CycleInput(snapshot, reasons, gated.held, gated.doomed, gated.array_waits)
 
 
 def run_cycle(rt: HeadRuntime, policy: Policy) -> CycleResult:
@@ -132,6 +133,9 @@ def run_cycle(rt: HeadRuntime, policy: Policy) -> CycleResult:
         return CycleResult(pending=0, placed=0)
     with collections_paused():
         plan = schedule(snapshot, policy, rt.clock.now())
+    if loaded.array_waits:  # said once the cycle has placed the elements they waited for, or not
+        placed = {p.job_id for p in plan.placements}
+        held.update((j, Reason(DEPENDENCY, array_reason(w, placed))) for j, w in loaded.array_waits.items())
     if held:
         plan = replace(plan, reasons={**plan.reasons, **held})
     rt.queue_position = plan.position
