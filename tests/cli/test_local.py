@@ -110,3 +110,13 @@ def test_up_notes_a_different_setting_while_the_head_runs(home, tmp_path, monkey
     err = capsys.readouterr().err
     assert f"--config {other.resolve()} applies after `corral down`" in err
     assert "--preempt-grace 30.0 applies after `corral down`" in err
+
+
+def test_up_runs_as_many_agents_as_the_last_up_asked_for_none_included():
+    state: dict = {"agents": [{"name": "local-1", "pid": None}, {"name": "local-2", "pid": None}]}
+    assert local._agent_count(state, None) == 2  # a state from before the count was remembered: its agents
+    assert local._agent_count(state, 0) == 0  # a head alone
+    assert local._agent_count(state, None) == 0  # and the next `up` keeps it so
+    assert local._agent_count(state, 3) == 3
+    assert local._agent_count(state, None) == 3
+    assert local._agent_count({}, None) == 1  # a new cluster

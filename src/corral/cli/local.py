@@ -151,7 +151,7 @@ def up(
     url = _ensure_head(home, state, port, asked)
     config = read_config_file(home)
     api = HeadApi(LightTransport(url, config.get("token", "")))
-    count = agents if agents is not None else max(1, len(state.get("agents", [])))
+    count = _agent_count(state, agents)
     since = datetime.now(UTC)
     if runtime is not None:
         state["runtime"] = runtime  # for the agents started now and by a later `up`
@@ -162,6 +162,16 @@ def up(
         emit_json({"head_url": url})
     else:
         click.echo(url)
+
+
+def _agent_count(state: dict[str, Any], asked: int | None) -> int:
+    """How many agents to run: ``--agents`` when given (and remembered, 0 too), else as many as the last
+    `up` asked for (1 for a new cluster)."""
+    remembered = state.get("agent_count")
+    if asked is None:
+        asked = remembered if isinstance(remembered, int) else max(1, len(state.get("agents", [])))
+    state["agent_count"] = asked
+    return asked
 
 
 def _head_options(
