@@ -240,25 +240,26 @@ def test_the_meter_loop_stores_energy_once_more_when_the_head_stops(priced):
     assert [round(e["data"]["joules"]) for e in stored] == [216_000]
 
 
+def run_one_job(head, node_name, seconds):
+    """A 2-GPU H100 job on a new node of its own, run to success for ``seconds``; its id."""
+    node = Node(head, node_name, 2, "H100", busy_w=300.0)
+    job = head.submit({"command": "train", "resources": {"gpus": 2}})["id"]
+    head.cycle()
+    node.start()
+    run_for(head, [node], seconds)
+    node.exit(job, 0)
+    return job
+
+
 def test_cost_stays_at_the_prices_in_force_when_the_gpus_were_held(tmp_path, clock, start_head):
     home = tmp_path / "home"
     with start_head(home, clock, gpu_prices=PRICES) as head:
-        a = Node(head, "node-a", 2, "H100", busy_w=300.0)
-        before = head.submit({"command": "train", "resources": {"gpus": 2}})["id"]
-        head.cycle()
-        a.start()
-        run_for(head, [a], 360)
-        a.exit(before, 0)
+        before = run_one_job(head, "node-a", 360)
         assert head.job(before)["usage"]["cost"] == 0.5  # 0.2 GPU-hours at 2.5
     clock.advance(600)
     with start_head(home, clock, gpu_prices={"H100": 10.0}) as head:  # the price quadruples from now
         assert head.job(before)["usage"]["cost"] == 0.5  # what was held before keeps its price
-        b = Node(head, "node-b", 2, "H100", busy_w=300.0)
-        after = head.submit({"command": "train", "resources": {"gpus": 2}})["id"]
-        head.cycle()
-        b.start()
-        run_for(head, [b], 360)
-        b.exit(after, 0)
+        after = run_one_job(head, "node-b", 360)
         assert head.job(after)["usage"]["cost"] == 2.0  # 0.2 GPU-hours at 10
         total = usage(head, head.admin_token, by="gpu-type")["total"]
         assert (total["gpu_seconds"], total["cost"]) == (1440.0, 2.5)

@@ -148,20 +148,21 @@ def test_a_nul_character_is_refused_naming_the_line(tmp_path: Path) -> None:
     assert "line 1: a NUL character" in refused(tmp_path, utf16)
 
 
-def test_header_spaces_through_the_command(tmp_path: Path) -> None:
-    trace = write(tmp_path, "job_id, submit_time_s, duration_s, num_gpus\na, 0, 10, 1\n")
+def simulated(tmp_path: Path, trace: Path):
+    """``corral sim -o json`` of the trace on one node with one V100."""
     cluster = tmp_path / "c.yaml"
     cluster.write_text("node_groups: [{count: 1, gpus_per_node: 1, gpu_type: V100}]\n")
     result = CliRunner().invoke(cli, ["sim", "--trace", str(trace), "--cluster", str(cluster), "-o", "json"])
     assert result.exit_code == 0, result.output
+    return result
+
+
+def test_header_spaces_through_the_command(tmp_path: Path) -> None:
+    result = simulated(tmp_path, write(tmp_path, "job_id, submit_time_s, duration_s, num_gpus\na, 0, 10, 1\n"))
     assert json.loads(result.stdout)["policies"]["default"]["jobs"] == 1
 
 
 def test_a_misspelled_column_is_named_on_stderr_and_its_fields_not_read(tmp_path: Path) -> None:
-    trace = write(tmp_path, "job_id,submit_time_s,duration_s,num_gpus,gpu_typ\na,0,10,1,T4\n")
-    cluster = tmp_path / "c.yaml"
-    cluster.write_text("node_groups: [{count: 1, gpus_per_node: 1, gpu_type: V100}]\n")
-    result = CliRunner().invoke(cli, ["sim", "--trace", str(trace), "--cluster", str(cluster), "-o", "json"])
-    assert result.exit_code == 0, result.output
+    result = simulated(tmp_path, write(tmp_path, "job_id,submit_time_s,duration_s,num_gpus,gpu_typ\na,0,10,1,T4\n"))
     assert "column 'gpu_typ' (did you mean gpu_type?) not read" in result.stderr
     assert json.loads(result.stdout)["policies"]["default"]["jobs"] == 1  # T4 was not read: it ran on the V100
