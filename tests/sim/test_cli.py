@@ -183,3 +183,17 @@ def test_the_head_refuses_the_simulation_only_oracle() -> None:
     assert result.returncode == 2
     assert "'srpt-oracle' reads traced job durations and runs only in `corral sim`" in result.stderr
     assert "valid policies are default, fifo, priority, tiresias" in result.stderr
+
+
+def test_with_the_oracle_each_policy_gets_its_average_jct_over_the_oracles(trace: Path, tmp_path: Path) -> None:
+    args = ("--trace", trace, "--cluster", one_node(tmp_path), "--policy", "fifo", "--policy", "srpt-oracle")
+    code, out = sim(*args, "-o", "json")
+    assert code == 0, out
+    policies = json.loads(out)["policies"]
+    fifo, oracle = policies["fifo"], policies["srpt-oracle"]
+    assert fifo["avg_jct_vs_oracle"] == round(fifo["avg_jct_s"] / oracle["avg_jct_s"], 4) > 1
+    assert oracle["avg_jct_vs_oracle"] == 1
+    code, out = sim(*args)
+    assert f"average JCT ÷ srpt-oracle's (a clairvoyant bound): fifo {fifo['avg_jct_vs_oracle']:.3f}" in out
+    code, out = sim("--trace", trace, "--cluster", one_node(tmp_path), "--policy", "fifo", "-o", "json")
+    assert "avg_jct_vs_oracle" not in json.loads(out)["policies"]["fifo"]  # no oracle, no ratio

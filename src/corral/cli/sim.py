@@ -156,6 +156,7 @@ def _run(
         SPEND_COLUMNS,
         TABLE_COLUMNS,
         counted,
+        oracle_note,
         report_document,
         skipped_note,
         spend_rows,
@@ -208,6 +209,8 @@ def _run(
         click.echo(f"{counted(len(workload.jobs), 'job')} from {trace_path.name} on {shape}")
         table(None, TABLE_COLUMNS, table_rows(summaries))
         table(None, SPEND_COLUMNS, spend_rows(summaries))
+        if (against_oracle := oracle_note(summaries)) is not None:
+            click.echo(against_oracle)
         if workload.skipped:
             click.echo(skipped_note(workload.skipped))
         for line in unfinished_note(results, quotas=config is not None):

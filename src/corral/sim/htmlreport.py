@@ -15,6 +15,7 @@ REPORT = "report.html"
 _FIGURES = (
     ("jobs", "jobs", "{:d}"),
     ("avg_jct_s", "avg JCT (h)", "hours"),
+    ("avg_jct_vs_oracle", "avg JCT ÷ srpt-oracle", "{:.3f}"),  # only when the oracle ran
     ("p50_jct_s", "p50 JCT (h)", "hours"),
     ("p95_jct_s", "p95 JCT (h)", "hours"),
     ("p99_jct_s", "p99 JCT (h)", "hours"),
@@ -68,11 +69,10 @@ def render_page(document: Mapping[str, Any], images: Mapping[str, str]) -> str:
     if cluster:
         parts.append(_cluster_section(cluster))
     policies: Mapping[str, Mapping[str, Any]] = document["policies"]
-    rows = [
-        [name, *(_format(figures.get(key, 0), how) for key, _, how in _FIGURES)] for name, figures in policies.items()
-    ]
+    shown = [f for f in _FIGURES if any(f[0] in figures for figures in policies.values())]
+    rows = [[name, *(_format(figures.get(key, 0), how) for key, _, how in shown)] for name, figures in policies.items()]
     parts.append("<h2>Policies</h2>")
-    parts.append(_table(["policy", *(label for _, label, _ in _FIGURES)], rows))
+    parts.append(_table(["policy", *(label for _, label, _ in shown)], rows))
     parts.append(f"<p>Trace rows not simulated: {int(document.get('skipped_jobs', 0))}.</p>")
     for name, filename in images.items():
         parts.append(f'<figure><img src="{html.escape(filename)}" alt="{html.escape(name)}">')
