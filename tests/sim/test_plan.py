@@ -240,3 +240,22 @@ def test_a_types_speed_in_the_cluster_file_counts_whatever_the_case_of_its_key()
     assert speed_of(cluster, "H100") == 3.0  # not the catalogue's 4.0
     assert speed_of(cluster, "A100") == 1.0  # a type of the file it does not list
     assert speed_of(cluster, "L4") == 0.5  # a type it does not have: the catalogue's
+
+
+def test_under_a_preemptive_policy_time_queued_after_a_preemption_counts(tmp_path: Path) -> None:
+    # 20 one-GPU jobs of 100,000 s, one every 8,000 s: 13 run at once at the busiest (those submitted in the
+    # last 100,000 s). With fewer GPUs, `default` starts each new job at once by preempting a demoted one,
+    # so a wait counted only to the first start would be 0 on one GPU; counted in full, 13 GPUs are needed.
+    trace = tmp_path / "over.csv"
+    trace.write_text(
+        "job_id,submit_time_s,duration_s,num_gpus\n" + "".join(f"j{k:02d},{k * 8000},100000,1\n" for k in range(20))
+    )
+    cluster = tmp_path / "one.yaml"
+    cluster.write_text(
+        "node_groups:\n  - {name: v, count: 1, gpus_per_node: 1, gpu_type: V100, price_per_gpu_hour: 1.0}\n"
+    )
+    args = ["sim", "plan", "--trace", str(trace), "--cluster", str(cluster), "--target-p95-wait", "0", "-o", "json"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    best = json.loads(result.stdout)["recommended"]
+    assert (best["gpus"], best["p95_wait_s"]) == (13, 0.0)

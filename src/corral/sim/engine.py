@@ -49,10 +49,12 @@ class _Run:
         "lost",
         "placement",
         "preempted",
+        "requeued",
         "run_no",
         "speed",
         "started",
         "started_at",
+        "stopped",
         "work_left",
     )
 
@@ -63,9 +65,11 @@ class _Run:
         self.busy = 0.0
         self.lost = 0.0
         self.preempted = 0
+        self.requeued = 0.0  # time queued again after preemptions (each from its stop to the next start)
         self.first_start: float | None = None
         self.placement: Placement | None = None
         self.started = 0.0
+        self.stopped = 0.0  # when it was last preempted
         self.started_at = EPOCH  # ``started`` as the scheduler's datetime
         self.held = 0  # GPUs its current run holds
         self.speed = 1.0
@@ -268,6 +272,8 @@ class _Engine:
         run.speed = self.speed.get(placement.gpu_type or "", 1.0)
         if run.first_start is None:
             run.first_start = now
+        else:  # queued again since it was preempted
+            run.requeued += now - run.stopped
         self.busy_gpus += run.gpus
         self.state.start(job, placement, self._running((job.id,), now)[0])
         heapq.heappush(self.finishes, (now + run.work_left / run.speed, job.seq, job.id, run.run_no))
@@ -284,6 +290,7 @@ class _Engine:
         run.busy += elapsed * gpus
         run.lost += (elapsed - saved) * gpus
         run.preempted += 1
+        run.stopped = now
         run.run_no += 1
         self.preemptions += 1
         self._release(run.placement, elapsed)
@@ -311,6 +318,7 @@ class _Engine:
                 lost_gpu_s=run.lost,
                 team=run.item.job.team,
                 run_s=run.item.trace.duration_s / run.speed,
+                requeued_s=run.requeued,
             )
         )
         run.place(None, now)

@@ -23,6 +23,7 @@ class JobRecord:
     lost_gpu_s: float = 0.0  # GPU-seconds of work lost to preemption (since the last checkpoint)
     team: str = ""
     run_s: float = 0.0  # run time alone on the GPU type it finished on: traced duration / that type's speed
+    requeued_s: float = 0.0  # time queued again after its preemptions, until it started again
 
     @property
     def jct_s(self) -> float:
@@ -30,7 +31,8 @@ class JobRecord:
 
     @property
     def wait_s(self) -> float:
-        return self.start_s - self.submit_s
+        """Time it spent queued: until its first start, and after each preemption until it started again."""
+        return self.start_s - self.submit_s + self.requeued_s
 
     @property
     def gpu_seconds(self) -> float:
