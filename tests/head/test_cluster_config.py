@@ -55,18 +55,23 @@ def test_priority_classes_queues_and_teams_fill_in_the_job(configured):
     [
         ("priority_class", {"priority_class": "vip"}, "unknown priority class 'vip' (classes: batch, urgent)"),
         ("queue", {"queue": "long"}, "unknown queue 'long' (queues: short)"),
-        ("priority", {"priority_class": "urgent", "priority": 5}, "give either priority or priority_class, not both"),
+        (
+            "priority",
+            {"priority_class": "urgent", "priority": 5},
+            "priority 5 differs from priority_class urgent's value 100: give one of them",
+        ),
         (
             "priority",
             {"priority": 5},
-            "this cluster sets priorities through priority classes, and this job's is 'batch' (0);"
-            " give priority_class: NAME instead (classes: batch (0), urgent (100))",
+            "priority 5 differs from the value 0 of priority class batch, which this job gets from the cluster's"
+            " default_priority_class: leave priority out, or give priority_class: NAME instead"
+            " (classes: batch (0), urgent (100))",
         ),
         (
             "priority",
             {"priority": 5, "queue": "short"},
-            "this cluster sets priorities through priority classes, and this job's is 'urgent' (100);"
-            " give priority_class: NAME instead (classes: batch (0), urgent (100))",
+            "priority 5 differs from the value 100 of priority class urgent, which this job gets from queue short:"
+            " leave priority out, or give priority_class: NAME instead (classes: batch (0), urgent (100))",
         ),
         (
             "preemptible",

@@ -161,3 +161,63 @@ def test_a_key_inside_a_named_section_is_named_with_what_is_valid(text, field, w
     found = {e.field: e.message for e in info.value.errors}
     assert field in found, found
     assert words in found[field]
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "message"),
+    [
+        (
+            "teams: {a: {quotas: {H100: {nominal: true}}}}",
+            "teams.a.quotas.H100.nominal",
+            "expected a number of GPUs from 0 to 1,000,000, such as 8 or 0.5, got true",
+        ),
+        (
+            "teams: {a: {quotas: {H100: {nominal: 4, borrowing_limit: false}}}}",
+            "teams.a.quotas.H100.borrowing_limit",
+            "got false",
+        ),
+        ("teams: {a: {quotas: {H100: {nominal: 'four'}}}}", "teams.a.quotas.H100.nominal", "got 'four'"),
+        (
+            "teams: {a: {quotas: {H100: {nominal: 1e308}}}}",
+            "teams.a.quotas.H100.nominal",
+            "expected a number of GPUs from 0 to 1,000,000, such as 8 or 0.5, got 1e308",
+        ),
+        ("teams: {a: {quotas: {H100: {nominal: 8, lending_limit: 1000001}}}}", "teams.a.quotas.H100.lending_limit", ""),
+        (
+            'priority_classes: {high: {value: 10, preemptible: "yes"}}',
+            "priority_classes.high.preemptible",
+            "expected true or false, got 'yes'",
+        ),
+        ("priority_classes: {high: {value: 10, preemptible: 1}}", "priority_classes.high.preemptible", "got 1"),
+        (
+            "priority_classes: {high: {value: true}}",
+            "priority_classes.high.value",
+            "must be a whole number from -1,000,000 to 1,000,000, got true",
+        ),
+        ("priority_classes: {high: {value: 10.5}}", "priority_classes.high.value", "got 10.5"),
+        ("priority_classes: {high: {value: '10'}}", "priority_classes.high.value", "got '10'"),
+        ("priority_classes: {high: {value: 1000001}}", "priority_classes.high.value", "got 1000001"),
+        ("teams: {a: {}}\nfair_share: {weights: {a: true}}", "fair_share.weights.a", "a weight above 0"),
+        ("teams: {a: {}}\nfair_share: {weights: {a: 1e7}}", "fair_share.weights.a", "at most 1,000,000, such as 2"),
+        ("gpu_speed: {H100: true}", "gpu_speed.H100", "expected a speed from 0.001 to 1000, such as 1.0 or 0.2"),
+        ("gpu_speed: {H100: 5000}", "gpu_speed.H100", "got 5000"),
+    ],
+)
+def test_wrong_types_and_huge_numbers_are_refused_not_converted(text, field, message):
+    with pytest.raises(SpecError) as refused:
+        load_cluster_config_yaml(text)
+    found = {e.field: e.message for e in refused.value.errors}
+    assert list(found) == [field], found
+    assert message in found[field]
+
+
+def test_numbers_yaml_reads_as_text_and_the_largest_quotas_still_load():
+    config = load_cluster_config_yaml(
+        "teams: {a: {quotas: {H100: {nominal: 1e3, borrowing_limit: 1000000, lending_limit: 0.5}}}}\n"
+        "priority_classes: {top: {value: 1000000, preemptible: false}, bottom: {value: -1000000, preemptible: yes}}\n"
+        "gpu_speed: {H100: 1000, L4: 0.2}"
+    )
+    assert config.teams["a"].quotas["H100"].nominal == 1000.0
+    assert config.teams["a"].quotas["H100"].borrowing_limit == 1_000_000
+    assert (config.priority_classes["top"].value, config.priority_classes["bottom"].preemptible) == (1_000_000, True)
+    assert config.gpu_speed == {"H100": 1000.0, "L4": 0.2}

@@ -249,7 +249,7 @@ def test_bad_names_say_what_is_allowed(field, value):
 
 
 def test_every_problem_is_reported_at_once():
-    errors = errors_of({"command": "x", "nodes": 0, "priority": 5000, "resources": {"gpus": 1.5, "cpus": 0}})
+    errors = errors_of({"command": "x", "nodes": 0, "priority": 5_000_000, "resources": {"gpus": 1.5, "cpus": 0}})
     assert set(errors) == {"nodes", "priority", "resources.gpus", "resources.cpus"}
 
 
@@ -323,6 +323,23 @@ def test_a_job_may_fix_its_rendezvous_port():
     for bad in ("notaport", "0", "99999", "-1"):
         with pytest.raises(SpecError, match=f"env: MASTER_PORT must be a port number from 1 to 65535, got '{bad}'"):
             load_job_yaml(f"command: x\nenv: {{MASTER_PORT: '{bad}'}}")
+
+
+@pytest.mark.parametrize("priority", [5000, -1_000_000, 1_000_000])
+def test_a_job_priority_takes_any_value_a_priority_class_may_have(priority):
+    config = load_cluster_config_yaml(f"priority_classes: {{huge: {{value: {priority}}}}}")
+    assert config.priority_classes["huge"].value == priority
+    assert load_job_yaml(f"command: x\npriority_class: huge\npriority: {priority}").priority == priority
+
+
+@pytest.mark.parametrize("priority", [1_000_001, -1_000_001])
+def test_a_priority_past_what_a_class_may_have_is_refused_in_both(priority):
+    rule = f"must be a whole number from -1,000,000 to 1,000,000, got {priority}"
+    with pytest.raises(SpecError) as job:
+        load_job_yaml(f"command: x\npriority: {priority}")
+    with pytest.raises(SpecError) as config:
+        load_cluster_config_yaml(f"priority_classes: {{huge: {{value: {priority}}}}}")
+    assert (str(job.value), str(config.value)) == (f"priority: {rule}", f"priority_classes.huge.value: {rule}")
 
 
 @pytest.mark.parametrize("field", ["nodes", "priority", "max_restarts"])
@@ -436,8 +453,9 @@ def test_a_large_command_within_what_exec_takes_is_accepted():
     [
         ({"resources": None}, "resources: expected a mapping of fields, got nothing; valid fields are gpus, gpu_type"),
         ({"topology": "rack"}, "topology: expected a mapping of fields, got a str ('rack'); valid fields are pack"),
-        ({"priority": 1e30}, "priority: must be a whole number from -1000 to 1000, got 1e+30"),
-        ({"priority": "1e30"}, "priority: must be a whole number from -1000 to 1000, got '1e30'"),
+        ({"priority": 1e30}, "priority: must be a whole number from -1,000,000 to 1,000,000, got 1e+30"),
+        ({"priority": "1e30"}, "priority: must be a whole number from -1,000,000 to 1,000,000, got '1e30'"),
+        ({"priority": 1_000_001}, "priority: must be a whole number from -1,000,000 to 1,000,000, got 1000001"),
     ],
 )
 def test_errors_name_no_internal_class_and_give_what_is_valid(spec, said):

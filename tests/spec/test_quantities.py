@@ -141,12 +141,41 @@ def test_bad_fake_gpu_inventories_say_what_is_valid(value, expected):
         ("rack=r1,nvlink=nv0", {"rack": "r1", "nvlink": "nv0"}),
         (" rack = r1 , ", {"rack": "r1"}),
         ("", {}),
-        ("zone=", {"zone": ""}),
-        ("expr=a=b", {"expr": "a=b"}),
+        ("zone=eu-west.1_b", {"zone": "eu-west.1_b"}),
+        (f"long={'v' * 63}", {"long": "v" * 63}),
     ],
 )
 def test_labels(text, labels):
     assert parse_labels(text) == labels
+
+
+@pytest.mark.parametrize("text", ["zone=", "zone= ", "rack=r1,zone="])
+def test_a_label_without_a_value_is_refused(text):
+    with pytest.raises(ValueError, match=r"label 'zone' has no value: give zone=VALUE, where a value holds letters"):
+        parse_labels(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("rack=r 1", "r 1"),
+        ("rack=r\t1", "r\t1"),
+        ("rack=r\x001", "r\x001"),
+        ("rack=a=b", "a=b"),
+        ("rack=r/1", "r/1"),
+        ("rack=-r1", "-r1"),
+        ("rack=r1.", "r1."),
+        ("rack=r\u00e9", "r\u00e9"),
+        (f"rack={'v' * 64}", "v" * 64),
+    ],
+)
+def test_a_label_value_holds_what_a_kubernetes_label_value_holds(text, value):
+    with pytest.raises(ValueError) as refused:
+        parse_labels(text)
+    assert str(refused.value) == (
+        f"bad value {value!r} of label 'rack': a value holds letters, digits and _ . -"
+        " (starting and ending with a letter or digit, at most 63)"
+    )
 
 
 @pytest.mark.parametrize("text", ["rack", "rack=r1,nvlink", "=r1", " =r1"])

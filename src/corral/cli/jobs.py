@@ -96,7 +96,8 @@ def submit(file: str, array: str | None, after_ok: tuple[str, ...], after_any: t
     """Submit the job described by FILE (YAML; '-' reads standard input). Prints its id.
 
     With --array (or `array:` in the file) it submits one job per index, each with
-    CORRAL_ARRAY_INDEX set, and prints every id, one per line.
+    CORRAL_ARRAY_INDEX set, and prints every id, one per line. --array wins over the
+    file's `array:` (a note on stderr says so).
     """
     from corral.spec import SpecError, load_yaml_document
 
@@ -122,9 +123,13 @@ def submit(file: str, array: str | None, after_ok: tuple[str, ...], after_any: t
 def _with_options(
     data: dict[str, Any], array: str | None, after_ok: tuple[str, ...], after_any: tuple[str, ...]
 ) -> dict[str, Any]:
-    """Command-line options override (array) or extend (dependencies) the file's fields."""
+    """Command-line options override (array, with a note when the file gives another) or extend
+    (dependencies) the file's fields."""
     data = dict(data)
     if array is not None:
+        given = data.get("array")
+        if given is not None and str(given) != array:
+            click.echo(f"note: --array {array} replaces the file's array: {given}", err=True)
         data["array"] = array
     for key, extra in (("after_ok", after_ok), ("after_any", after_any)):
         if extra:
@@ -289,7 +294,7 @@ def jobs(include_all: bool, states: tuple[str, ...], limit: int, output: str) ->
     rows = api().jobs(include_all=include_all, states=[s.upper() for s in states], limit=limit)
     render(output, rows, _jobs_table)
     if len(rows) == limit:
-        click.echo(f"note: showing {limit} jobs, the most --limit allows; more may match", err=True)
+        click.echo(f"note: showing the first {limit} jobs (--limit {limit}); more may match", err=True)
 
 
 def _restarts_text(job: dict[str, Any]) -> str:

@@ -9,21 +9,75 @@ e.g. ``teams.vision.quotas.H100.nominal``.
 from __future__ import annotations
 
 import copy
+import math
 import re
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from corral.spec.errors import FieldError, SpecError, field_path, from_validation_error
+from corral.spec.job import MAX_PRIORITY, PRIORITY_HELP
 from corral.spec.quantities import check_gpu_speeds, parse_duration_s
 from corral.spec.yamldoc import load_yaml_document
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,62}$")
 DEFAULT_HALF_LIFE_S = 7 * 86400.0
+MAX_QUOTA_GPUS = 1_000_000.0
+MAX_WEIGHT = 1_000_000.0
+MAX_GPU_SPEED = 1000.0  # the reference type's speed is 1.0; the slowest allowed is a thousandth of it
 
 
 def _duration(value: Any) -> Any:
     return None if value is None else parse_duration_s(value)
+
+
+def _flag(value: Any) -> Any:
+    """A boolean, and nothing converted to one (``"yes"``, ``1``)."""
+    if isinstance(value, bool):
+        return value
+    raise ValueError(f"expected true or false, got {_shown(value)}")
+
+
+# YAML 1.1 reads an exponent without a decimal point (1e3) as text: such text is still a number.
+_NUMBER_RE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def _number(expected: str, most: float) -> Callable[[Any], Any]:
+    """A check that lets ``None`` and numbers up to ``most`` through (text such as ``1e3`` too), and refuses
+    the rest: a boolean is not 1 or 0 GPUs."""
+
+    def check(given: Any) -> Any:
+        value = float(given) if isinstance(given, str) and _NUMBER_RE.fullmatch(given.strip()) else given
+        if value is None:
+            return value
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if number and (not value > most or value == math.inf):  # infinity is refused as not finite, after this
+            return value
+        raise ValueError(f"expected {expected}, got {given.strip() if value is not given else _shown(given)}")
+
+    return check
+
+
+def _priority(value: Any) -> Any:
+    if isinstance(value, int) and not isinstance(value, bool) and -MAX_PRIORITY <= value <= MAX_PRIORITY:
+        return value
+    raise ValueError(f"must be {PRIORITY_HELP}, got {_shown(value)}")
+
+
+def _shown(value: Any) -> str:
+    """A value as YAML writes it, for messages (true, not True)."""
+    if value is None:
+        return "null"
+    return str(value).lower() if isinstance(value, bool) else repr(value)
+
+
+Gpus = Annotated[
+    float,
+    BeforeValidator(_number(f"a number of GPUs from 0 to {MAX_QUOTA_GPUS:,.0f}, such as 8 or 0.5", MAX_QUOTA_GPUS)),
+    Field(strict=True, ge=0, le=MAX_QUOTA_GPUS),
+]
+Flag = Annotated[bool, BeforeValidator(_flag), Field(strict=True)]
 
 
 def _check_name(value: str, what: str) -> str:
@@ -37,12 +91,12 @@ class QuotaConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    nominal: float = Field(ge=0, description="GPUs the team is guaranteed")
-    borrowing_limit: float | None = Field(
-        default=None, ge=0, description="GPUs it may borrow beyond nominal from idle quota (None: no limit)"
+    nominal: Gpus = Field(description="GPUs the team is guaranteed")
+    borrowing_limit: Gpus | None = Field(
+        default=None, description="GPUs it may borrow beyond nominal from idle quota (None: no limit)"
     )
-    lending_limit: float | None = Field(
-        default=None, ge=0, description="of its unused nominal, GPUs others may borrow (None: all of it)"
+    lending_limit: Gpus | None = Field(
+        default=None, description="of its unused nominal, GPUs others may borrow (None: all of it)"
     )
 
 
@@ -78,8 +132,10 @@ class PriorityClassConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    value: int = Field(ge=-1_000_000, le=1_000_000)
-    preemptible: bool = False
+    value: Annotated[int, BeforeValidator(_priority)] = Field(
+        strict=True, ge=-MAX_PRIORITY, le=MAX_PRIORITY, description="the priority of the class's jobs"
+    )
+    preemptible: Flag = Field(default=False, description="its jobs may be stopped for higher-priority ones")
 
 
 class QueueConfig(BaseModel):
@@ -101,9 +157,14 @@ class FairShareConfig(BaseModel):
     half_life_s: Annotated[float, BeforeValidator(_duration)] = Field(
         default=DEFAULT_HALF_LIFE_S, alias="half_life", description="usage half-life, e.g. 7d"
     )
-    weights: dict[str, Annotated[float, Field(gt=0)]] = Field(
-        default_factory=dict, description="per team, above 0; 1.0 when not listed"
-    )
+    weights: dict[
+        str,
+        Annotated[
+            float,
+            BeforeValidator(_number(f"a weight above 0 and at most {MAX_WEIGHT:,.0f}, such as 2", MAX_WEIGHT)),
+            Field(strict=True, gt=0, le=MAX_WEIGHT),
+        ],
+    ] = Field(default_factory=dict, description="per team, above 0; 1.0 when not listed")
 
 
 class ClusterConfig(BaseModel):
@@ -117,9 +178,14 @@ class ClusterConfig(BaseModel):
     default_priority_class: str | None = Field(default=None, description="for jobs that name none")
     queues: dict[str, QueueConfig] = Field(default_factory=dict, description="per-queue defaults, by name")
     fair_share: FairShareConfig = Field(default_factory=FairShareConfig)
-    gpu_speed: dict[str, float] = Field(
-        default_factory=dict, description="run-time speed per GPU type (default 1.0), e.g. {H100: 1.0, L4: 0.2}"
-    )
+    gpu_speed: dict[
+        str,
+        Annotated[
+            float,
+            BeforeValidator(_number(f"a speed from 0.001 to {MAX_GPU_SPEED:g}, such as 1.0 or 0.2", MAX_GPU_SPEED)),
+            Field(strict=True, le=MAX_GPU_SPEED),
+        ],
+    ] = Field(default_factory=dict, description="run-time speed per GPU type (default 1.0), e.g. {H100: 1.0, L4: 0.2}")
 
     @field_validator("gpu_speed")
     @classmethod

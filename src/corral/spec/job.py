@@ -33,6 +33,9 @@ MAX_STRING_BYTES = 128 * 1024 - 1
 MAX_TOTAL_BYTES = 1024 * 1024
 _JOB_ID_RE = re.compile(r"^j-[a-z0-9]{1,30}$")
 MAX_NODES = 4096
+MAX_PRIORITY = 1_000_000
+"""A job's priority is from -MAX_PRIORITY to MAX_PRIORITY: the range of a priority class's value too."""
+PRIORITY_HELP = f"a whole number from {-MAX_PRIORITY:,} to {MAX_PRIORITY:,}"
 # Validation context key: the spec is Corral's own (a service's replica), whose env may hold CORRAL_* variables.
 CORRAL_SETS_ENV = "corral_sets_env"
 # Variables Corral sets in every job's processes (besides CORRAL_*); a job's own value would be overridden.
@@ -124,7 +127,9 @@ class JobSpec(BaseModel):
         default_factory=TopologySpec, description="gang placement: {pack: rack} (default) or {required: rack}"
     )
     team: str | None = Field(default=None, description="the team charged for the job")
-    priority: int = Field(default=0, ge=-1000, le=1000, description="higher runs first")
+    priority: int = Field(
+        default=0, ge=-MAX_PRIORITY, le=MAX_PRIORITY, description=f"higher runs first: {PRIORITY_HELP}"
+    )
     priority_class: str | None = Field(
         default=None, description="a priority class of the cluster config (sets priority and preemptible)"
     )
@@ -274,10 +279,10 @@ class JobSpec(BaseModel):
         if isinstance(value, bool):
             raise ValueError(f"must be a whole number, not {str(value).lower()}")
         if info.field_name == "priority" and (
-            (isinstance(value, float) and not -1000 <= value <= 1000)
+            (isinstance(value, int | float) and not -MAX_PRIORITY <= value <= MAX_PRIORITY)
             or (isinstance(value, str) and not value.strip().lstrip("+-").isdecimal())
         ):
-            raise ValueError(f"must be a whole number from -1000 to 1000, got {value!r}")  # before pydantic's
+            raise ValueError(f"must be {PRIORITY_HELP}, got {value!r}")  # before pydantic's
         return value
 
     @field_validator("env", mode="before")

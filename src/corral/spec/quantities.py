@@ -166,6 +166,8 @@ DEFAULT_FAKE_GPU_MEMORY_MB = 80 * 1024  # a group without :MEMORY, whatever its 
 MAX_GPUS_PER_NODE = 64  # as many as a job may ask for on one node
 LABEL_KEY_HELP = "letters, digits and _ . - / (starting with a letter or digit, at most 63)"
 _LABEL_KEY_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-/]{0,62}")
+LABEL_VALUE_HELP = "letters, digits and _ . - (starting and ending with a letter or digit, at most 63)"
+_LABEL_VALUE_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_.\-]{0,61}[A-Za-z0-9])?")  # as Kubernetes, but not empty
 
 
 def parse_gpu_groups(value: str) -> list[GpuGroup]:
@@ -198,7 +200,8 @@ def parse_gpu_groups(value: str) -> list[GpuGroup]:
 
 
 def parse_labels(value: str) -> dict[str, str]:
-    """Parse ``k=v,k2=v2`` node labels; a key may appear once, and holds only ``LABEL_KEY_HELP``."""
+    """Parse ``k=v,k2=v2`` node labels; a key may appear once, and holds only ``LABEL_KEY_HELP``;
+    a value holds only ``LABEL_VALUE_HELP``."""
     labels: dict[str, str] = {}
     for raw in value.split(","):
         item = raw.strip()
@@ -212,8 +215,16 @@ def parse_labels(value: str) -> dict[str, str]:
             raise ValueError(f"bad label key {key!r}: a key holds {LABEL_KEY_HELP}")
         if key in labels:
             raise ValueError(f"label key {key!r} is given twice; give each key once")
-        labels[key] = val.strip()
+        labels[key] = _label_value(key, val.strip())
     return labels
+
+
+def _label_value(key: str, value: str) -> str:
+    if not value:
+        raise ValueError(f"label {key!r} has no value: give {key}=VALUE, where a value holds {LABEL_VALUE_HELP}")
+    if not _LABEL_VALUE_RE.fullmatch(value):
+        raise ValueError(f"bad value {value!r} of label {key!r}: a value holds {LABEL_VALUE_HELP}")
+    return value
 
 
 def parse_env_pair(value: str) -> tuple[str, str]:

@@ -27,14 +27,8 @@ def resolve(spec: JobSpec, who: Principal, config: ClusterConfig, prefix: str = 
             known = ", ".join(sorted(config.priority_classes)) or "none are configured"
             raise Infeasible(f"{prefix}priority_class", f"unknown priority class {class_name!r} (classes: {known})")
         if spec.priority != 0 and spec.priority != chosen.value:
-            if spec.priority_class is not None:
-                raise Infeasible(f"{prefix}priority", "give either priority or priority_class, not both")
-            known = ", ".join(f"{name} ({c.value})" for name, c in sorted(config.priority_classes.items()))
-            raise Infeasible(
-                f"{prefix}priority",
-                f"this cluster sets priorities through priority classes, and this job's is {class_name!r}"
-                f" ({chosen.value}); give priority_class: NAME instead (classes: {known})",
-            )
+            from_queue = queue is not None and queue.priority_class is not None
+            raise Infeasible(f"{prefix}priority", _conflict(spec, class_name, chosen.value, config, from_queue))
         if chosen.preemptible and not spec.preemptible and "preemptible" in spec.model_fields_set:
             steady = ", ".join(sorted(n for n, c in config.priority_classes.items() if not c.preemptible)) or "none"
             raise Infeasible(
@@ -47,3 +41,15 @@ def resolve(spec: JobSpec, who: Principal, config: ClusterConfig, prefix: str = 
     if spec.team is None:
         update["team"] = config.team_of(who.user) or DEFAULT_TEAM
     return spec.model_copy(update=update) if update else spec
+
+
+def _conflict(spec: JobSpec, class_name: str, value: int, config: ClusterConfig, from_queue: bool) -> str:
+    """Why a job's own priority is refused: it differs from the value of the class it gets."""
+    if spec.priority_class is not None:
+        return f"priority {spec.priority} differs from priority_class {class_name}'s value {value}: give one of them"
+    source = f"queue {spec.queue}" if from_queue else "the cluster's default_priority_class"
+    known = ", ".join(f"{name} ({c.value})" for name, c in sorted(config.priority_classes.items()))
+    return (
+        f"priority {spec.priority} differs from the value {value} of priority class {class_name}, which this job"
+        f" gets from {source}: leave priority out, or give priority_class: NAME instead (classes: {known})"
+    )

@@ -1,0 +1,82 @@
+"""`corral submit --array` over a file's `array:`, and the note `corral jobs --limit` prints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import corral.cli.jobs
+from corral.cli.main import main
+
+
+class FakeHead:
+    """Records what the commands send; answers like the head."""
+
+    def __init__(self, jobs: int = 0) -> None:
+        self.batches: list[list[dict[str, Any]]] = []
+        self.rows = [{"id": f"j-{i}"} for i in range(jobs)]
+
+    def submit_batch(self, specs: list[dict[str, Any]]) -> list[str]:
+        self.batches.append(specs)
+        return ["j-a", "j-b"]
+
+    def jobs(self, include_all: bool = False, states: Any = (), limit: int | None = None) -> list[dict[str, Any]]:
+        return self.rows[:limit]
+
+
+@pytest.fixture
+def head(monkeypatch) -> FakeHead:
+    fake = FakeHead(jobs=7)
+    monkeypatch.setattr(corral.cli.jobs, "api", lambda: fake)
+    return fake
+
+
+def exit_code(args: list[str]) -> int | str | None:
+    try:
+        main(args)
+    except SystemExit as ended:
+        return ended.code
+    return 0
+
+
+def submit(tmp_path, capsys, text: str, *args: str) -> tuple[int | str | None, str, str]:
+    path = tmp_path / "job.yaml"
+    path.write_text(text)
+    code = exit_code(["submit", str(path), *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_the_array_option_wins_over_the_files_with_a_note(head, tmp_path, capsys):
+    code, out, err = submit(tmp_path, capsys, "command: x\narray: 0-3\n", "--array", "0-1")
+    assert code == 0, err
+    assert [spec["array"] for spec in head.batches[0]] == ["0-1"]
+    assert err.strip() == "note: --array 0-1 replaces the file's array: 0-3"
+    assert out.split() == ["j-a", "j-b"]
+
+
+@pytest.mark.parametrize(
+    ("text", "args"),
+    [
+        ("command: x\narray: 0-1\n", ["--array", "0-1"]),
+        ("command: x\n", ["--array", "0-1"]),
+        ("command: x\narray: 0-1\n", []),
+    ],
+)
+def test_no_note_when_only_one_array_is_given_or_both_agree(head, tmp_path, capsys, text, args):
+    code, _, err = submit(tmp_path, capsys, text, *args)
+    assert code == 0, err
+    assert [spec["array"] for spec in head.batches[0]] == ["0-1"]
+    assert "note" not in err
+
+
+def test_the_limit_note_says_the_list_stopped_at_the_limit(head, capsys):
+    assert exit_code(["jobs", "--limit", "5", "-o", "json"]) == 0
+    err = capsys.readouterr().err
+    assert err.strip() == "note: showing the first 5 jobs (--limit 5); more may match"
+
+
+def test_no_limit_note_when_fewer_jobs_match(head, capsys):
+    assert exit_code(["jobs", "--limit", "8", "-o", "json"]) == 0
+    assert capsys.readouterr().err == ""
