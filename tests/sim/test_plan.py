@@ -102,6 +102,7 @@ def test_an_impossible_target_exits_1_with_the_closest(files: tuple[Path, Path])
     assert document["recommended"] is None
     closest = document["candidates"][0]
     assert (closest["meets_target"], closest["nodes"], closest["p95_wait_s"]) == (False, 9, 200)
+    assert closest["reason"] == "misses at the largest size searched"  # as the table says
     assert "no candidate cluster meets p95 wait <= 150s" in message
 
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner, Result
 
 from corral.cli.main import cli
 from corral.sim import NEVER_FITS, NEVER_RAN, NO_GPUS
-from corral.sim.report import counted, skipped_note
+from corral.sim.report import amount, counted, hours, skipped_note
 
 HEADER = "job_id,submit_time_s,duration_s,num_gpus\n"
 ONE_GPU = "node_groups: [{name: n, count: 1, gpus_per_node: 1, gpu_type: V100, price_per_gpu_hour: 1}]\n"
@@ -119,3 +119,11 @@ def test_a_file_that_cannot_be_read_exits_2_naming_the_option(
     result = invoke(tmp_path, "a,0,10,1\n", "--config", str(config))
     assert result.exit_code == 2, result.output
     assert f"{option}: {tmp_path / name}: cannot read it (Permission denied)" in " ".join(result.output.split())
+
+
+def test_small_costs_and_energy_keep_two_decimals_and_large_ones_none() -> None:
+    assert [amount(v) for v in (0.0, 0.389, 99.4, 99.6, 154_265.6)] == ["0.00", "0.39", "99.40", "100", "154,266"]
+
+
+def test_a_duration_that_shows_as_100_hours_is_shown_in_days() -> None:
+    assert (hours(359_990), hours(359_900), hours(3_600)) == ("4.2d", "99.97h", "1.00h")

@@ -202,6 +202,17 @@ def _run(
     document = report_document(summaries, workload.skipped_total, spec, results)
     for missing in unrated(spec):
         click.echo(f"note: {missing} in the cluster file or the GPU catalogue; counted as 0", err=True)
+    if out_dir is not None:  # written before anything is printed: a closed stdout cannot lose them
+        from corral.sim.htmlreport import write_html_report  # matplotlib loads only when plots are asked for
+
+        try:
+            write_out(out_dir, document, results, keep=list(inputs.values()))
+            write_html_report(out_dir, document, results)
+        except OSError as exc:
+            raise click.BadParameter(
+                f"{out_dir}: cannot write the report ({exc.strerror or exc})", param_hint="--out"
+            ) from None
+
     if output == "json":
         emit_json(document)
     else:
@@ -215,19 +226,9 @@ def _run(
             click.echo(skipped_note(workload.skipped))
         for line in unfinished_note(results, quotas=config is not None):
             click.echo(line)
-    if out_dir is not None:
-        from corral.sim.htmlreport import write_html_report  # matplotlib loads only when plots are asked for
-
-        try:
-            write_out(out_dir, document, results, keep=list(inputs.values()))
-            write_html_report(out_dir, document, results)
-        except OSError as exc:
-            raise click.BadParameter(
-                f"{out_dir}: cannot write the report ({exc.strerror or exc})", param_hint="--out"
-            ) from None
-        if output != "json":
-            tables = ", ".join(f"jobs-{name}.csv" for name in results)
-            click.echo(f"wrote {out_dir}/summary.json, {tables}, report.html and its plots")
+    if out_dir is not None and output != "json":
+        tables = ", ".join(f"jobs-{name}.csv" for name in results)
+        click.echo(f"wrote {out_dir}/summary.json, {tables}, report.html and its plots")
 
 
 def simulate_policies(

@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from corral.sim.plan import Outcome, PlanResult
 
 
+MISSES = "misses at the largest size searched"  # why a candidate that could run the trace does not meet it
+
+
 @click.command()
 @input_options(required=True)
 @click.option(
@@ -199,7 +202,7 @@ def _outcome(outcome: Outcome) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "candidate": outcome.family,
         "meets_target": outcome.meets,
-        "reason": outcome.reason,
+        "reason": outcome.reason if outcome.reason or outcome.meets else MISSES,
         "simulations": outcome.simulations,
     }
     trial = outcome.trial
@@ -235,7 +238,7 @@ def _print(document: dict[str, Any], result: PlanResult) -> None:
         if "gpus" not in entry:
             rows.append([entry["candidate"], "-", "-", "-", "-", "-", f"cannot: {entry['reason']}"])
             continue
-        verdict = "meets" if entry["meets_target"] else "misses at the largest size searched"
+        verdict = "meets" if entry["meets_target"] else MISSES
         rows.append(
             [
                 entry["candidate"],

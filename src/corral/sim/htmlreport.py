@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from corral.sim.plots import PLOTS, draw_all
-from corral.sim.report import SUMMARY, jobs_file
+from corral.sim.report import SUMMARY, counted, jobs_file
 from corral.sim.result import SimResult
 
 REPORT = "report.html"
@@ -102,7 +102,8 @@ def _cluster_section(cluster: Mapping[str, Any]) -> str:
         for g in cluster["node_groups"]
     ]
     head = ["node group", "GPU type", "nodes", "GPUs per node", "GPUs", "price per GPU-hour", "watts busy / idle"]
-    summary = f"<p>{cluster['nodes']} nodes, {cluster['gpus']} GPUs, {cluster['cost_per_hour']:,.2f} per hour.</p>"
+    nodes, gpus = counted(cluster["nodes"], "node"), counted(cluster["gpus"], "GPU")
+    summary = f"<p>{nodes}, {gpus}, {cluster['cost_per_hour']:,.2f} per hour.</p>"
     return "<h2>Cluster</h2>" + _table(head, rows) + summary
 
 

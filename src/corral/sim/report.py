@@ -104,17 +104,18 @@ def skipped_note(skipped: Mapping[str, int]) -> str:
     return f"skipped {counted(sum(skipped.values()), 'trace row')}: {skipped_reasons(skipped)}"
 
 
-def oracle_ratios(summaries: Mapping[str, Summary]) -> dict[str, float]:
-    """Each policy's average JCT over the clairvoyant bound's, when ``srpt-oracle`` ran (and jobs finished)."""
+def oracle_ratios(summaries: Mapping[str, Summary]) -> dict[str, float | None]:
+    """Each policy's average JCT over the clairvoyant bound's, when ``srpt-oracle`` ran; None for every
+    policy when that average is 0 (no job, or only jobs that took no time)."""
     oracle = summaries.get(ORACLE)
-    if oracle is None or oracle.avg_jct_s <= 0:
+    if oracle is None:
         return {}
-    return {name: round(s.avg_jct_s / oracle.avg_jct_s, 4) for name, s in summaries.items()}
+    return {name: s.avg_jct_s / oracle.avg_jct_s if oracle.avg_jct_s > 0 else None for name, s in summaries.items()}
 
 
 def oracle_note(summaries: Mapping[str, Summary]) -> str | None:
     """``average JCT ÷ srpt-oracle's (a clairvoyant bound): default 1.028, fifo 1.557``, when the oracle ran."""
-    ratios = {name: r for name, r in oracle_ratios(summaries).items() if name != ORACLE}
+    ratios = {name: r for name, r in oracle_ratios(summaries).items() if name != ORACLE and r is not None}
     if not ratios:
         return None
     listed = ", ".join(f"{name} {ratio:.3f}" for name, ratio in ratios.items())
@@ -122,10 +123,15 @@ def oracle_note(summaries: Mapping[str, Summary]) -> str | None:
 
 
 def hours(seconds: float) -> str:
-    """``4.16h`` (the unit scheduling figures are quoted in), or ``27.7d`` from 100 hours up."""
-    if seconds >= 100 * 3600:
+    """``4.16h`` (the unit scheduling figures are quoted in), or ``27.7d`` from 100 hours up (as shown)."""
+    if round(seconds / 3600, 2) >= 100:
         return f"{seconds / 86400:.1f}d"
     return f"{seconds / 3600:.2f}h"
+
+
+def amount(value: float) -> str:
+    """A cost or an energy for the table: whole from 100 up (``154,266``), with two decimals below (``0.39``)."""
+    return f"{value:,.0f}" if round(value) >= 100 else f"{value:.2f}"
 
 
 def table_rows(summaries: Mapping[str, Summary]) -> list[list[str]]:
@@ -155,9 +161,9 @@ def spend_rows(summaries: Mapping[str, Summary]) -> list[list[str]]:
             name,
             hours(s.p95_wait_s),
             f"{s.jain_fairness:.3f}",
-            f"{s.cost:,.0f}",
-            f"{s.busy_cost:,.0f}",
-            f"{s.energy_kwh:,.0f}",
+            amount(s.cost),
+            amount(s.busy_cost),
+            amount(s.energy_kwh),
         ]
         for name, s in summaries.items()
     ]
