@@ -114,12 +114,30 @@ def test_remove_takes_whole_nodes_from_the_last_group_backwards() -> None:
     assert shape(remove_gpus(cluster, 20, "V100", "--remove 20xV100")) == [("t", 1, 4, "T4")]
     with pytest.raises(WhatIfError, match="the cluster has only 20 V100 GPUs"):
         remove_gpus(cluster, 24, "V100", "--remove 24xV100")
-    with pytest.raises(WhatIfError, match="not a number of whole V100 nodes"):
+    with pytest.raises(WhatIfError, match=r"no whole V100 nodes \(2×8, 1×4 GPUs\) add up to 2 GPUs; the nearest.* 4$"):
         remove_gpus(cluster, 2, "V100", "--remove 2xV100")
+    with pytest.raises(WhatIfError, match=r"add up to 6 GPUs; the nearest counts that do: 4 and 8$"):
+        remove_gpus(cluster, 6, "V100", "--remove 6xV100")
     with pytest.raises(WhatIfError, match="no H100 GPUs; its GPU types are V100, T4"):
         remove_gpus(cluster, 8, "H100", "--remove 8xH100")
     with pytest.raises(WhatIfError, match="no node would be left"):
         remove_gpus(spec(("a", 1, 8, "V100")), 8, "V100", "--remove 8xV100")
+
+
+def test_remove_finds_whole_nodes_over_several_groups_when_the_last_ones_alone_cannot() -> None:
+    # 12 = 8 + 4 and 20 = 8 + 8 + 4: taking from the last group first (one 4-GPU node left then 8 from "a").
+    cluster = spec(("a", 3, 8, "V100"), ("b", 2, 4, "V100"), ("c", 1, 8, "A100"))
+    assert shape(remove_gpus(cluster, 12, "V100", "--remove 12xV100")) == [
+        ("a", 2, 8, "V100"),
+        ("b", 1, 4, "V100"),
+        ("c", 1, 8, "A100"),
+    ]
+    assert shape(remove_gpus(cluster, 20, "V100", "--remove 20xV100")) == [
+        ("a", 1, 8, "V100"),
+        ("b", 1, 4, "V100"),
+        ("c", 1, 8, "A100"),
+    ]
+    assert shape(remove_gpus(cluster, 8, "V100", "--remove 8xV100")) == [("a", 3, 8, "V100"), ("c", 1, 8, "A100")]
 
 
 def test_flags_apply_in_order_scale_add_remove() -> None:

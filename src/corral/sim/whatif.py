@@ -144,21 +144,60 @@ def remove_gpus(spec: ClusterSpec, count: int, gpu_type: str, flag: str) -> Clus
     have = sum(groups[i].count * groups[i].gpus_per_node for i in same)
     if count > have:
         raise WhatIfError(f"{flag}: the cluster has only {have} {groups[same[0]].gpu_type} GPUs")
-    left = count
-    for index in reversed(same):
-        group = groups[index]
-        if group.gpus_per_node == 0:
-            continue
-        take = min(group.count, left // group.gpus_per_node)
-        left -= take * group.gpus_per_node
-        groups[index] = group.model_copy(update={"count": group.count - take})
-    if left:
-        sizes = ", ".join(sorted({str(groups[i].gpus_per_node) for i in same}))
+    takes = _whole_nodes([(groups[i].gpus_per_node, groups[i].count) for i in same], count)
+    if takes is None:
+        kinds = ", ".join(f"{groups[i].count}×{groups[i].gpus_per_node}" for i in same)
+        near = _nearest_whole([(groups[i].gpus_per_node, groups[i].count) for i in same], count)
         raise WhatIfError(
-            f"{flag}: whole nodes are removed, and {count} GPUs is not a number of whole"
-            f" {groups[same[0]].gpu_type} nodes ({sizes} GPUs each)"
+            f"{flag}: whole nodes are removed, and no whole {groups[same[0]].gpu_type} nodes ({kinds} GPUs)"
+            f" add up to {count} GPUs; the nearest counts that do: {' and '.join(map(str, near))}"
         )
+    for index, take in zip(same, takes, strict=True):
+        groups[index] = groups[index].model_copy(update={"count": groups[index].count - take})
     return _with_groups(spec, [g for g in groups if g.count > 0], flag)
+
+
+def _reachable(shapes: list[tuple[int, int]]) -> list[int]:
+    """For each prefix of ``shapes`` ((GPUs per node, nodes), in order), the GPU counts its whole nodes can
+    make, as a bit set (bit n: n GPUs): ``[0]`` first, one more per group (bounded knapsack by doubling)."""
+    sets = [1]
+    for size, nodes in shapes:
+        bits, step, left = sets[-1], 1, nodes
+        while left > 0 and size > 0:
+            take = min(step, left)
+            bits |= bits << (take * size)
+            left -= take
+            step *= 2
+        sets.append(bits)
+    return sets
+
+
+def _whole_nodes(shapes: list[tuple[int, int]], count: int) -> list[int] | None:
+    """Nodes to take from each group so that they hold exactly ``count`` GPUs, as many as can be from the
+    last group, then the one before, …; None when no whole nodes make ``count``."""
+    sets = _reachable(shapes)
+    if not sets[-1] >> count & 1:
+        return None
+    takes = [0] * len(shapes)
+    left = count
+    for index in reversed(range(len(shapes))):
+        size, nodes = shapes[index]
+        take = min(nodes, left // size) if size > 0 else 0
+        while take > 0 and not sets[index] >> (left - take * size) & 1:
+            take -= 1
+        takes[index], left = take, left - take * size
+    return takes
+
+
+def _nearest_whole(shapes: list[tuple[int, int]], count: int) -> list[int]:
+    """The GPU counts nearest ``count`` (below and above it, where there are) that whole nodes make."""
+    bits = _reachable(shapes)[-1]
+    below = (bits & ((1 << count) - 1)).bit_length() - 1
+    above = bits >> (count + 1)
+    nearest = [below] if below > 0 else []
+    if above:
+        nearest.append(count + 1 + (above & -above).bit_length() - 1)
+    return nearest
 
 
 def _groups_of(spec: ClusterSpec, gpu_type: str) -> list[int]:
