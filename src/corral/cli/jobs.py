@@ -1,11 +1,9 @@
-"""Job commands: submit, run, jobs, show, wait (cancel is in ``corral.cli.cancel``)."""
+"""Job commands: submit, jobs, show, wait (run is in ``corral.cli.run``, cancel in ``corral.cli.cancel``)."""
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
-from collections.abc import Mapping
 from typing import Any
 
 import click
@@ -13,77 +11,20 @@ import click
 from corral.cli import names
 from corral.cli.context import api
 from corral.cli.files import read_input
+from corral.cli.jobspec import spec_error, submitted, submitted_all, validated
 from corral.cli.numbers import FiniteFloatRange
 from corral.cli.render import (
     ago,
     allocation_text,
-    emit_json,
     gpus_text,
     output_option,
     render,
     styled_state,
     table,
 )
-from corral.client.errors import InvalidRequest
 
 TERMINAL = ("SUCCEEDED", "FAILED", "CANCELLED", "TIMEOUT")
 STATES = ("PENDING", "RUNNING", *TERMINAL)
-
-
-# The `corral run` option that sets each job-file field, named beside it in an error.
-_RUN_OPTIONS = {
-    "command": "COMMAND",
-    "nodes": "--nodes",
-    "resources.gpus": "--gpus",
-    "resources.gpu_type": "--gpu-type",
-    "resources.cpus": "--cpus",
-    "resources.memory": "--memory",
-    "priority": "--priority",
-    "max_restarts": "--max-restarts",
-    "launcher": "--launcher",
-    "env": "--env",
-    "volumes": "--volume",
-    "name": "--name",
-    "team": "--team",
-    "time_limit": "--time-limit",
-    "grace_period": "--grace-period",
-    "image": "--image",
-}
-
-
-def _spec_error(exc: Exception, options: Mapping[str, str] | None = None) -> InvalidRequest:
-    """Every problem of a spec, one per line; with ``options``, each field the option that set it."""
-    errors = getattr(exc, "errors", None)
-    if not isinstance(errors, list):
-        return InvalidRequest(f"invalid job spec:\n  {exc}")
-    options = options or {}
-    lines = []
-    for error in errors:
-        field = error.field
-        option = options.get(field) or options.get(field.split(".")[0].split("[")[0])
-        lines.append(f"{option} ({field}): {error.message}" if option else str(error))
-    return InvalidRequest("invalid job spec:\n  " + "\n  ".join(lines))
-
-
-def _validated(data: Any, source: str, options: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Validate here for a clear exit 2 even before the head is reached; send the user's own fields.
-    ``options``: the command-line option behind each field, to name in errors."""
-    from corral.spec import SpecError, parse_job_spec
-
-    try:
-        parse_job_spec(data, source)
-    except SpecError as exc:
-        raise _spec_error(exc, options) from None
-    body = {k: v for k, v in data.items() if k != "kind"}
-    body.setdefault("workdir", os.getcwd())
-    return body
-
-
-def _submitted(job: dict[str, Any], output: str) -> None:
-    if output == "json":
-        emit_json({"id": job["id"]})
-    else:
-        click.echo(job["id"])
 
 
 @click.command()
@@ -105,19 +46,15 @@ def submit(file: str, array: str | None, after_ok: tuple[str, ...], after_any: t
     try:
         data = load_yaml_document(text, source=file)
     except SpecError as exc:
-        raise _spec_error(exc) from None
+        raise spec_error(exc) from None
     if isinstance(data, dict):
         data = _with_options(data, array, after_ok, after_any)
-    spec = _validated(data, file)
+    spec = validated(data, file)
     if spec.get("array") is not None:
-        ids = api().submit_batch([spec])
-        if output == "json":
-            emit_json({"id": ids[0], "ids": ids})
-        else:
-            click.echo("\n".join(ids))
+        submitted_all(api().submit_batch([spec]), output)
         return
     job = api().submit(spec, idempotency_key=str(uuid.uuid4()))
-    _submitted(job, output)
+    submitted(job, output)
 
 
 def _with_options(
@@ -136,119 +73,6 @@ def _with_options(
             listed = data.get(key) or []
             data[key] = [*listed, *extra] if isinstance(listed, list) else listed
     return data
-
-
-def _parse_env(pairs: tuple[str, ...]) -> dict[str, str]:
-    from corral.spec import parse_env_pair
-
-    env: dict[str, str] = {}
-    for pair in pairs:
-        try:
-            key, value = parse_env_pair(pair)
-        except ValueError as exc:
-            raise InvalidRequest(f"--env: {exc}") from None
-        if key in env:
-            twice = f"{key}={env[key]} and {pair}"
-            raise InvalidRequest(f"--env: {key!r} is given twice ({twice}); give each variable once")
-        env[key] = value
-    return env
-
-
-@click.command(context_settings={"allow_interspersed_args": False})
-@click.option("--name", help="job name (default: the command's first word)")
-@click.option(
-    "--gpus",
-    type=float,
-    default=0,
-    show_default=True,
-    help="GPUs per node: a whole number, or a fraction from 0.01 to below 1 (0.5 shares one GPU)",
-)
-@click.option(
-    "--gpu-type",
-    "gpu_type",
-    multiple=True,
-    help="acceptable GPU types, preferred first: H100,A100 (or the option repeated, in order)",
-)
-@click.option("--nodes", type=int, default=1, show_default=True, help="nodes in the gang")
-@click.option("--cpus", type=float, help="CPU cores per node to reserve")
-@click.option("--memory", help="host memory per node to reserve, e.g. 64GB")
-@click.option("--team", help="team charged for the job")
-@click.option("--priority", type=int, default=0, show_default=True, help="higher runs first")
-@click.option("--time-limit", "time_limit", help="wall-clock limit, e.g. 30m or 2h")
-@click.option("--max-restarts", "max_restarts", type=int, default=0, show_default=True)
-@click.option("--preemptible", is_flag=True, help="may be stopped and requeued for a higher-priority job")
-@click.option("--grace-period", "grace_period", help="SIGTERM to SIGKILL when stopped, e.g. 30s")
-@click.option("--launcher", type=click.Choice(["per-node", "per-gpu"]), default="per-node", show_default=True)
-@click.option("--env", "env", multiple=True, metavar="K=V", help="environment variable (repeatable)")
-@click.option("--image", help="run the command in this container image")
-@click.option(
-    "--volume",
-    "volumes",
-    multiple=True,
-    metavar="HOST:CONTAINER[:ro|rw]",
-    help="with --image: mount a host directory into the container (repeatable)",
-)
-@output_option
-@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def run(
-    name: str | None,
-    gpus: float,
-    gpu_type: tuple[str, ...],
-    nodes: int,
-    cpus: float | None,
-    memory: str | None,
-    team: str | None,
-    priority: int,
-    time_limit: str | None,
-    max_restarts: int,
-    preemptible: bool,
-    grace_period: str | None,
-    launcher: str,
-    env: tuple[str, ...],
-    image: str | None,
-    volumes: tuple[str, ...],
-    output: str,
-    command: tuple[str, ...],
-) -> None:
-    """Submit COMMAND as a job without writing a file. Prints its id.
-
-    Put the command after `--`. One argument runs through the shell (pipes, &&);
-    several run as an argument list.
-
-        corral run --gpus 1 -- python train.py --epochs 3
-    """
-    resources: dict[str, Any] = {"gpus": gpus}
-    if gpu_type:
-        resources["gpu_type"] = ",".join(gpu_type)
-    if cpus is not None:
-        resources["cpus"] = cpus
-    if memory is not None:
-        resources["memory"] = memory
-    spec: dict[str, Any] = {
-        "command": command[0] if len(command) == 1 else list(command),
-        "nodes": nodes,
-        "resources": resources,
-        "priority": priority,
-        "max_restarts": max_restarts,
-        "launcher": launcher,
-        "env": _parse_env(env),
-    }
-    if preemptible:
-        spec["preemptible"] = True
-    if volumes:
-        spec["volumes"] = list(volumes)
-    for key, value in (
-        ("name", name),
-        ("team", team),
-        ("time_limit", time_limit),
-        ("grace_period", grace_period),
-        ("image", image),
-    ):
-        if value is not None:
-            spec[key] = value
-    body = _validated(spec, "job", _RUN_OPTIONS)  # a bad spec exits 2 before the head is looked for
-    job = api().submit(body, idempotency_key=str(uuid.uuid4()))
-    _submitted(job, output)
 
 
 def _jobs_table(rows: list[dict[str, Any]]) -> None:

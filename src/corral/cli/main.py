@@ -31,7 +31,7 @@ COMMANDS: dict[str, str] = {
     "head": "corral.cli.daemons:head",
     "agent": "corral.cli.daemons:agent",
     "submit": "corral.cli.jobs:submit",
-    "run": "corral.cli.jobs:run",
+    "run": "corral.cli.run:run",
     "jobs": "corral.cli.jobs:jobs",
     "show": "corral.cli.jobs:show",
     "logs": "corral.cli.logs:logs",
