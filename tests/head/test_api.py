@@ -228,3 +228,11 @@ def test_cancel_says_which_jobs_had_already_ended(head):
     assert [(j["state"], j["already_ended"]) for j in first] == [("CANCELLED", False)]
     again = head.client.post(f"/v1/jobs/{job['id']}/cancel", headers=head.admin).json()
     assert (again["state"], again["already_ended"]) == ("CANCELLED", True)
+
+
+@pytest.mark.parametrize(("labels", "said"), [({"rack": "r 1"}, "bad value 'r 1'"), ({"rack": ""}, "has no value")])
+def test_a_registration_with_a_bad_label_is_refused_naming_it(head, labels, said):
+    body = {"name": "n1", "cpus": 1, "memory_mb": 1, "labels": labels}
+    response = head.client.post("/v1/agents/register", json=body, headers=head.admin)
+    assert response.status_code == 422
+    assert said in response.text and "labels" in response.text

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
+
+from corral.spec.quantities import check_label
 
 AGENT_PROTOCOL_VERSION = 1
 
@@ -56,6 +58,13 @@ class RegisterRequest(BaseModel):
         description="the node credential this agent got when it last registered, if it kept one: while the "
         "node's agent is heartbeating, only the holder of its credential may register it again",
     )
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, labels: dict[str, str]) -> dict[str, str]:
+        for key, value in labels.items():
+            check_label(key, value)  # as `corral agent --labels` checks them
+        return labels
 
 
 class HostSlots(BaseModel):

@@ -211,15 +211,16 @@ def parse_labels(value: str) -> dict[str, str]:
         if not sep or not key.strip():
             raise ValueError(f"bad label {item!r}: expected key=value pairs such as rack=r1,nvlink=nv0")
         key = key.strip()
-        if not _LABEL_KEY_RE.fullmatch(key):
-            raise ValueError(f"bad label key {key!r}: a key holds {LABEL_KEY_HELP}")
         if key in labels:
             raise ValueError(f"label key {key!r} is given twice; give each key once")
-        labels[key] = _label_value(key, val.strip())
+        labels[key] = check_label(key, val.strip())
     return labels
 
 
-def _label_value(key: str, value: str) -> str:
+def check_label(key: str, value: str) -> str:
+    """The value of label ``key``, when the key holds ``LABEL_KEY_HELP`` and the value ``LABEL_VALUE_HELP``."""
+    if not _LABEL_KEY_RE.fullmatch(key):
+        raise ValueError(f"bad label key {key!r}: a key holds {LABEL_KEY_HELP}")
     if not value:
         raise ValueError(f"label {key!r} has no value: give {key}=VALUE, where a value holds {LABEL_VALUE_HELP}")
     if not _LABEL_VALUE_RE.fullmatch(value):
