@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 import click
@@ -11,6 +12,8 @@ from corral.cli import names
 from corral.cli.files import read_input
 from corral.cli.render import ago, emit_json, output_option, render, styled_state, table
 from corral.client.errors import InvalidRequest
+
+SCALE_SETTLE_S = 10.0
 
 
 def _services_api() -> Any:
@@ -138,12 +141,27 @@ def show(name: str, output: str) -> None:
 @click.argument("replicas", type=click.IntRange(0, 256))
 @output_option
 def scale(name: str, replicas: int, output: str) -> None:
-    """Run exactly REPLICAS replicas (0 stops them all) until `corral serve` applies the file again."""
-    out = _services_api().scale(name, replicas)
+    """Run exactly REPLICAS replicas (0 stops them all) until `corral serve` applies the file again.
+
+    JSON: the service object once the head has taken the new count in (no more than REPLICAS
+    replicas ready in the pool; the surplus draining), waiting up to 10 s for it.
+    """
+    api = _services_api()
+    out = api.scale(name, replicas)
     if output == "json":
-        emit_json(out)
+        emit_json(_settled(api, name, replicas, out))
     else:
         click.echo(f"{name}: {replicas} replica{'' if replicas == 1 else 's'}")
+
+
+def _settled(api: Any, name: str, replicas: int, out: dict[str, Any]) -> dict[str, Any]:
+    """The service once its pool holds at most ``replicas`` ready replicas: the head answers a scale
+    as it commits it, before its serve loop (twice a second) drains the surplus."""
+    deadline = time.monotonic() + SCALE_SETTLE_S
+    while out["replicas_ready"] > replicas and time.monotonic() < deadline:
+        time.sleep(0.2)
+        out = api.service(name)
+    return out
 
 
 @service.command("delete")

@@ -3,9 +3,10 @@
 It picks the replica with the least-outstanding-requests policy, passes the response through as
 it arrives (chunked bodies and server-sent events are not buffered) and names the replica in
 ``X-Corral-Replica``. A request goes to a second replica only when the connection to the first
-could not be made, so a request that reached a replica is never sent twice. A request to a
-service without a ready replica (scaled to zero, or still starting) is held up to the service's
-``readiness.hold`` and then answered 503.
+could not be made (refused, or not accepted: see ``accept``), so a request that reached a replica
+is never sent twice. A request to a service without a ready replica (scaled to zero, or still
+starting) is held up to the service's ``readiness.hold`` and then answered 503. A request whose
+client disconnects stops at once, wherever it is: held, sent, or streaming its answer.
 """
 
 from __future__ import annotations
@@ -19,8 +20,11 @@ from typing import Any
 from urllib.parse import unquote
 
 import aiohttp
+from yarl import URL
 
 from corral.api.services import Endpoint
+from corral.serve.proxy.accept import ACCEPT_S, WATCH, Watch, WatchingConnector
+from corral.serve.proxy.hangup import CANCELS_ON_DISCONNECT, unless_gone
 from corral.serve.proxy.load import LoadBook
 from corral.serve.proxy.pool import ReplicaPool
 from corral.serve.proxy.relay import (
@@ -40,6 +44,7 @@ from corral.serve.proxy.relay import (
 log = logging.getLogger(__name__)
 
 Scope = MutableMapping[str, Any]
+Headers = list[tuple[str, str]]
 __all__ = ["REPLICA_HEADER", "Gateway", "Message", "Receive", "Scope", "Send"]
 
 # Raised before a byte of the request was written: the request provably never reached a replica.
@@ -47,6 +52,10 @@ _CONNECT_ERRORS = (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError)
 # Shorter than the keep-alive timeouts of common servers (uvicorn: 5 s): the gateway drops an
 # idle connection before the replica does, rather than sending a request into a closing one.
 KEEPALIVE_S = 4.0
+# Connections one gateway keeps to one replica; more requests wait at the gateway for one of them.
+# A burst then never opens more connections at once than a listen queue holds: 100 is asyncio's
+# default backlog, and most servers (uvicorn, gunicorn, werkzeug, aiohttp, Node) take 128 or more.
+REPLICA_CONNECTIONS = 100
 
 
 class Gateway:
@@ -70,7 +79,9 @@ class Gateway:
         (see docs/benchmarks.md); created on first use, inside the running event loop."""
         if self._http is None:
             self._http = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=1000, limit_per_host=0, keepalive_timeout=KEEPALIVE_S),
+                connector=WatchingConnector(
+                    limit=1000, limit_per_host=REPLICA_CONNECTIONS, keepalive_timeout=KEEPALIVE_S
+                ),
                 # Only the socket connect is bounded tightly: a busy gateway's own wait is not the replica's fault.
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=3.0, sock_read=300.0),
                 auto_decompress=False,
@@ -142,6 +153,13 @@ class Gateway:
         body = await read_body(receive)
         if body is None:
             return  # the client went away before sending the whole request
+        work = self._route(scope, send, service, path, body)
+        if CANCELS_ON_DISCONNECT in (scope.get("extensions") or ()):
+            await work
+        elif await unless_gone(work, receive):
+            log.debug("a client of %s went away before its answer: its request was dropped", service)
+
+    async def _route(self, scope: Scope, send: Send, service: str, path: str, body: bytes) -> None:
         endpoint = self.pool.choose(service) or await self._held_for(send, service)
         if endpoint is not None:
             await self._forward(scope, send, service, path, body, endpoint)
@@ -173,45 +191,59 @@ class Gateway:
         self, scope: Scope, send: Send, service: str, path: str, body: bytes, endpoint: Endpoint
     ) -> None:
         query = scope.get("query_string", b"").decode("latin-1")
-        headers = request_headers(scope["headers"])
+        client = scope.get("client")
+        headers = request_headers(scope["headers"], client[0] if client else None, scope.get("scheme", "http"))
         tried: frozenset[str] = frozenset()
         for attempt in range(2):
             self._outstanding(service, endpoint.replica, 1)
             try:
-                response = await self.http.request(
-                    scope["method"],
-                    target(endpoint.url, path, query),
-                    headers=headers,
-                    data=body_data(body),
-                    allow_redirects=False,
-                )
-            except _CONNECT_ERRORS as exc:  # no connection: the request never left the gateway
-                self._outstanding(service, endpoint.replica, -1)
-                self.pool.refused(endpoint.replica)
-                tried |= {endpoint.replica}
-                log.info("replica %s of %s refused a connection (%s)", endpoint.replica, service, exc)
-                if attempt > 0:
-                    message = f"service {service!r}: replica {endpoint.replica} is unreachable"
-                    await reply(send, 502, message, endpoint.replica)
+                url = target(endpoint.url, path, query)
+                if await self._send_to(send, service, endpoint, scope["method"], url, headers, body):
                     return
-                # Another ready replica, else held as if none were ready (the refused one waits out its cooldown).
-                retry = self.pool.choose(service, exclude=tried) or await self._held_for(send, service)
-                if retry is None:
-                    return  # answered: no replica came
-                endpoint = retry
-                continue
-            except REPLICA_ERRORS as exc:  # it may have had the request: never sent again
-                self._outstanding(service, endpoint.replica, -1)
-                log.warning("replica %s of %s failed before answering: %s", endpoint.replica, service, exc)
-                message = f"service {service!r}: replica {endpoint.replica} failed: {exc}"
-                await reply(send, 502, message, endpoint.replica)
-                return
-            try:
-                await pass_on(response, send, endpoint.replica, service)
             finally:
                 self._outstanding(service, endpoint.replica, -1)
-                response.release()
-            return
+            # No connection: the request never left the gateway.
+            self.pool.refused(endpoint.replica)
+            tried |= {endpoint.replica}
+            if attempt > 0:
+                message = f"service {service!r}: replica {endpoint.replica} is unreachable"
+                await reply(send, 502, message, endpoint.replica)
+                return
+            # Another ready replica, else held as if none were ready (the refused one waits out its cooldown).
+            retry = self.pool.choose(service, exclude=tried) or await self._held_for(send, service)
+            if retry is None:
+                return  # answered: no replica came
+            endpoint = retry
+
+    async def _send_to(
+        self, send: Send, service: str, endpoint: Endpoint, method: str, url: URL, headers: Headers, body: bytes
+    ) -> bool:
+        """Send the request to ``endpoint`` and its answer (or a 502) to the client; False, with
+        nothing sent to either, when no connection to the replica could be made."""
+        watch = Watch()
+        token = WATCH.set(watch)
+        try:
+            data = body_data(body)
+            response = await self.http.request(method, url, headers=headers, data=data, allow_redirects=False)
+        except _CONNECT_ERRORS as exc:
+            log.info("replica %s of %s refused a connection (%s)", endpoint.replica, service, exc)
+            return False
+        except REPLICA_ERRORS as exc:
+            if watch.unaccepted:
+                log.info("replica %s of %s did not accept a connection in %gs", endpoint.replica, service, ACCEPT_S)
+                return False
+            log.warning("replica %s of %s failed before answering: %s", endpoint.replica, service, exc)
+            message = f"service {service!r}: replica {endpoint.replica} failed: {exc}"
+            await reply(send, 502, message, endpoint.replica)  # it may have had the request: never sent again
+            return True
+        finally:
+            watch.disarm()
+            WATCH.reset(token)
+        try:
+            await pass_on(response, send, endpoint.replica, service)
+        finally:
+            response.release()
+        return True
 
     def _outstanding(self, service: str, replica: str, delta: int) -> None:
         self.pool.outstanding[replica] = self.pool.outstanding.get(replica, 0) + delta

@@ -28,7 +28,6 @@ REPLICA_HEADER = b"x-corral-replica"
 HOP = frozenset(
     {b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"te", b"trailer", b"upgrade"}
 )
-HOP_AND_HOST = HOP | {b"host"}
 HOP_AND_OURS = HOP | {REPLICA_HEADER}
 WHOLE_BODY_MAX = 256 * 1024
 LARGE_BODY = 1 << 20  # a request body larger than this is written out in pieces
@@ -48,8 +47,34 @@ def target(replica_url: str, path: str, query: str) -> URL:
     return URL.build(scheme=scheme, authority=authority, path=path, query_string=query, encoded=True)
 
 
-def request_headers(raw: Iterable[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
-    return [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw if k not in HOP_AND_HOST]
+def request_headers(
+    raw: Iterable[tuple[bytes, bytes]], client: str | None, scheme: str = "http"
+) -> list[tuple[str, str]]:
+    """The request's own headers for the replica, with the conventional proxy headers: ``client``
+    (the address the request came from) appended to X-Forwarded-For, and X-Forwarded-Host (the
+    Host the client asked for) and X-Forwarded-Proto (``scheme``) unless an earlier proxy set them."""
+    out: list[tuple[str, str]] = []
+    chain: list[str] = []
+    host: str | None = None
+    has_host = has_proto = False
+    for key, value in raw:
+        if key == b"x-forwarded-for":
+            chain.append(value.decode("latin-1").strip())
+        elif key == b"host":
+            host = value.decode("latin-1")
+        elif key not in HOP:
+            has_host = has_host or key == b"x-forwarded-host"
+            has_proto = has_proto or key == b"x-forwarded-proto"
+            out.append((key.decode("latin-1"), value.decode("latin-1")))
+    if client:
+        chain.append(client)
+    if chain:
+        out.append(("x-forwarded-for", ", ".join(chain)))
+    if host is not None and not has_host:
+        out.append(("x-forwarded-host", host))
+    if not has_proto:
+        out.append(("x-forwarded-proto", scheme))
+    return out
 
 
 def body_data(body: bytes) -> bytes | io.BytesIO | None:
@@ -76,7 +101,8 @@ async def pass_on(response: aiohttp.ClientResponse, send: Send, replica: str, se
     """Send the replica's response to the client. If the replica fails before the client has the
     status line, the client gets a 502 naming it; if it fails after, the response is left
     unfinished, and the server then cuts the client's connection (a proxy cannot honestly finish
-    a response the replica did not)."""
+    a response the replica did not). An error sending to the client (it went away) is the server's
+    to raise: it is not taken for the replica's."""
     headers = [(k.lower(), v) for k, v in response.raw_headers if k.lower() not in HOP_AND_OURS]
     headers.append((REPLICA_HEADER, replica.encode()))  # ours alone: a replica's own is dropped
     start = {"type": "http.response.start", "status": response.status, "headers": headers}
@@ -87,7 +113,7 @@ async def pass_on(response: aiohttp.ClientResponse, send: Send, replica: str, se
         try:
             body = await response.read()
         except REPLICA_ERRORS as exc:
-            log.warning("replica %s of %s cut its response short: %s", replica, service, _describe(exc))
+            _cut_short(replica, service, exc)
             await reply(send, 502, f"service {service!r}: replica {replica} cut its response short", replica)
             return
         await send(start)
@@ -95,14 +121,20 @@ async def pass_on(response: aiohttp.ClientResponse, send: Send, replica: str, se
         return
     await send(start)
     # Anything else (chunked, server-sent events, large) streams as it arrives.
-    try:
-        async for chunk in response.content.iter_any():
-            if chunk:
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-    except REPLICA_ERRORS as exc:
-        log.warning("replica %s of %s cut its response short: %s", replica, service, _describe(exc))
-        return
+    while True:
+        try:
+            chunk = await response.content.readany()
+        except REPLICA_ERRORS as exc:
+            _cut_short(replica, service, exc)
+            return
+        if not chunk:
+            break
+        await send({"type": "http.response.body", "body": chunk, "more_body": True})
     await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _cut_short(replica: str, service: str, exc: BaseException) -> None:
+    log.warning("replica %s of %s cut its response short: %s", replica, service, _describe(exc))
 
 
 def _describe(exc: BaseException) -> str:
