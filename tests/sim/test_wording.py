@@ -127,3 +127,13 @@ def test_small_costs_and_energy_keep_two_decimals_and_large_ones_none() -> None:
 
 def test_a_duration_that_shows_as_100_hours_is_shown_in_days() -> None:
     assert (hours(359_990), hours(359_900), hours(3_600)) == ("4.2d", "99.97h", "1.00h")
+
+
+def test_prices_and_power_are_floats_in_json_whether_given_or_from_the_catalogue(tmp_path: Path) -> None:
+    cluster = (
+        "node_groups: [{name: h, count: 1, gpus_per_node: 1, gpu_type: H100},"  # the catalogue's price and power
+        " {name: n, count: 1, gpus_per_node: 1, gpu_type: V100, price_per_gpu_hour: 1, watts_busy: 300}]\n"
+    )
+    result = invoke(tmp_path, "a,0,10,1\n", "-o", "json", cluster=cluster)
+    groups = json.loads(result.stdout)["cluster"]["node_groups"]
+    assert all(type(g[k]) is float for g in groups for k in ("price_per_gpu_hour", "watts_busy", "watts_idle"))

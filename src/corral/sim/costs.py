@@ -46,7 +46,7 @@ def _rates(group: NodeGroupSpec) -> GroupRates:
     defaults = lookup(group.gpu_type)
 
     def pick(given: float | None, default: float | None) -> float:
-        return given if given is not None else (default or 0.0)
+        return float(given if given is not None else (default or 0.0))  # a float in JSON, whatever its source
 
     return GroupRates(
         group=group.group_name,
