@@ -112,7 +112,7 @@ def test_up_notes_a_different_setting_while_the_head_runs(home, tmp_path, monkey
     assert "--preempt-grace 30.0 applies after `corral down`" in err
 
 
-def test_up_runs_as_many_agents_as_the_last_up_asked_for_none_included():
+def test_up_runs_as_many_agents_as_ran_after_the_last_up_none_included():
     state: dict = {"agents": [{"name": "local-1", "pid": None}, {"name": "local-2", "pid": None}]}
     assert local._agent_count(state, None) == 2  # a state from before the count was remembered: its agents
     assert local._agent_count(state, 0) == 0  # a head alone
@@ -120,3 +120,7 @@ def test_up_runs_as_many_agents_as_the_last_up_asked_for_none_included():
     assert local._agent_count(state, 3) == 3
     assert local._agent_count(state, None) == 3
     assert local._agent_count({}, None) == 1  # a new cluster
+    running: dict = {"agents": [{"name": f"local-{i}", "pid": os.getpid()} for i in (1, 2)]}
+    assert local._agent_count(running, 1) == 1  # fewer than run: none is stopped (`up` says so) ...
+    running["agents"] = [{**a, "pid": None} for a in running["agents"]]  # ... and after `corral down`
+    assert local._agent_count(running, None) == 2  # the next `up` starts the two that ran

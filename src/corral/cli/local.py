@@ -165,12 +165,13 @@ def up(
 
 
 def _agent_count(state: dict[str, Any], asked: int | None) -> int:
-    """How many agents to run: ``--agents`` when given (and remembered, 0 too), else as many as the last
-    `up` asked for (1 for a new cluster)."""
+    """How many agents to run: ``--agents`` when given, else as many as the cluster ran after the last
+    `up` (none too; 1 for a new cluster). Agents already running are never stopped by `up`, so that
+    number is the larger of what it asked for and what ran; it is remembered here."""
     remembered = state.get("agent_count")
     if asked is None:
         asked = remembered if isinstance(remembered, int) else max(1, len(state.get("agents", [])))
-    state["agent_count"] = asked
+    state["agent_count"] = max(asked, len(_running_agents(state)))
     return asked
 
 
