@@ -11,10 +11,11 @@ from corral.sched.backfill import blocked_reason, ends_by, find_reservation, gua
 from corral.sched.fairshare import share_key_of, share_tables
 from corral.sched.order import Item, ordered, request_of
 from corral.sched.placement import find_placement
-from corral.sched.plan import FASTER_GPU, QUOTA, Placement, Plan, Preemption, Reason, Reservation
+from corral.sched.plan import FASTER_GPU, QUOTA, Placement, Plan, Preemption, Reservation
 from corral.sched.policy import Policy
 from corral.sched.preempt import Preemptor
 from corral.sched.quota import QuotaLedger
+from corral.sched.reason_map import Reasons
 from corral.sched.reasons import explain
 from corral.sched.snapshot import CapacityView, Snapshot
 from corral.sched.speed import CHECKS_PER_CYCLE, faster_soon
@@ -334,7 +335,7 @@ class _Cycle:
         if self.reservation is not None:
             self.guard = guard_view(self.snapshot, self.policy, self.taken, self.reservation, view)
 
-    def _reasons(self, view: CapacityView, preemptor: Preemptor | None) -> dict[str, Reason]:
+    def _reasons(self, view: CapacityView, preemptor: Preemptor | None) -> Reasons:
         known = {job_id: (FASTER_GPU, message) for job_id, message in self.waits_for_faster.items()}
         known.update((job_id, (QUOTA, message)) for job_id, message in self.over_quota.items())
         quota = self._quota_reason(view)
@@ -342,15 +343,15 @@ class _Cycle:
         reasons = explain(waiting, view, self.snapshot, known, requests, unchecked, quota, self.rest)
         reservation = self.reservation
         if reservation is not None and reservation.job_id in reasons and reservation.job_id not in known:
-            reasons[reservation.job_id] = reserved_reason(reasons[reservation.job_id], reservation, self.now)
+            reasons.replace(reservation.job_id, reserved_reason(reasons[reservation.job_id], reservation, self.now))
         for job_id, victims in self.special.items():
             if job_id in known or job_id not in reasons or (reservation is not None and job_id == reservation.job_id):
                 continue
             base = reasons[job_id]
             if victims and preemptor is not None:
-                reasons[job_id] = preemptor.reason(base, self.holders[job_id], victims)
+                reasons.replace(job_id, preemptor.reason(base, self.holders[job_id], victims))
             elif reservation is not None:
-                reasons[job_id] = blocked_reason(base, reservation, self.now)
+                reasons.replace(job_id, blocked_reason(base, reservation, self.now))
         return reasons
 
 

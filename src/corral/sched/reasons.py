@@ -12,6 +12,7 @@ from corral.sched.feasibility import ClusterShapes, largest_domain, no_domain_ho
 from corral.sched.order import Item, group_of, id_of
 from corral.sched.placement import candidates
 from corral.sched.plan import NEVER_FITS, NO_NODES, QUOTA, RESOURCES, Reason
+from corral.sched.reason_map import Reasons
 from corral.sched.snapshot import CapacityView, Snapshot
 
 
@@ -24,7 +25,7 @@ def explain(
     unchecked: Container[str] = (),
     quota: Callable[[Job, Request], str | None] | None = None,
     rest: Sequence[Item] = (),
-) -> dict[str, Reason]:
+) -> Reasons:
     """A reason per waiting job (given in queue order, and kept in it), judged on what is left free in ``view``.
 
     ``known`` gives the code and message of jobs whose reason the cycle already knows (they keep
@@ -39,7 +40,7 @@ def explain(
     ``waiting``, see ``Plan.position``), so a cycle leaving 100,000 jobs waiting makes one per request and
     team at most (a few thousand), not one per job."""
     if not waiting and not rest:
-        return {}
+        return Reasons({})
     registered, unavailable = snapshot.shapes, snapshot.unavailable_shapes
     known = known or {}
     if requests is None:
@@ -71,15 +72,15 @@ def explain(
             reasons[job.id] = unchecked_reason(job, request, base, teams)
         else:
             reasons[job.id] = base
-    if rest:
-        groups = list(map(group_of, rest))
-        said: dict[int, Reason] = {}
-        for group, item in dict(zip(groups, rest, strict=True)).items():  # one job per group
-            request = item[-3]
-            base, teams = base_of(request)
-            said[group] = unchecked_reason(item[-4], request, base, teams)
-        reasons.update(zip(map(id_of, rest), map(said.__getitem__, groups), strict=True))
-    return reasons
+    if not rest:
+        return Reasons(reasons)
+    groups = list(map(group_of, rest))
+    said: dict[int, Reason] = {}
+    for group, item in dict(zip(groups, rest, strict=True)).items():  # one job per group
+        request = item[-3]
+        base, teams = base_of(request)
+        said[group] = unchecked_reason(item[-4], request, base, teams)
+    return Reasons(reasons, list(map(id_of, rest)), groups, said)
 
 
 def _reason(
