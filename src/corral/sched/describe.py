@@ -8,7 +8,9 @@ from corral.model import Request
 
 
 def number(value: float) -> str:
-    """``4`` for 4.0, ``0.5`` for 0.5."""
+    """``4`` for 4.0, ``0.5`` for 0.5, ``1000000`` for a million (never ``1e+06``)."""
+    if float(value).is_integer() and abs(value) < 1e15:
+        return str(int(value))
     return f"{value:g}"
 
 

@@ -14,6 +14,7 @@ import math
 import re
 from collections.abc import Sequence
 
+from corral.sched.describe import plural
 from corral.sim.catalogue import GpuDefaults, known_types, lookup
 from corral.sim.cluster import MAX_NODES
 from corral.spec import ClusterSpec, NodeGroupSpec
@@ -143,7 +144,7 @@ def remove_gpus(spec: ClusterSpec, count: int, gpu_type: str, flag: str) -> Clus
     groups = list(spec.node_groups)
     have = sum(groups[i].count * groups[i].gpus_per_node for i in same)
     if count > have:
-        raise WhatIfError(f"{flag}: the cluster has only {have} {groups[same[0]].gpu_type} GPUs")
+        raise WhatIfError(f"{flag}: the cluster has only {plural(have, groups[same[0]].gpu_type + ' GPU')}")
     takes = _whole_nodes([(groups[i].gpus_per_node, groups[i].count) for i in same], count)
     if takes is None:
         kinds = ", ".join(f"{groups[i].count}×{groups[i].gpus_per_node}" for i in same)
