@@ -50,3 +50,27 @@ def test_waiting_answers_when_an_event_arrives(head):
     timer.join()
     assert [e["kind"] for e in found] == ["job.submitted"]
     assert time.monotonic() - started < 3
+
+
+def test_users_see_only_their_own_services_events(head):
+    alice, bob = head.user_token("alice"), head.user_token("bob")
+    for name, token in (("alices", alice), ("bobs", bob)):
+        spec = {"name": name, "command": "python serve.py", "replicas": {"min": 1, "max": 1}}
+        response = head.client.post("/v1/services", json=spec, headers=head.auth(token))
+        assert response.status_code == 201, response.text
+    response = head.client.post("/v1/services/bobs/scale", json={"replicas": 2}, headers=head.auth(bob))
+    assert response.status_code == 200, response.text
+    head.register("n1", gpus=0)  # a cluster event: everyone sees it
+
+    def seen(token):
+        return [(e["kind"], e["message"].split()[1]) for e in events(head, token=token) if e["kind"] != "job.submitted"]
+
+    assert ("service.created", "alices") in seen(alice) and ("node.registered", "n1") in [
+        (e["kind"], e["node"]) for e in events(head, token=alice)
+    ]
+    assert not [s for s in seen(alice) if s[1] == "bobs"]  # nothing of bob's service
+    assert {s for s in seen(bob) if s[0].startswith("service.")} == {
+        ("service.created", "bobs"),
+        ("service.scaled", "bobs"),
+    }
+    assert {s[1] for s in seen(head.admin_token) if s[0].startswith("service.")} == {"alices", "bobs"}

@@ -1,13 +1,16 @@
-"""The event stream: every state change of jobs and nodes, in order."""
+"""The event stream: every state change of jobs, nodes and services, in order. A user sees the events of
+their own jobs and services, and the cluster's (nodes); an admin sees every one."""
 
 from __future__ import annotations
 
-from sqlalchemy import or_, select
+from sqlalchemy import and_, not_, or_, select
 
 from corral.api import EventOut
 from corral.head.runtime import HeadRuntime
 from corral.head.security import Principal
 from corral.head.store.tables import EventRow, JobRow
+
+SERVICE_EVENTS = "service."  # kinds of the events about a service, whose ``data.owner`` is its user
 
 
 def list_events(rt: HeadRuntime, who: Principal, after: int, limit: int, job_id: str | None) -> list[EventOut]:
@@ -18,7 +21,14 @@ def list_events(rt: HeadRuntime, who: Principal, after: int, limit: int, job_id:
             query = query.where(EventRow.job_id == job_id)
         if not who.is_admin:
             own = select(JobRow.id).where(JobRow.user == who.user)
-            query = query.where(or_(EventRow.job_id.is_(None), EventRow.job_id.in_(own)))
+            service = EventRow.kind.startswith(SERVICE_EVENTS)
+            query = query.where(
+                or_(
+                    and_(EventRow.job_id.is_(None), not_(service)),  # the cluster's: nodes and such
+                    and_(EventRow.job_id.is_(None), service, EventRow.data["owner"].as_string() == who.user),
+                    EventRow.job_id.in_(own),
+                )
+            )
         if after >= 0:
             rows = list(session.scalars(query.where(EventRow.id > after).order_by(EventRow.id).limit(limit)))
         else:

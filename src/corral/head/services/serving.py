@@ -97,7 +97,7 @@ def apply(rt: HeadRuntime, who: Principal, spec: ServiceSpec) -> tuple[ServiceOu
                 updated_at=now,
             )
             session.add(row)
-            record_event(session, now, "service.created", f"service {spec.name} created by {who.user}")
+            record_event(session, now, "service.created", f"service {spec.name} created by {who.user}", owner=row.user)
         else:
             if not who.is_admin and row.user != who.user:  # names are cluster-wide
                 raise Conflict(f"name: service {spec.name!r} belongs to another user; choose another name")
@@ -107,7 +107,11 @@ def apply(rt: HeadRuntime, who: Principal, spec: ServiceSpec) -> tuple[ServiceOu
                 # A new command deserves a fresh start: no back-off left from the old one's exits.
                 row.autoscale_state = {k: v for k, v in row.autoscale_state.items() if k != RESTART_KEY}
                 record_event(
-                    session, now, "service.updated", f"service {spec.name}: rolling out revision {row.revision}"
+                    session,
+                    now,
+                    "service.updated",
+                    f"service {spec.name}: rolling out revision {row.revision}",
+                    owner=row.user,
                 )
             row.spec = spec_json(spec)
             row.desired = max(spec.replicas.min, min(spec.replicas.max, row.desired))
@@ -177,7 +181,8 @@ def scale(rt: HeadRuntime, who: Principal, name: str, replicas: int) -> ServiceO
         row.desired = replicas
         row.autoscale_state = {k: v for k, v in row.autoscale_state.items() if k == RESTART_KEY}
         row.updated_at = now
-        record_event(session, now, "service.scaled", f"service {name} scaled to {replicas} by {who.user}")
+        scaled = f"service {name} scaled to {replicas} by {who.user}"
+        record_event(session, now, "service.scaled", scaled, owner=row.user)
         session.flush()
         out = to_out(session, rt, row)
     notify_changed(rt)
@@ -195,7 +200,7 @@ def remove(rt: HeadRuntime, who: Principal, name: str) -> None:
                 end_job(session, job, JobState.CANCELLED, now, f"service {name} deleted by {who.user}")
         session.execute(delete(ReplicaRow).where(ReplicaRow.service == name))
         session.delete(row)
-        record_event(session, now, "service.deleted", f"service {name} deleted by {who.user}")
+        record_event(session, now, "service.deleted", f"service {name} deleted by {who.user}", owner=row.user)
     notify_changed(rt)
 
 

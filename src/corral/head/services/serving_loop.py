@@ -187,6 +187,7 @@ def apply(rt: HeadRuntime, services: Sequence[ServiceState], decisions: Sequence
                     now,
                     "service.autoscaled",
                     f"service {row.name}: {row.desired} → {decision.desired} replicas",
+                    owner=row.user,
                 )
                 row.desired = decision.desired
             row.autoscale_state = _state_json(decision)
