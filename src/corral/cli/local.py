@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from corral.cli.daemons import DEFAULT_PORT, check_config, check_db, parse_prices
+from corral.cli.downwait import AGENT_STOP_TIMEOUT_S, agents_stop_within
 from corral.cli.localwait import Started, healthy, wait_head, wait_nodes
 from corral.cli.numbers import FiniteFloatRange
 from corral.cli.procs import alive, free_port, head_holding_home, log_size, port_free, spawn, stop
@@ -23,8 +24,6 @@ from corral.client.light import LightTransport
 
 STATE_FILE = "local-cluster.json"
 STOP_TIMEOUT_S = 20.0
-# An agent stopped by `corral down` stops its tasks first, each with its grace period (10 s by default).
-AGENT_STOP_TIMEOUT_S = 60.0
 # Options `up` passes to the head, and the key each is remembered under in local-cluster.json's "head".
 HEAD_OPTIONS = {
     "--db": "db",
@@ -375,9 +374,10 @@ def down() -> None:
     agents = [a["pid"] for a in state.get("agents", []) if alive(a.get("pid"))]
     # SIGINT: the agents stop their tasks (their jobs queued again) and leave their nodes; SIGTERM would
     # leave the tasks running for the next agent, as a restart of the agent does.
-    survivors = stop(agents, AGENT_STOP_TIMEOUT_S, signal.SIGINT)
     head = state.get("head", {})
     head_ran = alive(head.get("pid"))
+    within = agents_stop_within(head["url"], read_config_file(home).get("token", "")) if agents and head_ran else 0.0
+    survivors = stop(agents, within or AGENT_STOP_TIMEOUT_S, signal.SIGINT)
     if head_ran:
         survivors += stop([head["pid"]], STOP_TIMEOUT_S)
     for agent in state.get("agents", []):
