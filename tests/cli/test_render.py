@@ -1,7 +1,7 @@
 """Tables print every value as it is, one line per row when stdout is not a terminal."""
 
 from corral.cli.jobs import _show_table
-from corral.cli.render import styled_state, table
+from corral.cli.render import duration, styled_state, table
 from corral.cli.why import _why_table
 
 
@@ -99,3 +99,7 @@ def test_cluster_config_says_when_the_file_does_not_validate(capsys):
     _config_table({"path": "/etc/corral.yaml", "config": config, "problem": "teams.a.parent: unknown team 'b'"})
     err = capsys.readouterr().err
     assert "does not validate; the config below stays in force: teams.a.parent: unknown team 'b'" in err
+
+
+def test_durations_never_show_60_seconds_or_minutes() -> None:
+    assert [duration(s) for s in (59.4, 59.6, 119.6, 3599.6, 7260.0)] == ["59s", "1m00s", "2m00s", "1h00m", "2h01m"]

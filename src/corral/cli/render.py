@@ -74,6 +74,8 @@ def ago(value: str | None, now: datetime | None = None) -> str:
 
 
 def duration(seconds: float) -> str:
+    """``42s``, ``1m05s``, ``2h03m``, ``3d04h``: whole seconds (59.6 s is ``1m00s``, never ``60s``)."""
+    seconds = round(seconds) if seconds < 3600 else seconds
     if seconds < 60:
         return f"{seconds:.0f}s"
     if seconds < 3600:
