@@ -124,3 +124,22 @@ def test_up_runs_as_many_agents_as_ran_after_the_last_up_none_included():
     assert local._agent_count(running, 1) == 1  # fewer than run: none is stopped (`up` says so) ...
     running["agents"] = [{**a, "pid": None} for a in running["agents"]]  # ... and after `corral down`
     assert local._agent_count(running, None) == 2  # the next `up` starts the two that ran
+
+
+def test_a_second_up_waits_for_the_first_to_finish(tmp_path):
+    import threading
+
+    from corral.cli.procs import one_at_a_time
+
+    second_in = threading.Event()
+
+    def second() -> None:
+        with one_at_a_time(tmp_path, "up.lock"):
+            second_in.set()
+
+    with one_at_a_time(tmp_path, "up.lock"):
+        thread = threading.Thread(target=second)
+        thread.start()
+        assert not second_in.wait(0.3)  # held back while the first one runs
+    assert second_in.wait(5)
+    thread.join(5)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from corral.cli import local
+from corral.cli import local, localagents
 from corral.cli.main import cli
 
 
@@ -68,11 +68,11 @@ def test_running_agents_without_fake_gpus_are_named_as_such(home: Path) -> None:
     assert "the 2 running agent(s) have the GPUs NVML finds (--fake-gpus none)" in str(result.exception)
 
 
-@pytest.mark.parametrize("asked", [None, "2xH100", "2xH100:80GB"])
+@pytest.mark.parametrize("asked", [None, "2xH100", "2xH100:80GB", "1xH100,1xH100:80GB"])
 def test_agents_added_to_running_ones_get_their_gpus(home: Path, spawned: list[list[str]], asked: str | None) -> None:
     state = running("2xH100", "local-1")
     state["fake_gpus"] = "4xL4"  # what an older `up` recorded for agents started later
-    local._check_fake_gpus(state, asked)
+    localagents.check_fake_gpus(state, asked)
     names, started = local._ensure_agents(home, state, "http://127.0.0.1:1", "cj_x", 3, asked)
     assert (names, sorted(started)) == (["local-1", "local-2", "local-3"], ["local-2", "local-3"])
     assert [fake_gpus_of(args) for args in spawned] == ["2xH100", "2xH100"]
@@ -83,7 +83,7 @@ def test_after_down_a_new_spec_applies_to_every_agent(home: Path, spawned: list[
     state = running("2xH100", "local-1", "local-2")
     for agent in state["agents"]:
         agent["pid"] = None  # `corral down`
-    local._check_fake_gpus(state, "4xL4")
+    localagents.check_fake_gpus(state, "4xL4")
     local._ensure_agents(home, state, "http://127.0.0.1:1", "cj_x", 2, "4xL4")
     assert [fake_gpus_of(args) for args in spawned] == ["4xL4", "4xL4"]
     assert state["fake_gpus"] == "4xL4"
@@ -110,7 +110,7 @@ def test_agents_added_to_running_ones_get_their_runtime(home: Path, spawned: lis
     state = running("2xH100", "local-1")
     state["agents"][0]["runtime"] = "none"
     state["runtime"] = "docker"  # what an older `up` recorded for agents started later
-    local._check_runtime(state, "none")
+    localagents.check_runtime(state, "none")
     local._ensure_agents(home, state, "http://127.0.0.1:1", "cj_x", 2, None)
     assert [runtime_of(args) for args in spawned] == ["none"]
     assert [a["runtime"] for a in state["agents"]] == ["none", "none"]

@@ -13,9 +13,10 @@ import click
 
 from corral.cli.daemons import DEFAULT_PORT, check_config, check_db, parse_prices
 from corral.cli.downwait import AGENT_STOP_TIMEOUT_S, agents_stop_within
+from corral.cli.localagents import agent_runtime, agent_spec, check_fake_gpus, check_runtime, running_agents
 from corral.cli.localwait import Started, healthy, wait_head, wait_nodes
 from corral.cli.numbers import FiniteFloatRange
-from corral.cli.procs import alive, free_port, head_holding_home, log_size, port_free, spawn, stop
+from corral.cli.procs import alive, free_port, head_holding_home, log_size, one_at_a_time, port_free, spawn, stop
 from corral.cli.render import emit_json, output_option
 from corral.client.calls import HeadApi
 from corral.client.config import checked_home, corral_home, make_home, read_config_file
@@ -120,11 +121,9 @@ def up(
     (with -o json: {"head_url": …}).
 
     Running it again is harmless: what already runs is kept, missing agents are started with the
-    running agents' GPUs (a different --fake-gpus exits 2: `corral down` first).
-    State stays under CORRAL_HOME, so `corral down` then `corral up` resumes the cluster.
-    The head's options (--port, --db, --storage-root, --config, --gpu-prices, --preempt-grace) are
-    remembered for the next `up`; given while the head runs, they apply once it is restarted
-    (`corral down`, then `corral up`).
+    running agents' GPUs (a different --fake-gpus exits 2: `corral down` first). State stays under
+    CORRAL_HOME, so `corral down` then `corral up` resumes the cluster. The head's options are
+    remembered for the next `up`; given while the head runs, they apply once it restarts.
     """
     from corral.spec import parse_gpu_groups
 
@@ -144,19 +143,22 @@ def up(
             raise InvalidRequest(f"--runtime: {exc}") from None
     asked = _head_options(db_url, storage_root, config_path, gpu_prices, preempt_grace)
     home = make_home()
-    state = _load_state(home)
-    _check_fake_gpus(state, fake_gpus)
-    _check_runtime(state, runtime)
-    url = _ensure_head(home, state, port, asked)
-    config = read_config_file(home)
-    api = HeadApi(LightTransport(url, config.get("token", "")))
-    count = _agent_count(state, agents)
-    since = datetime.now(UTC)
-    if runtime is not None:
-        state["runtime"] = runtime  # for the agents started now and by a later `up`
-    names, started = _ensure_agents(home, state, url, config.get("join_token", ""), count, fake_gpus)
-    _save_state(home, state)
-    wait_nodes(api, names, started, since)
+    with one_at_a_time(home, "up.lock"):
+        state = _load_state(home)
+        check_fake_gpus(state, fake_gpus)
+        check_runtime(state, runtime)
+        url = _ensure_head(home, state, port, asked)
+        config = read_config_file(home)
+        api = HeadApi(LightTransport(url, config.get("token", "")))
+        count = _agent_count(state, agents)
+        since = datetime.now(UTC)
+        if runtime is not None:
+            state["runtime"] = runtime  # for the agents started now and by a later `up`
+        names, started = _ensure_agents(home, state, url, config.get("join_token", ""), count, fake_gpus)
+        _save_state(home, state)
+        wait_nodes(api, names, started, since)
+    if not names:
+        _note("no agent runs (the last `up` ran none): `corral up --agents N` starts some")
     if output == "json":
         emit_json({"head_url": url})
     else:
@@ -170,7 +172,7 @@ def _agent_count(state: dict[str, Any], asked: int | None) -> int:
     remembered = state.get("agent_count")
     if asked is None:
         asked = remembered if isinstance(remembered, int) else max(1, len(state.get("agents", [])))
-    state["agent_count"] = max(asked, len(_running_agents(state)))
+    state["agent_count"] = max(asked, len(running_agents(state)))
     return asked
 
 
@@ -275,9 +277,9 @@ def _ensure_agents(
 ) -> tuple[list[str], dict[str, Started]]:
     """Start the agents that are not running; answers all their names and the ones just started."""
     agents: list[dict[str, Any]] = state.setdefault("agents", [])
-    running = _running_agents(state)
+    running = running_agents(state)
     if running:  # agents started now get the running ones' GPUs and runtime (`up` refused any others)
-        spec, runtime = _agent_spec(state, running[0]), _agent_runtime(state, running[0])
+        spec, runtime = agent_spec(state, running[0]), agent_runtime(state, running[0])
     else:
         spec = fake_gpus if fake_gpus is not None else str(state.get("fake_gpus") or "")
         runtime = str(state.get("runtime") or "")
@@ -307,57 +309,6 @@ def _ensure_agents(
         else:
             entry.update(pid=pid, fake_gpus=spec, runtime=runtime)
     return names, started
-
-
-def _running_agents(state: dict[str, Any]) -> list[dict[str, Any]]:
-    """The entries of the agents `up` started that still run."""
-    return [a for a in state.get("agents", []) if alive(a.get("pid"))]
-
-
-def _agent_spec(state: dict[str, Any], agent: dict[str, Any]) -> str:
-    """The --fake-gpus an agent was started with ("": the GPUs NVML finds)."""
-    return str(agent.get("fake_gpus", state.get("fake_gpus")) or "")
-
-
-def _check_fake_gpus(state: dict[str, Any], fake_gpus: str | None) -> None:
-    """Every agent of the cluster has the same GPUs: a --fake-gpus other than the running agents' exits 2,
-    before anything starts."""
-    if fake_gpus is None:
-        return
-    running = _running_agents(state)
-    specs = sorted({_agent_spec(state, a) for a in running})
-    if all(_same_gpus(fake_gpus, spec) for spec in specs):
-        return
-    have = " and ".join(spec or "the GPUs NVML finds (--fake-gpus none)" for spec in specs)
-    raise InvalidRequest(
-        f"--fake-gpus {fake_gpus or 'none'}: the {len(running)} running agent(s) have {have}, and every agent gets"
-        " the same GPUs; run `corral down` first to change them, or give the same spec (or leave --fake-gpus out)"
-    )
-
-
-def _agent_runtime(state: dict[str, Any], agent: dict[str, Any]) -> str:
-    """The --runtime an agent was started with ("": the first that answers on its PATH)."""
-    return str(agent.get("runtime", state.get("runtime")) or "")
-
-
-def _check_runtime(state: dict[str, Any], runtime: str | None) -> None:
-    """Every agent of the cluster runs images the same way: a --runtime other than the running agents'
-    exits 2, before anything starts."""
-    running = _running_agents(state)
-    have = sorted({_agent_runtime(state, a) for a in running})
-    if runtime is None or all(runtime == each for each in have):
-        return
-    used = " and ".join(each or "the first runtime that answers on PATH" for each in have)
-    raise InvalidRequest(
-        f"--runtime {runtime}: the {len(running)} running agent(s) use {used}, and every agent uses the same;"
-        " run `corral down` first to change it (or leave --runtime out)"
-    )
-
-
-def _same_gpus(one: str, other: str) -> bool:
-    from corral.spec import parse_gpu_groups
-
-    return one == other or bool(one and other and parse_gpu_groups(one) == parse_gpu_groups(other))
 
 
 def _note(message: str) -> None:

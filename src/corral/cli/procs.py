@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from corral import pidlock
@@ -114,3 +114,17 @@ def _signal_group(pid: int, sig: signal.Signals) -> None:
     except (ProcessLookupError, PermissionError):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, sig)
+
+
+@contextlib.contextmanager
+def one_at_a_time(home: Path, name: str) -> Iterator[None]:
+    """Hold ``home/name`` locked: a second `corral up` with the same home waits for the first, then finds
+    what it started."""
+    import fcntl
+
+    fd = os.open(home / name, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
