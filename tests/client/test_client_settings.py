@@ -55,6 +55,17 @@ def test_a_token_that_cannot_be_sent_is_bad_usage_naming_corral_token(token, env
     assert len(token) == 1 or token not in err  # the character is named, not the secret
 
 
+@pytest.mark.parametrize("empty", ["", "  "])
+def test_an_empty_corral_token_is_bad_usage_not_the_client_configs_token(empty, env, capsys, closed_port_url, tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "client.json").write_text(json.dumps({"head_url": closed_port_url, "token": "ca_admin"}))
+    env.setenv("CORRAL_TOKEN", empty)  # set to drop the admin token: never used in its place
+    code, err = exit_code(["jobs"], capsys)
+    assert code == 2, err
+    assert "CORRAL_TOKEN is set but empty" in err
+
+
 def test_a_bad_token_in_the_client_config_names_the_file(env, capsys, closed_port_url, tmp_path):
     home = tmp_path / "home"
     home.mkdir()

@@ -180,6 +180,9 @@ def load_config() -> ClientConfig:
     """The head URL and token to use; raises Unreachable if there is no head configured, InvalidRequest
     if CORRAL_HEAD is not a URL, the token cannot be sent, or the client config is corrupt."""
     env_url, env_token = os.environ.get("CORRAL_HEAD"), os.environ.get("CORRAL_TOKEN")
+    if env_token is not None and not env_token.strip():  # set to drop a token: never fall back to another one
+        kept = corral_home() / CLIENT_CONFIG
+        raise InvalidRequest(f"CORRAL_TOKEN is set but empty: give a token, or unset it to use the token in {kept}")
     file = {} if env_url and env_token else _strict_config_file()
     url = env_url or file.get("head_url", "")
     token = env_token or file.get("token", "")
