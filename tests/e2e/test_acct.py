@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from corral.testing.net import free_port
-from corral.testing.procs import wait_for
+from corral.testing.procs import stop_group, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -58,17 +58,6 @@ def _healthy(url: str) -> bool:
     return False
 
 
-def _stop(proc: subprocess.Popen[bytes], sig: signal.Signals = signal.SIGTERM) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, sig)
-    try:
-        proc.wait(20)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(5)
-
-
 @pytest.fixture
 def priced_cluster(tmp_path: Path) -> Iterator[Cli]:
     """`corral head --gpu-prices H100=2.5,A100=1.2` and one agent with one fake H100."""
@@ -88,7 +77,7 @@ def priced_cluster(tmp_path: Path) -> Iterator[Cli]:
         yield cli
     finally:
         for proc in reversed(procs):
-            _stop(proc, signal.SIGTERM if proc is procs[0] else signal.SIGINT)  # SIGINT: the agent stops its tasks
+            stop_group(proc, signal.SIGTERM if proc is procs[0] else signal.SIGINT)  # SIGINT: the agent stops its tasks
 
 
 @pytest.mark.timeout(90)

@@ -22,7 +22,7 @@ from corral.cli.main import cli
 from corral.client.light import LightTransport
 from corral.client.services import ServiceApi
 from corral.testing.net import free_port
-from corral.testing.procs import processes_mentioning, wait_for
+from corral.testing.procs import processes_mentioning, stop_group, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -49,17 +49,6 @@ def _answers(url: str) -> bool:
     with contextlib.suppress(OSError), urllib.request.urlopen(f"{url}/healthz", timeout=2.0) as response:
         return bool(response.status == 200)
     return False
-
-
-def _stop(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, sig)
-    try:
-        proc.wait(20)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
 
 
 @pytest.fixture
@@ -89,7 +78,7 @@ def head(tmp_path: Path) -> Iterator[Head]:
         yield started
     finally:
         for proc, sig in reversed(daemons):
-            _stop(proc, sig)
+            stop_group(proc, sig)
         for pid in processes_mentioning(str(home)):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
