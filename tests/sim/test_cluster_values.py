@@ -95,3 +95,11 @@ def test_cost_and_energy_stay_finite_at_the_bounds(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     figures = json.loads(result.stdout)["policies"]["default"]
     assert all(math.isfinite(figures[k]) for k in ("cost", "busy_cost", "energy_kwh"))
+
+
+@pytest.mark.parametrize("speed", ["true", "'fast'", "5000"])
+def test_a_gpu_speed_that_is_not_a_speed_is_refused_naming_it(tmp_path: Path, speed: str) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(f"node_groups: [{{count: 1, gpus_per_node: 1, gpu_type: V100}}]\ngpu_speed: {{V100: {speed}}}\n")
+    with pytest.raises(SpecError, match=r"gpu_speed\.V100"):
+        load_cluster(path)

@@ -107,3 +107,8 @@ def test_max_0_alone_stops_a_service():
     assert (spec.replicas.min, spec.replicas.max) == (0, 0)
     with pytest.raises(SpecError, match=r"max \(0\) must be at least min \(2\)"):
         parse_service_spec({"name": "web", "command": "serve", "replicas": {"min": 2, "max": 0}})
+
+
+def test_a_services_priority_takes_the_range_of_a_jobs():
+    assert parse_service_spec({"name": "a", "command": "serve", "priority": 5000}).replica_job(1).priority == 5000
+    assert "priority" in errors_of({"name": "a", "command": "serve", "priority": 1_000_001})

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from corral.spec.config import GpuSpeed
 from corral.spec.errors import FieldError, SpecError, from_validation_error
 from corral.spec.quantities import check_gpu_speeds, parse_memory_mb
 from corral.spec.yamldoc import load_yaml_document
@@ -79,7 +80,7 @@ class ClusterSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     node_groups: list[NodeGroupSpec] = Field(min_length=1, description="groups of identical nodes")
-    gpu_speed: dict[str, float] = Field(
+    gpu_speed: dict[str, GpuSpeed] = Field(
         default_factory=dict, description="run-time speed-up per GPU type (default 1.0): run time = duration / speed"
     )
 

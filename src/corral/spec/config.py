@@ -78,6 +78,12 @@ Gpus = Annotated[
     Field(strict=True, ge=0, le=MAX_QUOTA_GPUS),
 ]
 Flag = Annotated[bool, BeforeValidator(_flag), Field(strict=True)]
+GpuSpeed = Annotated[
+    float,
+    BeforeValidator(_number(f"a speed from 0.001 to {MAX_GPU_SPEED:g}, such as 1.0 or 0.2", MAX_GPU_SPEED)),
+    Field(strict=True, le=MAX_GPU_SPEED),
+]
+"""A GPU type's run-time speed (the cluster config's and the simulator's cluster file's ``gpu_speed``)."""
 
 
 def _check_name(value: str, what: str) -> str:
@@ -178,14 +184,9 @@ class ClusterConfig(BaseModel):
     default_priority_class: str | None = Field(default=None, description="for jobs that name none")
     queues: dict[str, QueueConfig] = Field(default_factory=dict, description="per-queue defaults, by name")
     fair_share: FairShareConfig = Field(default_factory=FairShareConfig)
-    gpu_speed: dict[
-        str,
-        Annotated[
-            float,
-            BeforeValidator(_number(f"a speed from 0.001 to {MAX_GPU_SPEED:g}, such as 1.0 or 0.2", MAX_GPU_SPEED)),
-            Field(strict=True, le=MAX_GPU_SPEED),
-        ],
-    ] = Field(default_factory=dict, description="run-time speed per GPU type (default 1.0), e.g. {H100: 1.0, L4: 0.2}")
+    gpu_speed: dict[str, GpuSpeed] = Field(
+        default_factory=dict, description="run-time speed per GPU type (default 1.0), e.g. {H100: 1.0, L4: 0.2}"
+    )
 
     @field_validator("gpu_speed")
     @classmethod

@@ -9,7 +9,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from corral.spec.containers import Image, VolumeText
 from corral.spec.errors import FieldError, SpecError, from_validation_error
-from corral.spec.job import CORRAL_SETS_ENV, JobSpec, reserved_env_problem
+from corral.spec.job import CORRAL_SETS_ENV, MAX_PRIORITY, PRIORITY_HELP, JobSpec, reserved_env_problem
 from corral.spec.quantities import parse_duration_s
 from corral.spec.resources import ResourcesSpec
 from corral.spec.yamldoc import load_yaml_document
@@ -123,7 +123,9 @@ class ServiceSpec(BaseModel):
     readiness: ReadinessSpec = Field(default_factory=ReadinessSpec)
     autoscale: AutoscaleSpec = Field(default_factory=AutoscaleSpec)
     team: str | None = Field(default=None, description="the team charged for the replicas")
-    priority: int = Field(default=0, ge=-1000, le=1000, description="replicas' scheduling priority")
+    priority: int = Field(
+        default=0, ge=-MAX_PRIORITY, le=MAX_PRIORITY, description=f"replicas' scheduling priority: {PRIORITY_HELP}"
+    )
     env: dict[str, str] = Field(default_factory=dict, description="extra environment variables")
     workdir: str | None = Field(default=None, description="working directory on the node")
     image: Image | None = Field(default=None, description="run each replica in this container image")
