@@ -241,3 +241,9 @@ def test_events_of_other_users_jobs_are_hidden(head):
     only = head.client.get("/v1/events", params={"job": job}, headers=head.auth(bob)).json()
     assert only == []
     assert job in {e["job_id"] for e in head.client.get("/v1/events", headers=head.auth(alice)).json()}
+
+
+def test_the_first_admin_without_a_record_is_in_the_default_team_its_jobs_go_to(head):
+    me = head.client.get("/v1/whoami", headers=head.admin).json()
+    job = head.submit({"command": "x"})
+    assert me["teams"] == ["default"] == [job["team"]]

@@ -98,7 +98,7 @@ def teams_of(who: Principal, config: ClusterConfig) -> tuple[str, ...]:
     `corral user add` gives without --team) whom the cluster config lists under a team's ``members``
     has that team first: their jobs are charged to it unless they name another. A user with teams of their
     own keeps their first as the default, and the config's team comes last."""
-    return _with_config_team(who.user, who.teams, config)
+    return _with_config_team(who.user, who.teams or DEFAULT_TEAMS, config)  # no record (the first admin): default
 
 
 def _with_config_team(user: str, teams: tuple[str, ...], config: ClusterConfig) -> tuple[str, ...]:
