@@ -134,19 +134,14 @@ def up(
             parse_gpu_groups(fake_gpus)
         except ValueError as exc:
             raise InvalidRequest(f"--fake-gpus: {exc}") from None
-    if runtime is not None:
-        from corral.agent.containers import find_runtime
-
-        try:
-            find_runtime(runtime)  # the agents would stop at once: say why here
-        except ValueError as exc:
-            raise InvalidRequest(f"--runtime: {exc}") from None
     asked = _head_options(db_url, storage_root, config_path, gpu_prices, preempt_grace)
     home = make_home()
     with one_at_a_time(home, "up.lock"):
         state = _load_state(home)
         check_fake_gpus(state, fake_gpus)
-        check_runtime(state, runtime)
+        check_runtime(state, runtime)  # a conflict with the running agents first: installing it would not help
+        if runtime is not None:
+            _check_runtime_works(runtime)
         url = _ensure_head(home, state, port, asked)
         config = read_config_file(home)
         api = HeadApi(LightTransport(url, config.get("token", "")))
@@ -174,6 +169,16 @@ def _agent_count(state: dict[str, Any], asked: int | None) -> int:
         asked = remembered if isinstance(remembered, int) else max(1, len(state.get("agents", [])))
     state["agent_count"] = max(asked, len(running_agents(state)))
     return asked
+
+
+def _check_runtime_works(runtime: str) -> None:
+    """Exit 2 when the runtime asked for is not installed or does not answer: the agents would stop at once."""
+    from corral.agent.containers import find_runtime
+
+    try:
+        find_runtime(runtime)
+    except ValueError as exc:
+        raise InvalidRequest(f"--runtime: {exc}") from None
 
 
 def _head_options(
