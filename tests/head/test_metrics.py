@@ -89,6 +89,17 @@ def test_fragmented_gpus_are_reported_after_a_cycle(head):
     assert value(scrape(head)["corral_gpus_fragmented"], type="H100") == 3.0  # 3 free, 4 wanted
 
 
+def test_fragmented_gpus_read_zero_for_every_type_when_nothing_waits(head):
+    head.register("n1", gpus=8)
+    head.register("n2", gpus=2, gpu_type="L4")
+    assert value(scrape(head)["corral_gpus_fragmented"], type="H100") == 0.0  # before any cycle
+    head.submit({"command": "a", "resources": {"gpus": 5}})
+    head.cycle()
+    metrics = scrape(head)
+    assert value(metrics["corral_gpus_fragmented"], type="H100") == 0.0
+    assert value(metrics["corral_gpus_fragmented"], type="L4") == 0.0
+
+
 def test_a_shared_gpu_counts_for_each_team_by_its_fraction_and_names_every_job(head):
     agent = head.register("n1", gpus=1)
     first = head.submit({"command": "a", "resources": {"gpus": 0.5}, "team": "ta"})

@@ -81,8 +81,9 @@ class _StateCollector(Collector):
             "Free GPUs that cannot serve the largest pending request, as of the last scheduling cycle",
             labels=["type"],
         )
-        for gpu_type, count in sorted(self.rt.fragmented_gpus.items()):
-            fragmented.add_metric([gpu_type], count)
+        last = self.rt.fragmented_gpus  # empty after a cycle with nothing waiting: nothing is fragmented
+        for gpu_type in sorted({gpu["type"] for node in nodes for gpu in node.gpus} | last.keys()):
+            fragmented.add_metric([gpu_type], last.get(gpu_type, 0.0))
         yield fragmented
 
     def _idle(self) -> GaugeMetricFamily:
