@@ -33,6 +33,10 @@ def test_a_higher_priority_job_preempts_a_preemptible_one_after_its_grace(head):
 
     assert head.cycle().placed == 0  # the victim still holds its GPUs while it checkpoints
     assert head.job(high)["reason"].startswith(f"waiting for {low} to stop")
+    assert head.job(low)["reason"] == (
+        f"preempted by job {high} (priority 10 > 0); now waiting for its previous attempt to stop"
+        " (SIGTERM, then SIGKILL after its grace period)"
+    )
     n1.beat([head.exited(low_task, 143)])
     assert head.job(low)["tasks"] == []  # stopped: nothing of it runs
     assert head.cycle().placed == 1

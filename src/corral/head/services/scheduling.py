@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
@@ -85,8 +86,10 @@ def load_cycle(rt: HeadRuntime, policy: Policy | None = None) -> CycleInput:
         ).all()
         # A requeued job waits until its previous attempt is gone: stopped, or surely fenced.
         busy = {t.job_id for t in tasks} | set(fencing)
-        reasons = {r.id: r.reason for r in waiting_rows if r.id not in busy}
-        gated = gate(session, rt.job_cache.jobs(session, list(reasons)), rt.job_cache.gates(), busy)
+        reasons = {r.id: r.reason for r in waiting_rows}
+        queued = [r.id for r in waiting_rows if r.id not in busy]
+        gated = gate(session, rt.job_cache.jobs(session, queued), rt.job_cache.gates(), busy)
+        gated.held.update(_stopping_waits(reasons.keys() & (busy - set(fencing))))
         held = [HeldTask(t.job_id, t.generation, len(t.gpus), t.gpu_fraction, t.started_at) for t in tasks]
         generations = {r.id: r.generation for r in waiting_rows}
         pending, service = fill_pending(rt.service, session, now, held, generations, gated.runnable)
@@ -115,6 +118,15 @@ def load_cycle(rt: HeadRuntime, policy: Policy | None = None) -> CycleInput:
         gpu_speed=config.gpu_speed,
     )
     return CycleInput(snapshot, reasons, gated.held, gated.doomed, gated.array_waits)
+
+
+def _stopping_waits(jobs: Collection[str]) -> dict[str, str]:
+    """What a job put back in the queue waits for while its previous attempt's processes stop (a lost node's
+    job says already when that node's agent surely stopped it)."""
+    return {
+        job_id: "waiting for its previous attempt to stop (SIGTERM, then SIGKILL after its grace period)"
+        for job_id in jobs
+    }
 
 
 def run_cycle(rt: HeadRuntime, policy: Policy) -> CycleResult:
