@@ -190,6 +190,42 @@ def test_cycles_given_the_first_nodes_victims_give_the_same_run(
     assert pruned.preemptions > 0 and min(passed) <= first_nodes[0] * 8
 
 
+@pytest.mark.parametrize("policy", ["default", "tiresias"])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_cycles_given_the_nodes_where_a_search_could_do_better_give_the_same_run(
+    policy: str, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Overloaded, victims lose nothing: a search left unsettled by the first node's victims gets the nodes
+    # where it could stop fewer jobs (not the next ones in name order), and its plan must be the full one's.
+    monkeypatch.setattr("corral.sim.victims.FIRST_NODES", (1,))
+    monkeypatch.setattr("corral.sim.victims.BETTER_NODES", 2)
+    rng = random.Random(seed)
+    jobs = [
+        job(
+            f"j{i:03d}",
+            float(rng.randrange(0, 20_000, 50)),
+            float(rng.choice([30, 600, 3_000, 9_000, 40_000])),
+            gpus=rng.choice([1, 1, 1, 2, 4, 8]),
+        )
+        for i in range(200)
+    ]
+    spec = cluster(count=16, gpus=8)
+    better = victims._with_better_nodes
+    outcomes: list[bool] = []
+
+    def spy(*args: Any) -> Plan | None:
+        plan = better(*args)
+        outcomes.append(plan is not None)
+        return plan
+
+    monkeypatch.setattr("corral.sim.victims._with_better_nodes", spy)
+    pruned = run(jobs, policy, spec)
+    full = run(jobs, policy, spec, prune=False)
+    assert pruned.records == full.records
+    assert pruned.preemptions == full.preemptions > 0
+    assert any(outcomes)  # plans settled with the added nodes were kept
+
+
 @pytest.mark.parametrize("first_nodes", [(1,), (3, 9)])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_cycles_given_the_cheapest_nodes_victims_give_the_same_run(

@@ -39,6 +39,13 @@ that runs out of 8 nodes mostly needs several victims on one node, and then usua
 further on that needs fewer, so intermediate counts cost more than they save (about a fifth of the time
 on the 100,000-job synthetic trace of ``bench/sim_speed.py`` at load 1.5, with 8, 64 and 512)."""
 
+BETTER_NODES = 8
+"""Nodes added, per search left unsettled, where it could do better: those needing the fewest victims, then
+first in name order (where the full search would find them)."""
+
+BETTER_ROUNDS = 2
+"""Times nodes are added so before every possible victim is passed."""
+
 Views = Callable[[Iterable[str]], tuple[RunningJob, ...]]
 
 
@@ -55,10 +62,153 @@ def plan_cycle(state: ClusterState, policy: Policy, views: Views, at: datetime) 
         if snapshot is None:
             return None
         plan = schedule(snapshot, policy, at)
-        if all(_settled(state, views, plan, job_id, first, at) for job_id in plan.exhausted_searches):
+        unsettled = [j for j in plan.exhausted_searches if not _settled(state, views, plan, j, first, at)]
+        if not unsettled:
             return plan
+        if count == FIRST_NODES[-1]:
+            better = _with_better_nodes(state, policy, views, at, lowest, first, plan, unsettled)
+            if better is not None:
+                return better
     snapshot = state.snapshot(views)
     return None if snapshot is None else schedule(snapshot, policy, at)
+
+
+def _with_better_nodes(
+    state: ClusterState,
+    policy: Policy,
+    views: Views,
+    at: datetime,
+    lowest: int,
+    passed: set[str],
+    plan: Plan,
+    unsettled: list[str],
+) -> Plan | None:
+    """The plan once the nodes where the unsettled searches could do better are passed too, or None when
+    that does not settle every search (then every possible victim is passed).
+
+    The nodes passed are then no longer the first of the search's order, so a search that stopped early
+    is checked as well as one that went through every node: ``_settled_among`` proves each search found
+    what it finds with every possible victim passed, or the round ends."""
+    top = state.top_pending()
+    if top is None:
+        return None
+    passed = set(passed)
+    for _ in range(BETTER_ROUNDS):
+        added: set[str] = set()
+        for job_id in unsettled:
+            better = _better_nodes(state, views, plan, job_id, passed, at)
+            if better is None:
+                return None
+            added.update(better)
+        if not added:
+            return None
+        passed |= added
+        level, live, placed = state.running_level, state.live, state.running_nodes
+        chosen = [j for name in sorted(passed) for j in live[name] if level[j] < top]
+        if any(not set(placed[j]) <= passed for j in chosen):
+            return None  # a victim also runs on a node not passed: its search could not be judged
+        snapshot = state.with_victims(sorted(set(chosen)), lowest, views)
+        if snapshot is None:
+            return None
+        plan = schedule(snapshot, policy, at)
+        searched = dict.fromkeys(plan.exhausted_searches)
+        searched.update((p.for_job_id, None) for p in plan.preemptions)
+        unsettled = [j for j in searched if not _settled_among(state, views, plan, j, passed, at)]
+        if not unsettled:
+            return plan
+    return None
+
+
+def _one_node_share(state: ClusterState, job: Job) -> bool:
+    """Whether the job needs whole GPUs of one type on one node: the searches ``_settled_among`` can judge."""
+    request = job.request
+    return (
+        not request.fractional
+        and request.gpus_per_node > 0
+        and request.nodes == 1
+        and len(request.gpu_types or state.types) == 1
+    )
+
+
+def _found_on(state: ClusterState, views: Views, plan: Plan, job_id: str, at: datetime) -> tuple[int, str] | None:
+    """How many victims the job's search chose and the node they run on, when they all lose nothing and run
+    on that node alone; ``(0, "")`` when it chose none; None otherwise."""
+    victims = [p.victim_job_id for p in plan.preemptions if p.for_job_id == job_id]
+    if not victims:
+        return 0, ""
+    nodes = {n for v in victims for n in state.running_nodes[v]}
+    if len(nodes) != 1 or any(_cost(state, views, v, at) != 0.0 for v in victims):
+        return None
+    return len(victims), nodes.pop()
+
+
+def _settled_among(state: ClusterState, views: Views, plan: Plan, job_id: str, passed: set[str], at: datetime) -> bool:
+    """Whether a search over the possible victims on ``passed`` (any nodes, not only the first of the
+    search's order) found what it finds with every possible victim passed.
+
+    A one-node job's search chose the option losing least, then with fewest victims, then on the node
+    first in name order (when nothing is lost, the search's order among the nodes with a possible victim
+    is their names). Its choice stands when no node not passed could hold its share by stopping fewer
+    jobs, nor, before it in name order, as few; when it found nothing, when no node not passed could hold
+    its share at all. As in ``_settled``, every running job below the job's level in the index counts as
+    a victim there (so a test may fail to prove a search settled, never the other way round)."""
+    job = state.keys[job_id][2]
+    if not _one_node_share(state, job):
+        return False
+    found = _found_on(state, views, plan, job_id, at)
+    if found is None:
+        return False
+    count, node = found
+    if not count:
+        return _hosts_for(state, job, 1, passed, None) == 0
+    return (
+        _hosts_for(state, job, 1, passed, count - 1) == 0 and _hosts_for(state, job, 1, passed, count, before=node) == 0
+    )
+
+
+def _better_nodes(
+    state: ClusterState, views: Views, plan: Plan, job_id: str, passed: set[str], at: datetime
+) -> list[str] | None:
+    """The nodes not passed where the job's search could do better than it did (``_settled_among``), at most
+    ``BETTER_NODES`` of them, fewest victims first, then by name; None for a search it cannot judge."""
+    job = state.keys[job_id][2]
+    if not _one_node_share(state, job):
+        return None
+    found = _found_on(state, views, plan, job_id, at)
+    if found is None:
+        return None
+    count, node = found
+    fewest = _fewest_victims(state, job, passed)
+    better = [
+        (needs, name)
+        for name, needs in fewest.items()
+        if needs and (not count or needs < count or (needs == count and name < node))
+    ]
+    return [name for _, name in heapq.nsmallest(BETTER_NODES, better)]
+
+
+def _fewest_victims(state: ClusterState, job: Job, skip: set[str]) -> dict[str, int]:
+    """Per node outside ``skip`` that could hold a share of the one-node job: the fewest running jobs below
+    its level in the index that must stop for that (the largest first), counting nothing the cycle took."""
+    request = job.request
+    slots, level, below = request.gpu_slots_per_node, state.policy.level(job), state.running_level
+    out: dict[str, int] = {}
+    for gpu_type in request.gpu_types or state.types:
+        for name in state.hosts(gpu_type, slots):
+            if name in skip:
+                continue
+            room, needs = state.free[name], 0
+            if room < slots:
+                for size in sorted(
+                    (len(a.allocation.gpus) for j, a in state.live[name].items() if below[j] < level), reverse=True
+                ):
+                    room += size
+                    needs += 1
+                    if room >= slots:
+                        break
+            if room >= slots:
+                out[name] = needs
+    return out
 
 
 def _first_victims(
@@ -177,15 +327,18 @@ def _settled(state: ClusterState, views: Views, plan: Plan, job_id: str, first: 
     return _hosts_for(state, job, 1, first, len(victims) - 1) == 0
 
 
-def _hosts_for(state: ClusterState, job: Job, enough: int, skip: set[str], stopping: int | None) -> int:
-    """How many nodes (up to ``enough``) outside ``skip`` could hold a share of the job once at most
-    ``stopping`` (None: any number of) running jobs below its level in the index are gone."""
+def _hosts_for(
+    state: ClusterState, job: Job, enough: int, skip: set[str], stopping: int | None, before: str | None = None
+) -> int:
+    """How many nodes (up to ``enough``) outside ``skip`` (and, with ``before``, named before it) could hold a
+    share of the job once at most ``stopping`` (None: any number of) running jobs below its level in the
+    index are gone."""
     request = job.request
     slots, level, below = request.gpu_slots_per_node, state.policy.level(job), state.running_level
     found = 0
     for gpu_type in request.gpu_types or state.types:
         for name in state.hosts(gpu_type, slots):
-            if name in skip:
+            if name in skip or (before is not None and name >= before):
                 continue
             room = state.free[name]
             if room < slots:
