@@ -100,3 +100,17 @@ def test_no_progress_bar_without_a_terminal(tmp_path: Path) -> None:
     assert result.exit_code == 0
     assert "━" not in result.output
     json.loads(result.output)
+
+
+def test_the_report_shows_no_ratio_when_the_oracle_took_no_time(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.csv"
+    trace.write_text("job_id,submit_time_s,duration_s,num_gpus\nz,0,0,1\n")
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text("node_groups:\n  - {count: 1, gpus_per_node: 1, gpu_type: V100}\n")
+    out = tmp_path / "out"
+    args = ["sim", "--trace", str(trace), "--cluster", str(cluster), "--policy", "srpt-oracle", "--policy", "fifo"]
+    result = CliRunner().invoke(cli, [*args, "--out", str(out), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["policies"]["fifo"]["avg_jct_vs_oracle"] is None
+    page = (out / "report.html").read_text()
+    assert "avg JCT ÷ srpt-oracle" in page and "<td>-</td>" in page

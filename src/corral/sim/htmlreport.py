@@ -108,6 +108,8 @@ def _cluster_section(cluster: Mapping[str, Any]) -> str:
 
 
 def _format(value: Any, how: str) -> str:
+    if value is None:  # avg_jct_vs_oracle when the oracle's average JCT is 0: there is no ratio
+        return "-"
     if how == "hours":
         return f"{float(value) / 3600:.2f}"
     return how.format(value)
