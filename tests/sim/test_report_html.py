@@ -114,3 +114,20 @@ def test_the_report_shows_no_ratio_when_the_oracle_took_no_time(tmp_path: Path) 
     assert json.loads(result.output)["policies"]["fifo"]["avg_jct_vs_oracle"] is None
     page = (out / "report.html").read_text()
     assert "avg JCT ÷ srpt-oracle" in page and "<td>-</td>" in page
+
+
+def test_the_report_shows_small_costs_and_energy_as_the_table_does(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.csv"
+    trace.write_text("job_id,submit_time_s,duration_s,num_gpus\na,0,3600,1\n")
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(
+        "node_groups:\n  - {count: 1, gpus_per_node: 2, gpu_type: V100, price_per_gpu_hour: 0.2,"
+        " watts_busy: 300, watts_idle: 40}\n"
+    )
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["sim", "--trace", str(trace), "--cluster", str(cluster), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    # cost 2 GPUs x 1 h x 0.2 = 0.40; busy cost 0.20; energy (3600 x 300 + 3600 x 40) J = 0.34 kWh
+    assert "0.40  0.20       0.34" in result.output
+    page = (out / "report.html").read_text()
+    assert "<td>0.40</td><td>0.20</td><td>0.34</td>" in page

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from corral.sim.plots import PLOTS, draw_all
-from corral.sim.report import SUMMARY, counted, jobs_file
+from corral.sim.report import SUMMARY, amount, counted, jobs_file
 from corral.sim.result import SimResult
 
 REPORT = "report.html"
@@ -26,9 +26,9 @@ _FIGURES = (
     ("preemptions", "preemptions", "{:d}"),
     ("gpu_hours_lost", "GPU-h lost", "{:.1f}"),
     ("jain_fairness", "Jain (teams)", "{:.3f}"),
-    ("cost", "cost", "{:,.0f}"),
-    ("busy_cost", "busy cost", "{:,.0f}"),
-    ("energy_kwh", "energy (kWh)", "{:,.0f}"),
+    ("cost", "cost", "amount"),
+    ("busy_cost", "busy cost", "amount"),
+    ("energy_kwh", "energy (kWh)", "amount"),
     ("unfinished_jobs", "unfinished jobs", "{:d}"),
 )
 _CAPTIONS = {
@@ -112,6 +112,8 @@ def _format(value: Any, how: str) -> str:
         return "-"
     if how == "hours":
         return f"{float(value) / 3600:.2f}"
+    if how == "amount":  # as the table prints it: whole from 100 up, two decimals below
+        return amount(float(value))
     return how.format(value)
 
 
