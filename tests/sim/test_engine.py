@@ -225,3 +225,20 @@ def test_a_gpu_speed_key_matches_the_groups_type_whatever_its_case():
     )
     assert spec.gpu_speed == {"V100": 2.0}
     assert spec.speed("V100") == 2.0
+
+
+def test_a_reservation_goes_to_the_first_job_blocked_behind_a_time_limited_job_placed_in_the_cycle() -> None:
+    # One 12-GPU node. a (8 GPUs, limit 100 s) starts at once; b (8 GPUs) is then the first blocked job
+    # and gets the reservation at t = 100 on 8 GPUs; c (12 GPUs) waits behind it; d (3 GPUs, no limit)
+    # fits beside b's reservation, so it starts at once, as on the head. Reserving for c instead (all
+    # 12 GPUs) would hold d back until t = 300.
+    jobs = [
+        TraceJob(id="a", submit_s=0, duration_s=100, gpus=8, time_limit_s=100),
+        TraceJob(id="b", submit_s=0, duration_s=100, gpus=8),
+        TraceJob(id="c", submit_s=0, duration_s=100, gpus=12),
+        TraceJob(id="d", submit_s=0, duration_s=50, gpus=3),
+    ]
+    spec = cluster((1, 12, "V100"))
+    pruned, full = run(jobs, spec, prune=True), run(jobs, spec, prune=False)
+    assert times(full) == {"a": (0, 100), "d": (0, 50), "b": (100, 200), "c": (200, 300)}
+    assert pruned.records == full.records

@@ -18,6 +18,8 @@ Everything is indexed so that each cycle's Snapshot holds only what can change i
   and the scheduler may read it (a backfill reservation, or a job waiting for a faster GPU type
   it prefers under a speed table), the cycle gets the full picture, as the head builds it. A
   held-back job takes nothing, so the free GPUs could serve jobs the pruning would leave out.
+  Under backfill a pending job's time limit counts too: placed in the cycle, it joins the
+  timeline the reservation is made on.
 - With team quotas every cycle gets the full picture too: a team's usage counts all of its
   running jobs, and a job held out by its quota takes nothing either.
 """
@@ -76,6 +78,7 @@ class ClusterState:
         self.running_level: dict[str, int] = {}
         self.levels: dict[int, set[str]] = {}  # level -> running job ids
         self.timed: set[str] = set()  # running jobs with a time limit: the timeline's releases
+        self.pending_timed = 0  # pending jobs with a time limit: placed in a cycle, they join its timeline
         self._hosts: dict[tuple[str, int], dict[str, int]] = {}
 
     @property
@@ -87,6 +90,8 @@ class ClusterState:
         entry = (self.policy.job_order(job), job.id, job)
         insort(self.queues.setdefault(job.request, []), entry, key=_entry_key)
         self.keys[job.id] = entry
+        if job.time_limit_s is not None:
+            self.pending_timed += 1
         if self.policy.preemption:
             level = self.policy.level(job)
             self.pending_levels[level] += 1
@@ -96,6 +101,8 @@ class ClusterState:
         entry = self.keys.pop(job.id)
         queue = self.queues[job.request]
         del queue[bisect_left(queue, _entry_key(entry), key=_entry_key)]
+        if job.time_limit_s is not None:
+            self.pending_timed -= 1
         if self.policy.preemption:
             level = self.policy.level(job)
             for counts in (self.pending_levels, self.queue_levels[job.request]):
@@ -215,11 +222,14 @@ class ClusterState:
 
         They do under a backfill policy (a reservation, and the guard it puts on later jobs), and
         under a speed table for a job that lists several GPU types (it may wait for a faster one).
+        A backfill reservation also counts the time limits of jobs placed earlier in the same cycle,
+        so there a pending job with a time limit makes the timeline matter too: the reservation
+        goes to the first job that stays blocked after it, which pruning could leave out.
         """
+        if self.policy.backfill and (self.timed or self.pending_timed):
+            return True
         if not self.timed:
             return False
-        if self.policy.backfill:
-            return True
         return bool(self.gpu_speed) and any(len(r.gpu_types) > 1 for r, queue in self.queues.items() if queue)
 
     def count_above(self, lowest: int) -> int:
