@@ -249,3 +249,22 @@ def test_cycles_given_the_cheapest_nodes_victims_give_the_same_run(
     assert pruned.records == full.records
     assert (pruned.preemptions, pruned.lost_gpu_s) == (full.preemptions, full.lost_gpu_s) and pruned.lost_gpu_s > 0
     assert given and max(given) <= max(first_nodes)  # cycles were given only the cheapest nodes' victims
+
+
+@pytest.mark.parametrize("policy", ["tiresias", "srpt-oracle"])
+def test_a_job_preempts_on_its_gpu_type_when_the_first_nodes_hold_only_other_types(policy: str) -> None:
+    # Eight V100 nodes come first by name, each running a demoted job that loses nothing when stopped;
+    # the one A100 node runs another. A short A100 job arriving at t=4000 preempts the A100 job, as
+    # a cycle given every running job decides; it does not wait for the A100 job to finish.
+    spec = ClusterSpec(
+        node_groups=[
+            NodeGroupSpec(name="a", count=8, gpus_per_node=1, gpu_type="V100"),
+            NodeGroupSpec(name="b", count=1, gpus_per_node=1, gpu_type="A100"),
+        ]
+    )
+    long = [TraceJob(id=f"v{i}", submit_s=0, duration_s=100_000, gpus=1, gpu_types=("V100",)) for i in range(8)]
+    long.append(TraceJob(id="a", submit_s=0, duration_s=100_000, gpus=1, gpu_types=("A100",)))
+    short = TraceJob(id="new", submit_s=4_000, duration_s=100, gpus=1, gpu_types=("A100",))
+    pruned = run([*long, short], policy, spec)
+    assert times(pruned)["new"] == (4_000, 4_100)
+    assert pruned.records == run([*long, short], policy, spec, prune=False).records

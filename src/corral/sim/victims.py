@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 
 from corral.model import Allocation, Job, RunningJob
-from corral.sched import Plan, Policy, schedule
+from corral.sched import Plan, Policy, Snapshot, schedule
 from corral.sched.victim_scan import lost_gpu_seconds
 from corral.sim.state import ClusterState
 
@@ -62,6 +62,8 @@ def plan_cycle(state: ClusterState, policy: Policy, views: Views, at: datetime) 
         if snapshot is None:
             return None
         plan = schedule(snapshot, policy, at)
+        if not _types_passed(state, snapshot, plan, lowest):
+            continue
         unsettled = [j for j in plan.exhausted_searches if not _settled(state, views, plan, j, first, at)]
         if not unsettled:
             return plan
@@ -111,6 +113,8 @@ def _with_better_nodes(
         if snapshot is None:
             return None
         plan = schedule(snapshot, policy, at)
+        if not _types_passed(state, snapshot, plan, lowest):
+            return None
         searched = dict.fromkeys(plan.exhausted_searches)
         searched.update((p.for_job_id, None) for p in plan.preemptions)
         unsettled = [j for j in searched if not _settled_among(state, views, plan, j, passed, at)]
@@ -209,6 +213,24 @@ def _fewest_victims(state: ClusterState, job: Job, skip: set[str]) -> dict[str, 
             if room >= slots:
                 out[name] = needs
     return out
+
+
+def _types_passed(state: ClusterState, snapshot: Snapshot, plan: Plan, lowest: int) -> bool:
+    """Whether every job left unplaced that could preempt had each GPU type it could run on in the snapshot.
+
+    The victim search looks only at the types of the nodes it is given: a type missing there is not
+    searched, and the search is not named as exhausted, so a cycle passing the first nodes' victims
+    alone must hold every such type to make the plan a full cycle would."""
+    present = {gpu.type for node in snapshot.nodes for gpu in node.gpus}
+    placed = {p.job_id for p in plan.placements}
+    for job in snapshot.pending:
+        if job.id in placed or state.policy.level(job) <= lowest:
+            continue
+        request = job.request
+        for gpu_type in request.gpu_types or state.types:
+            if gpu_type not in present and state.hosts(gpu_type, request.gpu_slots_per_node):
+                return False
+    return True
 
 
 def _first_victims(
