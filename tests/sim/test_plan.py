@@ -260,3 +260,11 @@ def test_under_a_preemptive_policy_time_queued_after_a_preemption_counts(tmp_pat
     assert result.exit_code == 0, result.output
     best = json.loads(result.stdout)["recommended"]
     assert (best["gpus"], best["p95_wait_s"]) == (13, 0.0)
+
+
+def test_the_help_says_the_target_counts_time_queued_after_preemptions() -> None:
+    result = CliRunner().invoke(cli, ["sim", "plan", "--help"])
+    assert result.exit_code == 0
+    text = " ".join(result.output.split())
+    assert "start - submit" not in text
+    assert "after each preemption until the next" in text

@@ -27,7 +27,10 @@ MISSES = "misses at the largest size searched"  # why a candidate that could run
     "target",
     required=True,
     metavar="DURATION",
-    help="the p95 queueing delay (start - submit) to meet: 0, 90s, 30m, 2h, 1h30m or HH:MM:SS",
+    help=(
+        "the p95 queueing delay to meet (time queued: until the first start, and after each preemption until"
+        " the next): 0, 90s, 30m, 2h, 1h30m or HH:MM:SS"
+    ),
 )
 @click.option(
     "--policy",
