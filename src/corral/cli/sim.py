@@ -148,10 +148,11 @@ def _run(
     output: str,
     config_path: Path | None = None,
 ) -> None:
+    from corral.client.errors import CorralError
     from corral.sim import build_nodes, prepare, summarize
     from corral.sim.cluster import describe
     from corral.sim.costs import group_rates, unrated
-    from corral.sim.engine import SimulationError
+    from corral.sim.engine import PreemptionLoopError, SimulationError
     from corral.sim.report import (
         SPEND_COLUMNS,
         TABLE_COLUMNS,
@@ -197,6 +198,8 @@ def _run(
         )
     except SimulationError as exc:
         raise click.BadParameter(str(exc), param_hint="--trace") from None
+    except PreemptionLoopError as exc:
+        raise CorralError(str(exc)) from None
     rates = group_rates(spec)
     summaries = {name: summarize(result, rates) for name, result in results.items()}
     document = report_document(summaries, workload.skipped_total, spec, results)

@@ -73,9 +73,10 @@ def plan(
     groups, GPUs, cost per hour, p95 wait and average JCT, and how many simulations it took.
     Exits 1 when no candidate meets the target within the bounds. See docs/sim.md.
     """
+    from corral.client.errors import CorralError
     from corral.sched import get_policy
     from corral.sim import Trace, build_nodes, prepare
-    from corral.sim.engine import SimulationError
+    from corral.sim.engine import PreemptionLoopError, SimulationError
     from corral.sim.families import PlanError, families
     from corral.sim.plan import plan as search
     from corral.sim.report import skipped_reasons
@@ -118,6 +119,8 @@ def plan(
             )
         except SimulationError as exc:
             raise click.BadParameter(str(exc), param_hint="--trace") from None
+        except PreemptionLoopError as exc:
+            raise CorralError(str(exc)) from None
     document = plan_document(result, policy, len(jobs.jobs), reference.skipped_total)
     if output == "json":
         emit_json(document)

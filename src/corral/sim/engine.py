@@ -36,6 +36,11 @@ class SimulationError(ValueError):
     """A workload the simulator cannot replay: its simulated time would run past ``CLOCK_LIMIT_S``."""
 
 
+class PreemptionLoopError(RuntimeError):
+    """The scheduler kept preempting at one moment for ``ROUNDS_PER_MOMENT`` cycles: its plans stop and
+    start the same jobs again and again, so the simulated clock cannot move on."""
+
+
 class _Run:
     """One job's progress: work left (in traced seconds), service received, its current run."""
 
@@ -225,7 +230,8 @@ class _Engine:
 
     def _plan(self, now: float) -> None:
         at = EPOCH + timedelta(seconds=now)
-        for _ in range(ROUNDS_PER_MOMENT):
+        victims: dict[str, str] = {}  # victim -> the job it was stopped for, in the last rounds
+        for round_no in range(ROUNDS_PER_MOMENT):
             plan = self._lean_plan(at)
             if plan is None:
                 plan = plan_cycle(self.state, self.policy, lambda ids: self._running(ids, now), at)
@@ -235,7 +241,14 @@ class _Engine:
             self._apply(plan, now)
             if not plan.preemptions:
                 return
-        raise RuntimeError(f"policy {self.policy.name!r} keeps preempting at t={now}s")
+            if round_no >= ROUNDS_PER_MOMENT - 10:
+                victims.update((p.victim_job_id, p.for_job_id) for p in plan.preemptions)
+        stops = ", ".join(f"{victim} for {job}" for victim, job in sorted(victims.items())[:5])
+        raise PreemptionLoopError(
+            f"policy {self.policy.name!r} keeps preempting at t={now:g} s: after {ROUNDS_PER_MOMENT:,} cycles at"
+            f" that moment its plans still stop running jobs ({stops}) and start them again, so the simulation"
+            " cannot go on"
+        )
 
     def _lean_plan(self, at: datetime) -> Plan | None:
         """The plan of a cycle without running jobs, when it is the plan the full cycle would make.
