@@ -2,7 +2,18 @@ import random
 from datetime import UTC, datetime, timedelta
 
 from corral.model import Job, LiveAllocation, Node, RunningJob
-from corral.sched import BACKFILL_BLOCKED, RESERVED, RESOURCES, Plan, Reservation, Snapshot, get_policy, schedule
+from corral.sched import (
+    BACKFILL_BLOCKED,
+    IN_ORDER,
+    RESERVED,
+    RESOURCES,
+    Plan,
+    Reason,
+    Reservation,
+    Snapshot,
+    get_policy,
+    schedule,
+)
 from corral.sched.backfill import find_reservation, release_times
 from corral.sched.placement import find_placement
 from corral.testing import JobBuilder, live_alloc, make_job, make_node, running_job, snapshot
@@ -82,8 +93,16 @@ def test_without_known_ends_there_is_no_reservation_and_lower_jobs_start() -> No
     assert plan.reasons["big"].code == RESOURCES
 
 
-def test_fifo_never_reserves() -> None:
+def test_fifo_never_reserves_and_a_blocked_job_holds_back_later_ones() -> None:
     plan = run(half_busy(make_job("big").gpus(8).seq(1), make_job("small").gpus(4).seq(2)), "fifo")
+    assert plan.reservations == ()
+    assert placed(plan) == {}  # small fits, but it never starts before big, submitted earlier
+    assert plan.reasons["big"].code == RESOURCES
+    assert plan.reasons["small"] == Reason(IN_ORDER, "waiting behind job big: jobs start in submit order", True)
+
+
+def test_priority_order_without_backfill_lets_a_later_job_start_past_a_blocked_one() -> None:
+    plan = run(half_busy(make_job("big").gpus(8).seq(1), make_job("small").gpus(4).seq(2)), "priority")
     assert plan.reservations == ()
     assert placed(plan) == {"small": [("n1", (4, 5, 6, 7))]}
 

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from corral.model import EPSILON, FULL_GPU, Allocation, Job, LiveAllocation, Node, NodeState
-from corral.sched import NEVER_FITS, NO_NODES, POLICIES, Placement, Plan, Snapshot, get_policy, schedule
+from corral.sched import IN_ORDER, NEVER_FITS, NO_NODES, POLICIES, Placement, Plan, Snapshot, get_policy, schedule
 from corral.testing.strategies import jobs, snapshots
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
@@ -130,9 +130,24 @@ def test_schedule_is_deterministic(snap: Snapshot, policy: str, data: st.DataObj
 def test_a_waiting_job_does_not_fit_what_the_plan_leaves(snap: Snapshot, policy: str) -> None:
     plan = run(snap, policy)
     held = snap.live + tuple(LiveAllocation(p.job_id, a) for p in plan.placements for a in p.allocations)
-    waiting = [j for j in snap.pending if j.id in plan.reasons]
+    waiting = [j for j in snap.pending if j.id in plan.reasons and plan.reasons[j.id].code != IN_ORDER]
     for job in waiting:
         assert run(Snapshot(snap.nodes, held, (job,)), policy).placements == ()
+
+
+@FAST
+@given(snapshots())
+def test_a_strict_order_starts_jobs_only_in_queue_order(snap: Snapshot) -> None:
+    policy = get_policy("fifo")
+    plan = schedule(snap, policy, NOW)
+    started = {p.job_id for p in plan.placements}
+    queue = [
+        j.id
+        for j in sorted(snap.pending, key=lambda j: (*policy.job_order(j), j.id))
+        if j.id in started or plan.reasons[j.id].code != NEVER_FITS
+    ]
+    assert set(queue[: len(started)]) == started  # the jobs started come first in the queue
+    assert all(plan.reasons[j].code == IN_ORDER for j in queue[len(started) + 1 :])  # the rest wait behind one
 
 
 @FAST

@@ -242,3 +242,23 @@ def test_a_reservation_goes_to_the_first_job_blocked_behind_a_time_limited_job_p
     pruned, full = run(jobs, spec, prune=True), run(jobs, spec, prune=False)
     assert times(full) == {"a": (0, 100), "d": (0, 50), "b": (100, 200), "c": (200, 300)}
     assert pruned.records == full.records
+
+
+@pytest.mark.parametrize("prune", [True, False])
+def test_fifo_starts_jobs_in_submit_order_even_when_a_later_one_fits_first(prune: bool) -> None:
+    spec = cluster((1, 4, "V100"))
+    jobs = [job("a", 0, 100, gpus=2), job("b", 1, 100, gpus=4), job("c", 2, 100, gpus=1)]
+    assert times(run(jobs, spec, "fifo", prune=prune)) == {"a": (0, 100), "b": (100, 200), "c": (200, 300)}
+    # Without the strict order, c goes past b, which waits for every GPU of the node.
+    assert times(run(jobs, spec, "priority", prune=prune)) == {"a": (0, 100), "b": (102, 202), "c": (2, 102)}
+
+
+@pytest.mark.parametrize("seed", [4, 5, 6])
+def test_fifo_start_order_is_submit_order(seed: int) -> None:
+    spec = cluster((3, 8, "V100"), (2, 4, "T4"))
+    jobs = sorted(random_jobs(seed, 120), key=lambda j: j.submit_s)
+    result = run(jobs, spec, "fifo")
+    submitted = {j.id: (j.submit_s, j.id) for j in jobs}
+    order = sorted(result.records, key=lambda r: submitted[r.id])
+    assert [r.start_s for r in order] == sorted(r.start_s for r in order)
+    assert result.records == run(jobs, spec, "fifo", prune=False).records

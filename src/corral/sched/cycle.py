@@ -9,9 +9,10 @@ from datetime import datetime, timedelta
 from corral.model import Allocation, Job, Request
 from corral.sched.backfill import blocked_reason, ends_by, find_reservation, guard_view, reserved_reason, when
 from corral.sched.fairshare import share_key_of, share_tables
+from corral.sched.feasibility import no_domain_holds
 from corral.sched.order import Item, ordered, request_of
 from corral.sched.placement import find_placement
-from corral.sched.plan import FASTER_GPU, QUOTA, Placement, Plan, Preemption, Reservation
+from corral.sched.plan import FASTER_GPU, IN_ORDER, QUOTA, Placement, Plan, Preemption, Reason, Reservation
 from corral.sched.policy import Policy
 from corral.sched.preempt import Preemptor
 from corral.sched.quota import QuotaLedger
@@ -28,8 +29,9 @@ def schedule(snapshot: Snapshot, policy: Policy, now: datetime) -> Plan:
     policy allows it and that lets it start now); it is then held, not placed, until its
     victims release their resources. With backfill, the highest-priority job still blocked
     gets a reservation at its earliest start, and later jobs start only if they do not delay
-    it. Without backfill a blocked job is skipped and later jobs may still be placed. The
-    same inputs always give the same plan.
+    it. Without backfill a blocked job is skipped and later jobs may still be placed, unless the
+    policy keeps a strict order: then the first job that could run but does not start holds back
+    every later one. The same inputs always give the same plan.
     """
     return _Cycle(snapshot, policy, now).run()
 
@@ -59,6 +61,7 @@ class _Cycle:
     placed_ends: list[tuple[datetime, Placement]] = field(default_factory=list)  # placed with a time limit: its end
     queued_requests: set[Request] | None = None  # the requests of the queue, once asked for
     queued_unfit: int = 0  # how many of ``queued_requests`` do not fit what is free now
+    blocker: Job | None = None  # under a strict order: the job that did not start, holding back the rest
 
     def run(self) -> Plan:
         policy = self.policy
@@ -77,8 +80,15 @@ class _Cycle:
         no_victims: set[tuple[bool, Request, int]] = set()
         waiting, waiting_requests, unchecked = self.waiting, self.waiting_requests, self.quota_unchecked.add
         checked: tuple[int, int] | None = None  # (unfit requests, victim searches) when the rest was last checked
+        strict, seen = policy.strict_order, 0
         for at, item in enumerate(queue):
             queued, request = item[-4], item[-3]
+            if strict and len(waiting) > seen:  # the first job that could run but did not start holds back the rest
+                self.blocker = next((j for j in waiting[seen:] if self._could_ever_run(j.request)), None)
+                seen = len(waiting)
+                if self.blocker is not None:
+                    self._wait(queue[at:])
+                    break
             if request in unfit_now and (preemptor is None or not preemptor.worth_trying(queued)):
                 now_checked = (len(unfit_now), 0 if preemptor is None else preemptor.searches)
                 if now_checked != checked:
@@ -149,6 +159,10 @@ class _Cycle:
             self.queued_requests = set(dict(zip(map(id, requests), requests, strict=True)).values())
             self.queued_unfit = len(self.queued_requests & unfit_now)
         return self.queued_unfit == len(self.queued_requests)
+
+    def _could_ever_run(self, request: Request) -> bool:
+        shapes = self.snapshot.shapes
+        return shapes.never_fits(request) is None and no_domain_holds(request, self.snapshot.nodes, shapes) is None
 
     def _wait(self, rest: list[Item]) -> None:
         """Jobs that do not fit what is free, whatever their quota allows, and that preempt nothing."""
@@ -340,7 +354,10 @@ class _Cycle:
         known.update((job_id, (QUOTA, message)) for job_id, message in self.over_quota.items())
         quota = self._quota_reason(view)
         waiting, requests, unchecked = self.waiting, self.waiting_requests, self.quota_unchecked
-        reasons = explain(waiting, view, self.snapshot, known, requests, unchecked, quota, self.rest)
+        behind = None
+        if self.blocker is not None:
+            behind = Reason(IN_ORDER, f"waiting behind job {self.blocker.id}: jobs start in submit order", True)
+        reasons = explain(waiting, view, self.snapshot, known, requests, unchecked, quota, self.rest, behind)
         reservation = self.reservation
         if reservation is not None and reservation.job_id in reasons and reservation.job_id not in known:
             reasons.replace(reservation.job_id, reserved_reason(reasons[reservation.job_id], reservation, self.now))

@@ -34,6 +34,9 @@ QUOTA = "QUOTA"
 FASTER_GPU = "FASTER_GPU"
 """The job fits now on a slower GPU type but finishes sooner by waiting for a faster one it prefers."""
 
+IN_ORDER = "IN_ORDER"
+"""The job waits behind an earlier one: the policy starts jobs strictly in queue order (``fifo``)."""
+
 DEPENDENCY = "DEPENDENCY"
 """The job waits for other jobs: its dependencies, or room in its array (decided before the scheduler runs)."""
 

@@ -32,7 +32,8 @@ class Policy:
 
     ``level`` says who may preempt whom: a job only preempts running jobs of a lower
     level. ``thresholds`` are the attained GPU-seconds at which a job's level or order
-    changes (the caller re-plans when a running job crosses one). A ``simulation_only``
+    changes (the caller re-plans when a running job crosses one). With ``strict_order`` jobs start
+    only in queue order: the first that cannot start holds back every later one. A ``simulation_only``
     policy reads data only the simulator has (traced durations); the head refuses it.
     """
 
@@ -47,6 +48,7 @@ class Policy:
     thresholds: tuple[float, ...] = ()
     simulation_only: bool = False
     fair_share: bool = False  # within a priority, teams and users that used less go first
+    strict_order: bool = False  # the first job that cannot start holds back every later one (no skipping)
 
 
 def priority_then_submit(job: Job) -> tuple[int, ...]:
@@ -92,12 +94,13 @@ DEFAULT = Policy(
 FIFO = Policy(
     name="fifo",
     description=(
-        "submit order only; first fit by node name; a job that does not fit is skipped, with no"
-        " reservation and no preemption (the baseline to compare against)"
+        "submit order only, strictly: the first job that cannot start holds back every later one; first"
+        " fit by node name; no reservation and no preemption (the baseline to compare against)"
     ),
     job_order=submit_order,
     gpu_ranker=by_name,
     cpu_ranker=by_name,
+    strict_order=True,
 )
 
 PRIORITY = Policy(

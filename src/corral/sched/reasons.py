@@ -25,6 +25,7 @@ def explain(
     unchecked: Container[str] = (),
     quota: Callable[[Job, Request], str | None] | None = None,
     rest: Sequence[Item] = (),
+    behind: Reason | None = None,
 ) -> Reasons:
     """A reason per waiting job (given in queue order, and kept in it), judged on what is left free in ``view``.
 
@@ -34,7 +35,8 @@ def explain(
     its team's quota keeps out a job of ``unchecked``, or of ``rest``, that has no known reason (asked
     once per team and request: the answer is the same for all their jobs). ``rest`` is the rest of the
     queue (``order`` items, after ``waiting``), waiting as a whole: no job there has a known reason,
-    and its reasons are found once per group (team and request) of the queue.
+    and its reasons are found once per group (team and request) of the queue; with ``behind``, that is the
+    reason of each job of ``rest`` that could ever run (a policy that starts jobs strictly in order).
 
     Jobs with the same reason share one ``Reason`` (a queue position is the job's place in
     ``waiting``, see ``Plan.position``), so a cycle leaving 100,000 jobs waiting makes one per request and
@@ -79,7 +81,10 @@ def explain(
     for group, item in dict(zip(groups, rest, strict=True)).items():  # one job per group
         request = item[-3]
         base, teams = base_of(request)
-        said[group] = unchecked_reason(item[-4], request, base, teams)
+        if behind is not None and base.code != NEVER_FITS:
+            said[group] = behind
+        else:
+            said[group] = unchecked_reason(item[-4], request, base, teams)
     return Reasons(reasons, list(map(id_of, rest)), groups, said)
 
 

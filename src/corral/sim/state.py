@@ -9,8 +9,9 @@ Everything is indexed so that each cycle's Snapshot holds only what can change i
   domain holds it whole depends on every node with room, so with one pending, every node with
   free GPUs is passed.
 - Pending jobs are grouped by request, in policy order; a group passes only as many jobs as
-  the free GPUs could take, plus (under a preemptive policy) every job whose level is above
-  a running job's: only those can preempt.
+  the free GPUs could take (one more under a policy that starts jobs strictly in order: the first
+  that cannot start holds back the rest), plus (under a preemptive policy) every job whose level is
+  above a running job's: only those can preempt.
 - Running jobs are indexed by preemption level. A running job enters the snapshot (with its
   nodes and everything live on them) only when some pending job has a higher level, so a
   cycle without possible victims is as small as one without preemption.
@@ -30,6 +31,7 @@ import math
 from bisect import bisect_left, insort
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import islice
 
 from corral.model import Job, LiveAllocation, Node, Quotas, Request, RunningJob
 from corral.sched import Placement, Policy, Snapshot
@@ -246,8 +248,14 @@ class ClusterState:
             lowest = min((self.running_level[v] for v in victims), default=None)
         slots = self._slots()
         jobs: list[Job] = []
+        rooms = {request: self._room(request, slots) if queue else 0 for request, queue in self.queues.items()}
+        # Under a strict order the first job that cannot start holds back the rest, so it is passed too:
+        # one job past the room of each request. With no room for any request, nothing starts.
+        strict = self.policy.strict_order
+        if strict and not victims and not any(rooms.values()):
+            return None
         for request, queue in self.queues.items():
-            room = self._room(request, slots) if queue else 0
+            room = rooms[request] + 1 if strict and queue else rooms[request]
             above = 0 if lowest is None else sum(c for v, c in self.queue_levels[request].items() if v > lowest)
             if lowest is None or not above:
                 jobs.extend(e[2] for e in queue[:room])
@@ -269,6 +277,10 @@ class ClusterState:
         wanted = None if domains else sum(j.request.nodes for j in jobs)
         names = {n for (_, free), names in self.buckets.items() if free > 0 for n in names[:wanted]}
         names.update(n for v in victims for n in self.running_nodes[v])
+        if strict:  # a job waiting for busy nodes must still be seen to fit the cluster, so that it holds back the rest
+            for request in {j.request for j in jobs}:
+                for gpu_type in request.gpu_types or self.types:
+                    names.update(islice(self.hosts(gpu_type, request.gpu_slots_per_node), request.nodes))
         ordered = sorted(names)
         nodes = tuple(self.nodes[n] for n in ordered)
         live = tuple(a for n in ordered for a in self.live[n].values())

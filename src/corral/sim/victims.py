@@ -95,10 +95,11 @@ def _with_better_nodes(
     if top is None:
         return None
     passed = set(passed)
+    needs = _Needs(state, passed)
     for _ in range(BETTER_ROUNDS):
         added: set[str] = set()
         for job_id in unsettled:
-            better = _better_nodes(state, views, plan, job_id, passed, at)
+            better = _better_nodes(state, views, plan, job_id, needs, at)
             if better is None:
                 return None
             added.update(better)
@@ -117,7 +118,8 @@ def _with_better_nodes(
             return None
         searched = dict.fromkeys(plan.exhausted_searches)
         searched.update((p.for_job_id, None) for p in plan.preemptions)
-        unsettled = [j for j in searched if not _settled_among(state, views, plan, j, passed, at)]
+        needs = _Needs(state, passed)
+        unsettled = [j for j in searched if not _settled_among(state, views, plan, j, needs, at)]
         if not unsettled:
             return plan
     return None
@@ -146,8 +148,8 @@ def _found_on(state: ClusterState, views: Views, plan: Plan, job_id: str, at: da
     return len(victims), nodes.pop()
 
 
-def _settled_among(state: ClusterState, views: Views, plan: Plan, job_id: str, passed: set[str], at: datetime) -> bool:
-    """Whether a search over the possible victims on ``passed`` (any nodes, not only the first of the
+def _settled_among(state: ClusterState, views: Views, plan: Plan, job_id: str, needs: _Needs, at: datetime) -> bool:
+    """Whether a search over the possible victims on the nodes passed (any nodes, not only the first of the
     search's order) found what it finds with every possible victim passed.
 
     A one-node job's search chose the option losing least, then with fewest victims, then on the node
@@ -163,15 +165,11 @@ def _settled_among(state: ClusterState, views: Views, plan: Plan, job_id: str, p
     if found is None:
         return False
     count, node = found
-    if not count:
-        return _hosts_for(state, job, 1, passed, None) == 0
-    return (
-        _hosts_for(state, job, 1, passed, count - 1) == 0 and _hosts_for(state, job, 1, passed, count, before=node) == 0
-    )
+    return not any(not count or n < count or (n == count and name < node) for name, n in needs.of(job).items())
 
 
 def _better_nodes(
-    state: ClusterState, views: Views, plan: Plan, job_id: str, passed: set[str], at: datetime
+    state: ClusterState, views: Views, plan: Plan, job_id: str, needs: _Needs, at: datetime
 ) -> list[str] | None:
     """The nodes not passed where the job's search could do better than it did (``_settled_among``), at most
     ``BETTER_NODES`` of them, fewest victims first, then by name; None for a search it cannot judge."""
@@ -182,37 +180,48 @@ def _better_nodes(
     if found is None:
         return None
     count, node = found
-    fewest = _fewest_victims(state, job, passed)
     better = [
-        (needs, name)
-        for name, needs in fewest.items()
-        if needs and (not count or needs < count or (needs == count and name < node))
+        (n, name) for name, n in needs.of(job).items() if n and (not count or n < count or (n == count and name < node))
     ]
     return [name for _, name in heapq.nsmallest(BETTER_NODES, better)]
 
 
-def _fewest_victims(state: ClusterState, job: Job, skip: set[str]) -> dict[str, int]:
-    """Per node outside ``skip`` that could hold a share of the one-node job: the fewest running jobs below
-    its level in the index that must stop for that (the largest first), counting nothing the cycle took."""
-    request = job.request
-    slots, level, below = request.gpu_slots_per_node, state.policy.level(job), state.running_level
-    out: dict[str, int] = {}
-    for gpu_type in request.gpu_types or state.types:
-        for name in state.hosts(gpu_type, slots):
-            if name in skip:
-                continue
-            room, needs = state.free[name], 0
-            if room < slots:
-                for size in sorted(
-                    (len(a.allocation.gpus) for j, a in state.live[name].items() if below[j] < level), reverse=True
-                ):
-                    room += size
-                    needs += 1
-                    if room >= slots:
-                        break
-            if room >= slots:
+class _Needs:
+    """For the nodes not passed: per node that could hold a share of a one-node job, the fewest running jobs
+    below the job's level in the index that must stop for that (the largest first; 0 where it has the room
+    now), counting nothing the cycle took. Computed once per level and request shape."""
+
+    def __init__(self, state: ClusterState, passed: set[str]) -> None:
+        self._state, self._passed = state, passed
+        self._known: dict[tuple[int, tuple[str, ...], int], dict[str, int]] = {}
+
+    def of(self, job: Job) -> dict[str, int]:
+        state, request = self._state, job.request
+        key = (state.policy.level(job), request.gpu_types, request.gpu_slots_per_node)
+        found = self._known.get(key)
+        if found is None:
+            found = self._known[key] = self._count(*key)
+        return found
+
+    def _count(self, level: int, gpu_types: tuple[str, ...], slots: int) -> dict[str, int]:
+        state, skip, below = self._state, self._passed, self._state.running_level
+        out: dict[str, int] = {}
+        for gpu_type in gpu_types or state.types:
+            for name in state.hosts(gpu_type, slots):
+                if name in skip:
+                    continue
+                room, needs = state.free[name], 0
+                if room < slots:
+                    sizes = [len(a.allocation.gpus) for j, a in state.live[name].items() if below[j] < level]
+                    if room + sum(sizes) < slots:
+                        continue
+                    for size in sorted(sizes, reverse=True):
+                        room += size
+                        needs += 1
+                        if room >= slots:
+                            break
                 out[name] = needs
-    return out
+        return out
 
 
 def _types_passed(state: ClusterState, snapshot: Snapshot, plan: Plan, lowest: int) -> bool:
@@ -349,18 +358,15 @@ def _settled(state: ClusterState, views: Views, plan: Plan, job_id: str, first: 
     return _hosts_for(state, job, 1, first, len(victims) - 1) == 0
 
 
-def _hosts_for(
-    state: ClusterState, job: Job, enough: int, skip: set[str], stopping: int | None, before: str | None = None
-) -> int:
-    """How many nodes (up to ``enough``) outside ``skip`` (and, with ``before``, named before it) could hold a
-    share of the job once at most ``stopping`` (None: any number of) running jobs below its level in the
-    index are gone."""
+def _hosts_for(state: ClusterState, job: Job, enough: int, skip: set[str], stopping: int | None) -> int:
+    """How many nodes (up to ``enough``) outside ``skip`` could hold a share of the job once at most
+    ``stopping`` (None: any number of) running jobs below its level in the index are gone."""
     request = job.request
     slots, level, below = request.gpu_slots_per_node, state.policy.level(job), state.running_level
     found = 0
     for gpu_type in request.gpu_types or state.types:
         for name in state.hosts(gpu_type, slots):
-            if name in skip or (before is not None and name >= before):
+            if name in skip:
                 continue
             room = state.free[name]
             if room < slots:
