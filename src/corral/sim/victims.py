@@ -180,9 +180,7 @@ def _better_nodes(
     if found is None:
         return None
     count, node = found
-    better = [
-        (n, name) for name, n in needs.of(job).items() if n and (not count or n < count or (n == count and name < node))
-    ]
+    better = [(n, name) for name, n in needs.of(job).items() if not count or n < count or (n == count and name < node)]
     return [name for _, name in heapq.nsmallest(BETTER_NODES, better)]
 
 
@@ -211,15 +209,20 @@ class _Needs:
                 if name in skip:
                     continue
                 room, needs = state.free[name], 0
-                if room < slots:
-                    sizes = [len(a.allocation.gpus) for j, a in state.live[name].items() if below[j] < level]
-                    if room + sum(sizes) < slots:
-                        continue
-                    for size in sorted(sizes, reverse=True):
-                        room += size
-                        needs += 1
-                        if room >= slots:
-                            break
+                sizes = [len(a.allocation.gpus) for j, a in state.live[name].items() if below[j] < level]
+                if room >= slots:
+                    # The cycle passes such a node (enough of each free count are) and placed the job elsewhere
+                    # or not at all: it has taken room there. Without victims it holds the job in no cycle.
+                    if sizes:
+                        out[name] = 0
+                    continue
+                if room + sum(sizes) < slots:
+                    continue
+                for size in sorted(sizes, reverse=True):
+                    room += size
+                    needs += 1
+                    if room >= slots:
+                        break
                 out[name] = needs
         return out
 
