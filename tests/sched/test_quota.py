@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from corral.model import FairShare, TeamQuota
 from corral.sched import QUOTA, get_policy, schedule
 from corral.testing import live_alloc, make_job, make_node, running_job, snapshot
@@ -140,3 +142,62 @@ def test_jobs_within_their_nominal_quota_are_considered_before_jobs_that_would_b
     snap = snapshot(nodes(count=2), pending=[borrowing, within], quotas=quotas(a=4, b=4))
     plan = schedule(snap, get_policy("priority"), NOW)
     assert [p.job_id for p in plan.placements] == ["a1", "b1"]  # both fit; the order says who went first
+
+
+def with_a_busy_a100():
+    """8 H100 (team quotas a=4, b=4) and one A100 no team has a quota for, held by another job."""
+    cluster = [make_node("n0").gpus(8, "H100"), make_node("x").gpus(1, "A100")]
+    running = [running_job("admin", NOW, ran_s=600)]
+    return cluster, running, [live_alloc("admin", "x", range(1))]
+
+
+@pytest.mark.parametrize("types", [("H100", "A100"), ()], ids=["H100 or A100", "any type"])
+def test_a_borrower_that_accepts_a_type_without_quota_goes_after_the_owner(types):
+    # b1 would borrow on H100; A100 has no quota, but none is free. a1 is within its nominal: it goes first,
+    # though b1 is older and of a higher priority.
+    cluster, running, live = with_a_busy_a100()
+    borrower = make_job("b1").gpus(8).types(*types).team("b").priority(5).seq(0)
+    owner = make_job("a1").gpus(4).types("H100").team("a").seq(1)
+    snap = snapshot(cluster, pending=[borrower, owner], live=live, running=running, quotas=quotas(a=4, b=4))
+    plan = schedule(snap, DEFAULT, NOW)
+    assert [(p.job_id, p.gpu_type) for p in plan.placements] == [("a1", "H100")]
+    assert plan.preemptions == ()
+    assert "b1" in plan.reasons
+
+
+@pytest.mark.parametrize("types", [("H100", "A100"), ()], ids=["H100 or A100", "any type"])
+def test_a_reclaimed_borrower_does_not_take_the_reclaimed_gpus_back(types):
+    # Three nodes of 4 H100 (a=8, b=4) and a busy A100. b runs 8 H100: b1 (any type) borrows 4 of a's, and a1
+    # reclaims them. Once b1 has stopped, a1 gets them and b1 waits: it is not placed there again only to be
+    # reclaimed again, cycle after cycle.
+    cluster = [*(make_node(f"h{i}").gpus(4, "H100") for i in range(3)), make_node("x").gpus(4, "A100")]
+    others = [
+        running_job("admin", NOW, ran_s=600),
+        running_job("a0", NOW, ran_s=600, team="a"),
+        running_job("b2", NOW, ran_s=3600, team="b"),
+    ]
+    held = [live_alloc("admin", "x", range(4)), live_alloc("a0", "h0", range(4)), live_alloc("b2", "h2", range(4))]
+    borrower = make_job("b1").gpus(4).types(*types).team("b").priority(5).seq(0)
+    owner = make_job("a1").gpus(4).types("H100").team("a").seq(1)
+    busy = snapshot(
+        cluster,
+        pending=[owner],
+        live=[*held, live_alloc("b1", "h1", range(4))],
+        running=[*others, running_job("b1", NOW, ran_s=60, priority=5, team="b")],
+        quotas=quotas(a=8, b=4),
+    )
+    plan = schedule(busy, DEFAULT, NOW)
+    assert [(p.victim_job_id, p.reclaim) for p in plan.preemptions] == [("b1", True)]
+    stopped = snapshot(cluster, pending=[borrower, owner], live=held, running=others, quotas=quotas(a=8, b=4))
+    plan = schedule(stopped, DEFAULT, NOW)
+    assert [(p.job_id, p.allocations[0].node) for p in plan.placements] == [("a1", "h1")]
+    assert plan.preemptions == ()
+    assert "b1" in plan.reasons
+
+
+def test_a_borrower_goes_to_the_type_without_quota_when_the_owner_takes_the_one_it_prefers():
+    cluster = [make_node("h").gpus(8, "H100"), make_node("l").gpus(8, "L4")]
+    borrower = make_job("b1").gpus(8).types("H100", "L4").team("b").priority(5).seq(0)
+    owner = make_job("a1").gpus(8).types("H100").team("a").seq(1)
+    plan = schedule(snapshot(cluster, pending=[borrower, owner], quotas=quotas(a=8)), DEFAULT, NOW)
+    assert sorted((p.job_id, p.gpu_type) for p in plan.placements) == [("a1", "H100"), ("b1", "L4")]

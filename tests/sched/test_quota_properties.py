@@ -9,9 +9,10 @@ from datetime import UTC, datetime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corral.model import EPSILON, Job, TeamQuota
+from corral.model import EPSILON, Job, LiveAllocation, TeamQuota
 from corral.sched import Snapshot, get_policy, schedule
 from corral.sched.quota import QuotaLedger
+from corral.testing import make_job, make_node, running_job, snapshot
 from corral.testing.strategies import running_snapshots
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
@@ -110,3 +111,51 @@ def _within_nominal(ledger: QuotaLedger, job: Job, freeing: list[str], gpu_type:
     """Whether the job's team stays within its nominal of the type with the job, once ``freeing`` stop."""
     used = ledger.used[(job.team, gpu_type)] - ledger.held_by(freeing, gpu_type)
     return used + gpus(job) <= ledger.quota(job.team, gpu_type).nominal + EPSILON or gpu_type not in ledger.governed
+
+
+@st.composite
+def closed_clusters(draw: st.DrawFn) -> tuple[Snapshot, dict[str, Job]]:
+    """H100 nodes that teams a and b have quotas on, an A100 node no team has, and jobs of both teams that
+    accept H100, A100, either, or any type; nothing runs yet."""
+    cluster = [make_node(f"h{i}").gpus(4, "H100").build() for i in range(draw(st.integers(1, 3)))]
+    cluster.append(make_node("x").gpus(4, "A100").build())
+    types = st.sampled_from([(), ("H100",), ("H100", "A100"), ("A100", "H100"), ("A100",)])
+    jobs = [
+        make_job(f"j{i}")
+        .gpus(draw(st.sampled_from([1, 2, 4])))
+        .types(*draw(types))
+        .team(draw(st.sampled_from(["a", "b"])))
+        .priority(draw(st.integers(0, 3)))
+        .preemptible(draw(st.booleans()))
+        .seq(i)
+        .build()
+        for i in range(draw(st.integers(1, 7)))
+    ]
+    quotas = {team: {"H100": TeamQuota(float(draw(st.integers(0, 8))), None, None)} for team in ("a", "b")}
+    return snapshot(cluster, pending=jobs, quotas=quotas), {job.id: job for job in jobs}
+
+
+@FAST
+@given(closed_clusters())
+def test_reclaim_settles_instead_of_preempting_and_placing_the_same_job_again(
+    case: tuple[Snapshot, dict[str, Job]],
+) -> None:
+    # Cycle after cycle, with nothing finishing and victims stopping at once, the cluster settles: no job is
+    # preempted and placed again for ever.
+    snap, jobs = case
+    for _ in range(12):
+        plan = schedule(snap, DEFAULT, NOW)
+        if not plan.placements and not plan.preemptions:
+            return
+        victims = {p.victim_job_id for p in plan.preemptions}
+        placed = {p.job_id: p for p in plan.placements}
+        running = [r for r in snap.running if r.id not in victims]
+        running += [
+            running_job(j, NOW, priority=jobs[j].priority, preemptible=jobs[j].preemptible, team=jobs[j].team)
+            for j in placed
+        ]
+        live = [a for a in snap.live if a.job_id not in victims]
+        live += [LiveAllocation(j, a) for j, p in placed.items() for a in p.allocations]
+        pending = [j for j in snap.pending if j.id not in placed] + [jobs[v] for v in sorted(victims)]
+        snap = replace(snap, running=tuple(running), live=tuple(live), pending=tuple(pending))
+    raise AssertionError("the cluster never settles: jobs are preempted and placed again cycle after cycle")

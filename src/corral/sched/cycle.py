@@ -10,7 +10,7 @@ from corral.model import Allocation, Job, Request
 from corral.sched.backfill import blocked_reason, ends_by, find_reservation, guard_view, reserved_reason, when
 from corral.sched.fairshare import share_key_of, share_tables
 from corral.sched.feasibility import no_domain_holds
-from corral.sched.order import Item, ordered, request_of
+from corral.sched.order import Item, merged, ordered_in_two, request_of
 from corral.sched.placement import find_placement
 from corral.sched.plan import FASTER_GPU, IN_ORDER, QUOTA, Placement, Plan, Preemption, Reason, Reservation
 from corral.sched.policy import Policy
@@ -57,11 +57,24 @@ class _Cycle:
     waiting_requests: list[Request] = field(default_factory=list)  # each waiting job's request, one object per value
     quota_unchecked: set[str] = field(default_factory=set)  # waiting without a quota check: nothing fits them
     rest: list[Item] = field(default_factory=list)  # the rest of the queue, after ``waiting``: it waits as a whole
+    queue: list[Item] = field(default_factory=list)  # every pending job, in the policy's order
+    unfit: set[tuple[bool, Request]] = field(default_factory=set)  # (on the view, not the guard; request): no fit
+    unfit_now: set[Request] = field(default_factory=set)  # the requests (True, request) in ``unfit`` holds
+    no_victims: set[tuple[bool, Request, int]] = field(default_factory=set)  # (as ``unfit``, level): no victims
+    checked: tuple[int, int] | None = None  # (unfit requests, victim searches) when the rest was last checked
+    limited: dict[tuple[Request, tuple[str, ...]], Request] = field(default_factory=dict)  # one object per value
+    # (team, GPU types, GPUs) → the request limited to the types its quota allows, or why none, while usage
+    # stays as it was when ``allowed_at`` was the quota's count of changes
+    allowed: dict[tuple[str, tuple[str, ...], float], Request | str] = field(default_factory=dict)
+    allowed_at: int = -1
+    # (team, GPU types, GPUs) → the types such jobs accept where their team does not borrow (``_own_types``)
+    own_at_start: dict[tuple[str, tuple[str, ...], float], tuple[str, ...]] = field(default_factory=dict)
     fits: dict[tuple[int, Request], bool] = field(default_factory=dict)  # (view version, request) → fits the view
     placed_ends: list[tuple[datetime, Placement]] = field(default_factory=list)  # placed with a time limit: its end
     queued_requests: set[Request] | None = None  # the requests of the queue, once asked for
     queued_unfit: int = 0  # how many of ``queued_requests`` do not fit what is free now
     blocker: Job | None = None  # under a strict order: the job that did not start, holding back the rest
+    seen: int = 0  # under a strict order: how many jobs of ``waiting`` were checked for being the blocker
 
     def run(self) -> Plan:
         policy = self.policy
@@ -73,72 +86,20 @@ class _Cycle:
             else None
         )
         # Equal requests come as one object, so that the sets and dicts below find them by identity.
-        queue = self._queue(view.gpu_types)
-        # The views only shrink during a cycle, so a request that did not fit one never fits it later.
-        unfit: set[tuple[bool, Request]] = set()
-        unfit_now: set[Request] = set()  # the requests (True, request) in ``unfit`` holds
-        no_victims: set[tuple[bool, Request, int]] = set()
-        waiting, waiting_requests, unchecked = self.waiting, self.waiting_requests, self.quota_unchecked.add
-        checked: tuple[int, int] | None = None  # (unfit requests, victim searches) when the rest was last checked
-        strict, seen = policy.strict_order, 0
-        for at, item in enumerate(queue):
-            queued, request = item[-4], item[-3]
-            if strict and len(waiting) > seen:  # the first job that could run but did not start holds back the rest
-                self.blocker = next((j for j in waiting[seen:] if self._could_ever_run(j.request)), None)
-                seen = len(waiting)
-                if self.blocker is not None:
-                    self._wait(queue[at:])
-                    break
-            if request in unfit_now and (preemptor is None or not preemptor.worth_trying(queued)):
-                now_checked = (len(unfit_now), 0 if preemptor is None else preemptor.searches)
-                if now_checked != checked:
-                    checked = now_checked
-                    if self._rest_all_wait(queue, unfit_now, preemptor):
-                        self._wait(queue[at:])
-                        break
-                waiting.append(queued)  # does not fit what is free, whatever its quota allows
-                waiting_requests.append(request)
-                unchecked(queued.id)
-                continue
-            waiting_requests.append(request)
-            job = self._within_quota(queued, view)
-            if job is None:
-                if preemptor is not None and self._make_room_in_team(queued, view, preemptor):
-                    self.over_quota.pop(queued.id, None)
-                waiting.append(queued)
-                continue
-            guarded = self.reservation is not None and not ends_by(job, self.now, self.reservation.start)
-            target = self.guard if guarded and self.guard is not None else view
-            key = (target is view, request if job is queued else job.request)
-            placement = None if key in unfit else find_placement(target, job)
-            if placement is not None and self._faster_soon(job, placement):
-                waiting.append(queued)
-                continue
-            if placement is not None:
-                waiting_requests.pop()
-                self._take(view, placement)
-                self.placements.append(placement)
-                if job.time_limit_s is not None and not self.reserve_tried:
-                    self.placed_ends.append((self.now + timedelta(seconds=job.time_limit_s), placement))
-                if self.quota is not None:
-                    self.quota.take(job, placement.gpu_type)
-                continue
-            self._unfit(unfit, unfit_now, key)
-            if preemptor is not None and preemptor.worth_trying(job):
-                tried = (target is view, job.request, policy.level(job))
-                found = None if tried in no_victims else preemptor.find(target, job)
-                if found is not None:
-                    self._hold(view, preemptor, job, *found)
-                    self.holders[job.id] = queued
-                    waiting.append(queued)
-                    continue
-                no_victims.add(tried)
-            if target is not view:
-                if job.request not in unfit_now and self._fits_now(view, job, unfit, unfit_now):
-                    self.special[job.id] = ()
-            elif policy.backfill and not self.reserve_tried:
-                self._reserve(job, view)
-            waiting.append(queued)
+        queue, split = self._queue(view.gpu_types)
+        self.queue = queue
+        # Jobs that would borrow come after the others; a job of the first part that would borrow on some of
+        # the types it accepts is tried there on the others only, and, if that leaves it waiting, again on all
+        # its types among the jobs that would borrow (``deferred``, in queue order).
+        deferred: list[Item] = []
+        rest_at = self._pass(queue, split, view, preemptor, deferred)
+        later = merged(queue[split:], deferred) if deferred else queue[split:]
+        if rest_at is not None:
+            self._wait([*queue[rest_at:split], *later])
+        else:
+            rest_at = self._pass(later, len(later), view, preemptor, None)
+            if rest_at is not None:
+                self._wait(later[rest_at:])
         reasons = self._reasons(view, preemptor)
         return Plan(
             placements=tuple(self.placements),
@@ -149,13 +110,143 @@ class _Cycle:
             waiting=tuple(reasons),  # in the order of ``self.waiting``
         )
 
-    def _rest_all_wait(self, queue: list[Item], unfit_now: set[Request], preemptor: Preemptor | None) -> bool:
+    def _pass(
+        self,
+        queue: list[Item],
+        stop: int,
+        view: CapacityView,
+        preemptor: Preemptor | None,
+        deferred: list[Item] | None,
+    ) -> int | None:
+        """Try ``queue[:stop]`` in order; where the rest of it waits as it is, the index it starts at.
+
+        With ``deferred``, a job that would borrow on some of the GPU types it accepts (past its team's
+        nominal quota, as the quota stands when it is tried) is placed, or preempts, only on the others:
+        where it would go to a type it borrows, or finds no victims on the others, it is left out of
+        ``waiting`` and added to ``deferred``, to be tried again on all its types."""
+        # The views only shrink during a cycle, so a request that did not fit one never fits it later.
+        unfit_now = self.unfit_now
+        waiting, waiting_requests, unchecked = self.waiting, self.waiting_requests, self.quota_unchecked.add
+        own_types = None if deferred is None or self.quota is None else self._own_types()
+        later = [] if deferred is None else deferred  # ``own_types`` is None without ``deferred``
+        strict = self.policy.strict_order
+        for at in range(stop):
+            item = queue[at]
+            queued, request = item[-4], item[-3]
+            if strict and len(waiting) > self.seen:  # the first job that could run but did not start: the rest wait
+                self.blocker = next((j for j in waiting[self.seen :] if self._could_ever_run(j.request)), None)
+                self.seen = len(waiting)
+                if self.blocker is not None:
+                    return at
+            if request in unfit_now and (preemptor is None or not preemptor.worth_trying(queued)):
+                now_checked = (len(unfit_now), 0 if preemptor is None else preemptor.searches)
+                if now_checked != self.checked:
+                    self.checked = now_checked
+                    if self._rest_all_wait(unfit_now, preemptor):
+                        return at
+                waiting.append(queued)  # does not fit what is free, whatever its quota allows
+                waiting_requests.append(request)
+                unchecked(queued.id)
+                continue
+            own = None if own_types is None else own_types(queued)
+            if own is None:
+                self._try(queued, request, view, preemptor, None)
+            elif not own or not self._try(queued, request, view, preemptor, own):
+                later.append(item)
+        return None
+
+    def _try(
+        self,
+        queued: Job,
+        request: Request,
+        view: CapacityView,
+        preemptor: Preemptor | None,
+        own: tuple[str, ...] | None,
+    ) -> bool:
+        """Place the job, hold it while victims stop, or leave it waiting, and say True. With ``own`` (the GPU
+        types where its team does not borrow), it is placed, or preempts, only there: a job it leaves neither
+        placed nor held is not left waiting, nothing is said of it, and False comes back."""
+        policy, unfit, unfit_now = self.policy, self.unfit, self.unfit_now
+        job = self._within_quota(queued, view)
+        if job is None:
+            room = queued if own is None else self._limited(queued, own, view)
+            held = preemptor is not None and room is not None and self._make_room_in_team(room, view, preemptor)
+            if held or own is not None:
+                self.over_quota.pop(queued.id, None)
+            if own is not None and not held:
+                return False
+            self._waits(queued, request)
+            return True
+        guarded = self.reservation is not None and not ends_by(job, self.now, self.reservation.start)
+        target = self.guard if guarded and self.guard is not None else view
+        key = (target is view, request if job is queued else job.request)
+        placement = None if key in unfit else find_placement(target, job)
+        if placement is not None and own is not None and placement.gpu_type not in own:
+            return False  # it would go where its team borrows: after the jobs that do not
+        if placement is not None and self._faster_soon(job, placement):
+            self._waits(queued, request)
+            return True
+        if placement is not None:
+            self._take(view, placement)
+            self.placements.append(placement)
+            if job.time_limit_s is not None and not self.reserve_tried:
+                self.placed_ends.append((self.now + timedelta(seconds=job.time_limit_s), placement))
+            if self.quota is not None:
+                self.quota.take(job, placement.gpu_type)
+            return True
+        self._unfit(unfit, unfit_now, key)
+        searched = job if own is None else self._limited(job, own, view)
+        if searched is not None and preemptor is not None and preemptor.worth_trying(searched):
+            tried = (target is view, searched.request, policy.level(searched))
+            found = None if tried in self.no_victims else preemptor.find(target, searched)
+            if found is not None:
+                self._hold(view, preemptor, searched, *found)
+                self.holders[job.id] = queued
+                self._waits(queued, request)
+                return True
+            self.no_victims.add(tried)
+        if own is not None:
+            return False
+        if target is not view:
+            if job.request not in unfit_now and self._fits_now(view, job, unfit, unfit_now):
+                self.special[job.id] = ()
+        elif policy.backfill and not self.reserve_tried:
+            self._reserve(job, view)
+        self._waits(queued, request)
+        return True
+
+    def _waits(self, queued: Job, request: Request) -> None:
+        self.waiting.append(queued)
+        self.waiting_requests.append(request)
+
+    def _own_types(self) -> Callable[[Job], tuple[str, ...] | None]:
+        """For a job that uses GPUs: the GPU types it accepts (of those the cluster has) where its team stays
+        within its nominal quota with it, as usage stands at the start of the cycle, or that no team has a
+        quota for; None when that is all the types it accepts (``_borrows`` found them for every job)."""
+        own, key = self.own_at_start, _quota_key
+        return lambda job: own.get(key(job))
+
+    def _limited(self, job: Job, own: tuple[str, ...], view: CapacityView) -> Job | None:
+        """The job limited to the types of ``own`` it accepts; None where it accepts none of them."""
+        request = job.request
+        accepted = request.gpu_types or view.gpu_types
+        kept = tuple(t for t in own if t in accepted)
+        if not kept:
+            return None
+        if kept == request.gpu_types:
+            return job
+        found = self.limited.get((request, kept))
+        if found is None:
+            found = self.limited[(request, kept)] = replace(request, gpu_types=kept)
+        return replace(job, request=found)
+
+    def _rest_all_wait(self, unfit_now: set[Request], preemptor: Preemptor | None) -> bool:
         """Whether every job still in the queue waits as it is: no request of the queue fits what is free,
         and no victim search is left. Then the rest of the queue goes to waiting as a whole."""
         if preemptor is not None and preemptor.may_search():
             return False
         if self.queued_requests is None:
-            requests = list(map(request_of, queue))  # one object per value: distinct by identity first
+            requests = list(map(request_of, self.queue))  # one object per value: distinct by identity first
             self.queued_requests = set(dict(zip(map(id, requests), requests, strict=True)).values())
             self.queued_unfit = len(self.queued_requests & unfit_now)
         return self.queued_unfit == len(self.queued_requests)
@@ -187,7 +278,7 @@ class _Cycle:
             if self.queued_requests is not None and key[1] in self.queued_requests:
                 self.queued_unfit += 1
 
-    def _queue(self, gpu_types: tuple[str, ...]) -> list[Item]:
+    def _queue(self, gpu_types: tuple[str, ...]) -> tuple[list[Item], int]:
         """The pending jobs in the policy's order; with fair share, the team's and user's share come right
         after priority. With quotas, jobs that would borrow come after all others (``_borrows``)."""
         policy, fair = self.policy, self.snapshot.fair_share
@@ -197,13 +288,16 @@ class _Cycle:
         # same from cycle to cycle.
         shares = None if tables is None else tuple(tuple(sorted(table.items())) for table in tables)
         inputs = (policy.job_order, shares)
-        return ordered(self.snapshot.pending, _order_key(policy.job_order, tables), inputs, borrows)
+        return ordered_in_two(self.snapshot.pending, _order_key(policy.job_order, tables), inputs, borrows)
 
     def _borrows(self, gpu_types: tuple[str, ...]) -> Callable[[Job], bool]:
         """Whether a job would borrow (past its team's nominal quota on every type it accepts), as usage
         stands at the start of the cycle. Such jobs go last: GPUs an owner reclaims from borrowers then go
-        to the owner, not back to the borrower whose preempted job waits again (as Kueue orders them)."""
-        quota = self.quota
+        to the owner, not back to the borrower whose preempted job waits again (as Kueue orders them). A
+        job that would borrow on some of the types it accepts only has its other types noted in
+        ``own_at_start``: it is placed there, or preempts there, before the jobs that would borrow, and
+        tried on all its types only after them."""
+        quota, own_at_start = self.quota, self.own_at_start
         assert quota is not None
         known: dict[tuple[str, tuple[str, ...], float], bool] = {}
         within: dict[tuple[str, str, float], bool] = {}  # (team, GPU type, GPUs) → within its nominal
@@ -219,11 +313,15 @@ class _Cycle:
             request = job.request
             if request.gpus_per_node <= 0:
                 return False
-            key = (job.team, request.gpu_types, request.total_gpus)
+            key = _quota_key(job)
             found = known.get(key)
             if found is None:
                 types = request.gpu_types or gpu_types
                 found = known[key] = bool(types) and not any(within_nominal(job, t) for t in types)
+                accepted = [t for t in types if t in gpu_types]
+                own = tuple(t for t in accepted if within_nominal(job, t))
+                if len(own) < len(accepted):
+                    own_at_start[key] = own
             return found
 
         return borrows
@@ -233,14 +331,24 @@ class _Cycle:
         quota, request = self.quota, job.request
         if quota is None or request.gpus_per_node <= 0:
             return job
-        problems = _quota_problems(quota.admits, job, view)
-        allowed = tuple(t for t, problem in problems.items() if problem is None)
-        if problems and not allowed:
-            self.over_quota[job.id] = _over_quota(problems)
+        if self.allowed_at != quota.changes:
+            self.allowed.clear()
+            self.allowed_at = quota.changes
+        key = _quota_key(job)
+        found = self.allowed.get(key)
+        if found is None:
+            problems = _quota_problems(quota.admits, job, view)
+            allowed = tuple(t for t, problem in problems.items() if problem is None)
+            if problems and not allowed:
+                found = self.allowed[key] = _over_quota(problems)
+            elif len(allowed) == len(problems):
+                found = self.allowed[key] = request
+            else:
+                found = self.allowed[key] = replace(request, gpu_types=allowed)
+        if isinstance(found, str):
+            self.over_quota[job.id] = found
             return None
-        if len(allowed) == len(problems):
-            return job
-        return replace(job, request=replace(request, gpu_types=allowed))
+        return job if found is request else replace(job, request=found)
 
     def _quota_reason(self, view: CapacityView) -> Callable[[Job, Request], str | None] | None:
         """Why its team's quota keeps out a job passed over because nothing free fits it, as the cycle leaves
@@ -381,6 +489,12 @@ def _order_key(
         return lambda job: (*order(job), job.id)
     share = share_key_of(*tables)
     return lambda job: (-job.priority, *share(job), *order(job), job.id)
+
+
+def _quota_key(job: Job) -> tuple[str, tuple[str, ...], float]:
+    """All that what a team's quota says of a job depends on, with usage: its team, GPU types and GPUs."""
+    request = job.request
+    return job.team, request.gpu_types, request.total_gpus
 
 
 def _quota_problems(admits: Callable[[Job, str], str | None], job: Job, view: CapacityView) -> dict[str, str | None]:

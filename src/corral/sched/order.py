@@ -8,7 +8,7 @@ keeps its key and its place; new ones get their key and are put in their places.
 borrow quota go after all others; whether a job borrows is the same for all jobs of one team and
 request (a ``Group``, which also decides why such a job waits), so each item carries its group's
 number, the question is asked once per group each cycle, and the kept order is split in two, each
-part in key order, with no sort.
+part in key order, with no sort; ``ordered_in_two`` also says where the second part starts.
 Like ``carry``, this is a memo: the order equals a fresh sort, whatever came before.
 """
 
@@ -61,6 +61,13 @@ def ordered(
     with the next call, so leave it as it is.
 
     ``inputs`` must be equal whenever ``key`` gives every job the same key, and differ otherwise."""
+    return ordered_in_two(pending, key, inputs, borrows)[0]
+
+
+def ordered_in_two(
+    pending: Sequence[Job], key: Callable[[Job], Key], inputs: Hashable, borrows: Callable[[Job], bool] | None
+) -> tuple[list[Item], int]:
+    """``ordered``, and how many items come before those for which ``borrows`` is true."""
     now = dict(zip(map(id, pending), pending, strict=True))
     with _lock:
         kept = _kept.pop(inputs, None)
@@ -73,7 +80,7 @@ def ordered(
         _kept[inputs] = kept
         if len(_kept) > 4:  # callers with other policies or share tables: keep the latest few
             del _kept[next(iter(_kept))]
-        return kept.items if borrows is None else _borrowers_last(kept, borrows)
+        return (kept.items, len(kept.items)) if borrows is None else _borrowers_last(kept, borrows)
 
 
 def forget() -> None:
@@ -106,7 +113,7 @@ def _update(kept: _Kept, now: dict[int, Job], key: Callable[[Job], Key]) -> bool
     groups.leave(jobs[i] for i in gone)
     fresh = [_item(job, key, same, groups) for job in (now[i] for i in new)]
     fresh.sort()
-    kept_items = _merged(kept_items, fresh)
+    kept_items = merged(kept_items, fresh)
     if len(same) > 2 * len(kept_items) + _SLACK:  # forget the requests of jobs gone
         kept.same = {item[-3]: item[-3] for item in kept_items}
     if len(groups.members) > 2 * len(kept_items) + _SLACK:  # forget the groups of jobs gone
@@ -116,33 +123,36 @@ def _update(kept: _Kept, now: dict[int, Job], key: Callable[[Job], Key]) -> bool
     return True
 
 
-def _merged(items: list[Item], fresh: list[Item]) -> list[Item]:
-    """Two lists sorted by key (no key in both) as one. A few fresh items are put in their places, found
-    by bisection, so the long list is not compared item by item again (as a sort would, to find it sorted)."""
+def merged(items: list[Item], fresh: list[Item]) -> list[Item]:
+    """Two lists sorted by key (no key in both) as one; ``items`` may be the list returned, so pass one
+    that is not shared. A few fresh items are put in their places, found by bisection, so the long list
+    is not compared item by item again (as a sort would, to find it sorted)."""
     if len(fresh) * 32 >= len(items):
         items.extend(fresh)
         items.sort()  # two sorted runs: one merge
         return items
-    merged: list[Item] = []
+    out: list[Item] = []
     start = 0
     for item in fresh:
         at = bisect_left(items, item, lo=start)
-        merged += items[start:at]
-        merged.append(item)
+        out += items[start:at]
+        out.append(item)
         start = at
-    merged += items[start:]
-    return merged
+    out += items[start:]
+    return out
 
 
-def _borrowers_last(kept: _Kept, borrows: Callable[[Job], bool]) -> list[Item]:
-    """The kept order with the jobs of groups that borrow now moved after all others (a stable split)."""
+def _borrowers_last(kept: _Kept, borrows: Callable[[Job], bool]) -> tuple[list[Item], int]:
+    """The kept order with the jobs of groups that borrow now moved after all others (a stable split),
+    and how many do not borrow."""
     groups = kept.groups
     late = [count > 0 and borrows(job) for job, count in zip(groups.first, groups.members, strict=True)]
-    if not any(late):
-        return kept.items
     items = kept.items
+    if not any(late):
+        return items, len(items)
     borrowing = list(map(late.__getitem__, map(group_of, items)))
-    return [*compress(items, map(not_, borrowing)), *compress(items, borrowing)]
+    first = list(compress(items, map(not_, borrowing)))
+    return [*first, *compress(items, borrowing)], len(first)
 
 
 def _item(job: Job, key: Callable[[Job], Key], same: dict[Request, Request], groups: _Groups) -> Item:

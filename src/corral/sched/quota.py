@@ -40,6 +40,7 @@ class QuotaLedger:
         self.used: dict[tuple[str, str], float] = defaultdict(float)  # by the team's own jobs
         self.holding: dict[str, tuple[str, str, float]] = {}  # running job → (team, GPU type, GPUs)
         self._levels: dict[str, TypeQuotas] = {}  # per GPU type, built on first use, then kept current
+        self.changes = 0  # how many times usage changed: answers kept from before stay true while it is the same
         for job_id, held in carry.held_gpus(snapshot.allocations_of(), layout).items():
             team = teams.get(job_id)
             if team is not None:
@@ -177,6 +178,7 @@ class QuotaLedger:
             self._add(held[0], held[1], -held[2])
 
     def _add(self, team: str, gpu_type: str, gpus: float) -> None:
+        self.changes += 1
         self.used[(team, gpu_type)] += gpus
         if gpu_type in self._levels:
             self._levels[gpu_type].add(team, gpus)
