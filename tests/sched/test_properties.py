@@ -147,7 +147,8 @@ def test_a_strict_order_starts_jobs_only_in_queue_order(snap: Snapshot) -> None:
         if j.id in started or plan.reasons[j.id].code != NEVER_FITS
     ]
     assert set(queue[: len(started)]) == started  # the jobs started come first in the queue
-    assert all(plan.reasons[j].code == IN_ORDER for j in queue[len(started) + 1 :])  # the rest wait behind one
+    behind = {plan.reasons[j].code for j in queue[len(started) + 1 :]}  # the rest wait behind one, if any node is up
+    assert behind <= {IN_ORDER, NO_NODES}
 
 
 @FAST

@@ -97,32 +97,22 @@ def test_corral_sim_config_gives_the_scheduler_the_heads_quotas(tmp_path) -> Non
     assert "teams.g.quotas.H100.nominal" in result.output
 
 
-def test_a_policy_that_keeps_preempting_at_one_moment_exits_1_with_a_message(tmp_path, capsys) -> None:
-    # y's V100 quota makes its 3-GPU job look within quota, so it goes before w's, though only the
-    # A100 nodes can hold it; once demoted, w's new job preempts it, and the next cycle starts it again.
+def test_a_policy_that_keeps_preempting_at_one_moment_exits_1_with_a_message(
+    tmp_path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A moment allowed a single round of preemption: tiresias' one preemption at t=5000 counts as a loop.
     from corral.cli.main import main
 
+    monkeypatch.setattr("corral.sim.engine.ROUNDS_PER_MOMENT", 1)
     cluster = tmp_path / "cluster.yaml"
-    cluster.write_text(
-        "node_groups:\n  - {name: a, count: 1, gpus_per_node: 2, gpu_type: V100}\n"
-        "  - {name: b, count: 3, gpus_per_node: 4, gpu_type: A100}\ngpu_speed: {A100: 2}\n"
-    )
-    config = tmp_path / "config.yaml"
-    config.write_text(
-        "teams:\n  x: {quotas: {A100: {nominal: 1, borrowing_limit: 0}, V100: {nominal: 1}}}\n"
-        "  y: {quotas: {V100: {nominal: 4, borrowing_limit: 0}}}\n"
-        "  z: {quotas: {V100: {nominal: 1, borrowing_limit: 8}}}\n"
-    )
+    cluster.write_text("node_groups:\n  - {name: a, count: 1, gpus_per_node: 1, gpu_type: V100}\n")
     trace = tmp_path / "trace.csv"
-    trace.write_text(
-        "job_id,submit_time_s,duration_s,num_gpus,gpu_type,vc,time_limit_s\n"
-        "j0,1905,9000,3,,y,\nj8,1220,9000,3,A100|V100,y,10000\nj9,3672,4000,3,,w,\nj17,2617,4000,3,A100,w,\n"
-    )
-    args = ["sim", "--trace", str(trace), "--cluster", str(cluster), "--config", str(config), "-o", "json"]
+    trace.write_text("job_id,submit_time_s,duration_s,num_gpus\nlong,0,10000,1\nshort,5000,100,1\n")
+    args = ["sim", "--trace", str(trace), "--cluster", str(cluster), "--policy", "tiresias", "-o", "json"]
     with pytest.raises(SystemExit) as exited:
         main(args)
     assert exited.value.code == 1
     out, err = capsys.readouterr()
     assert out == ""
-    assert "error: policy 'default' keeps preempting at t=" in err
+    assert "error: policy 'tiresias' keeps preempting at t=5000" in err
     assert "Traceback" not in err

@@ -36,7 +36,7 @@ def explain(
     once per team and request: the answer is the same for all their jobs). ``rest`` is the rest of the
     queue (``order`` items, after ``waiting``), waiting as a whole: no job there has a known reason,
     and its reasons are found once per group (team and request) of the queue; with ``behind``, that is the
-    reason of each job of ``rest`` that could ever run (a policy that starts jobs strictly in order).
+    reason of each job of ``rest`` waiting only for resources (a policy that starts jobs strictly in order).
 
     Jobs with the same reason share one ``Reason`` (a queue position is the job's place in
     ``waiting``, see ``Plan.position``), so a cycle leaving 100,000 jobs waiting makes one per request and
@@ -81,7 +81,7 @@ def explain(
     for group, item in dict(zip(groups, rest, strict=True)).items():  # one job per group
         request = item[-3]
         base, teams = base_of(request)
-        if behind is not None and base.code != NEVER_FITS:
+        if behind is not None and base.code == RESOURCES:  # it could start but for the job ahead
             said[group] = behind
         else:
             said[group] = unchecked_reason(item[-4], request, base, teams)
