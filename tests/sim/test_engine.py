@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -262,3 +263,47 @@ def test_fifo_start_order_is_submit_order(seed: int) -> None:
     order = sorted(result.records, key=lambda r: submitted[r.id])
     assert [r.start_s for r in order] == sorted(r.start_s for r in order)
     assert result.records == run(jobs, spec, "fifo", prune=False).records
+
+
+def test_a_gang_across_racks_runs_slower_by_the_cluster_files_factor(tmp_path: Path) -> None:
+    # Two racks of one 4-GPU node: an 8-GPU gang spans both and takes 1.5 × 100 s; within one rack it
+    # would not be slowed (a 4-GPU job on one node).
+    spec = ClusterSpec(
+        node_groups=[NodeGroupSpec(name="v", count=2, gpus_per_node=4, gpu_type="V100", nodes_per_rack=1)],
+        cross_rack_slowdown=1.5,
+    )
+    nodes = build_nodes(spec)
+    workload = prepare(Trace((job("gang", 0, 100, gpus=8), job("single", 200, 100, gpus=4))), nodes)
+    result = simulate(workload, nodes, get_policy("fifo"), cross_rack_slowdown=spec.cross_rack_slowdown)
+    assert times(result) == {"gang": (0, 150), "single": (200, 300)}
+    same_rack = ClusterSpec(
+        node_groups=[NodeGroupSpec(name="v", count=2, gpus_per_node=4, gpu_type="V100", nodes_per_rack=2)],
+        cross_rack_slowdown=1.5,
+    )
+    nodes = build_nodes(same_rack)
+    workload = prepare(Trace((job("gang", 0, 100, gpus=8),)), nodes)
+    assert times(simulate(workload, nodes, get_policy("fifo"), cross_rack_slowdown=1.5)) == {"gang": (0, 100)}
+
+
+def test_the_cross_rack_slowdown_reaches_corral_sim_from_the_cluster_file(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from corral.cli.main import cli
+
+    cluster_file = tmp_path / "cluster.yaml"
+    cluster_file.write_text(
+        "node_groups:\n  - {name: v, count: 2, gpus_per_node: 4, gpu_type: V100, nodes_per_rack: 1}\n"
+        "cross_rack_slowdown: 2\n"
+    )
+    trace = tmp_path / "trace.csv"
+    trace.write_text("job_id,submit_time_s,duration_s,num_gpus\ngang,0,100,8\n")
+    result = CliRunner().invoke(cli, ["sim", "--trace", str(trace), "--cluster", str(cluster_file), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["policies"]["default"]["avg_jct_s"] == 200
+    cluster_file.write_text(
+        "node_groups:\n  - {name: v, count: 2, gpus_per_node: 4, gpu_type: V100, nodes_per_rack: 1}\n"
+        "cross_rack_slowdown: 0.5\n"
+    )
+    refused = CliRunner().invoke(cli, ["sim", "--trace", str(trace), "--cluster", str(cluster_file)])
+    assert refused.exit_code == 2
+    assert "cross_rack_slowdown" in refused.output

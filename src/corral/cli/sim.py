@@ -195,6 +195,7 @@ def _run(
             timeline=out_dir is not None,
             progress=progress,
             config=config,
+            cross_rack_slowdown=spec.cross_rack_slowdown,
         )
     except SimulationError as exc:
         raise click.BadParameter(str(exc), param_hint="--trace") from None
@@ -244,6 +245,7 @@ def simulate_policies(
     timeline: bool = False,
     progress: IO[str] | None = None,
     config: HeadConfig | None = None,
+    cross_rack_slowdown: float = 1.0,
 ) -> dict[str, SimResult]:
     """Each policy's run, in order; ``timeline`` records what the plots need; with ``progress`` (a
     terminal), a bar per policy advances there as jobs finish. The scheduler reads the speed table
@@ -265,6 +267,7 @@ def simulate_policies(
             scheduler_speed=config.gpu_speed if config is not None else None,
             quotas=config.quotas if config is not None else None,
             team_parents=config.team_parents if config is not None else None,
+            cross_rack_slowdown=cross_rack_slowdown,
         )
 
     if progress is None:

@@ -116,6 +116,7 @@ def simulate(
     scheduler_speed: Mapping[str, float] | None = None,
     quotas: Quotas | None = None,
     team_parents: Mapping[str, str] | None = None,
+    cross_rack_slowdown: float = 1.0,
 ) -> SimResult:
     """Replay the workload: a job runs for its traced duration divided by its GPU type's speed.
 
@@ -126,10 +127,14 @@ def simulate(
     Every cycle's Snapshot carries ``scheduler_speed`` as its ``gpu_speed`` (default: ``speed``),
     so a job may wait for a faster GPU type it prefers, as on the head; and ``quotas`` and
     ``team_parents`` (teams are the trace's ``vc``), so teams borrow and reclaim as on the head.
+    A gang placed on nodes of more than one rack (their ``rack`` labels) runs ``cross_rack_slowdown``
+    times longer for as long as it runs there.
     """
     sched_speed = dict(speed or {}) if scheduler_speed is None else dict(scheduler_speed)
     state = ClusterState(nodes, policy, prune, sched_speed, quotas, team_parents)
-    return _Engine(workload, nodes, policy, dict(speed or {}), state, checkpoint_s, timeline, on_finish).run()
+    engine = _Engine(workload, nodes, policy, dict(speed or {}), state, checkpoint_s, timeline, on_finish)
+    engine.cross_rack_slowdown = cross_rack_slowdown
+    return engine.run()
 
 
 class _Engine:
@@ -158,6 +163,8 @@ class _Engine:
         self.preemptions = 0
         self.history = FinishedJobs()
         self.group = {n.name: n.labels.get("group", "") for n in nodes}
+        self.rack = {n.name: n.labels.get("rack", "") for n in nodes}
+        self.cross_rack_slowdown = 1.0
         self.busy_by_group: dict[str, float] = {}
         self.busy_gpus = 0
         self.samples: list[Sample] | None = [] if timeline else None
@@ -283,6 +290,8 @@ class _Engine:
         job = self.state.keys[placement.job_id][2]
         run.place(placement, now)
         run.speed = self.speed.get(placement.gpu_type or "", 1.0)
+        if len({self.rack[a.node] for a in placement.allocations}) > 1:
+            run.speed /= self.cross_rack_slowdown
         if run.first_start is None:
             run.first_start = now
         else:  # queued again since it was preempted

@@ -86,7 +86,11 @@ def type_family(spec: ClusterSpec, gpu_type: str, trace: Trace, flag: str | None
     per_node = max(1, shape.gpus_per_node)
 
     def build(size: int) -> ClusterSpec:
-        return ClusterSpec(node_groups=[shape.model_copy(update={"count": size})], gpu_speed={shape.gpu_type: speed})
+        return ClusterSpec(
+            node_groups=[shape.model_copy(update={"count": size})],
+            gpu_speed={shape.gpu_type: speed},
+            cross_rack_slowdown=spec.cross_rack_slowdown,
+        )
 
     return Family(
         name=shape.gpu_type,

@@ -135,7 +135,14 @@ class _Search:
                 self.on_trial(self.family.name, spec.total_gpus)
             nodes = build_nodes(spec)
             workload = prepare(self.trace, nodes)
-            result = simulate(workload, nodes, self.policy, spec.gpu_speed, checkpoint_s=self.checkpoint_s)
+            result = simulate(
+                workload,
+                nodes,
+                self.policy,
+                spec.gpu_speed,
+                checkpoint_s=self.checkpoint_s,
+                cross_rack_slowdown=spec.cross_rack_slowdown,
+            )
             rates = group_rates(spec)
             summary = summarize(result, rates)
             meets = summary.p95_wait_s <= self.target_s + TOLERANCE_S and result.unfinished == 0

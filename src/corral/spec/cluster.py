@@ -83,6 +83,12 @@ class ClusterSpec(BaseModel):
     gpu_speed: dict[str, GpuSpeed] = Field(
         default_factory=dict, description="run-time speed-up per GPU type (default 1.0): run time = duration / speed"
     )
+    cross_rack_slowdown: float = Field(
+        default=1.0,
+        ge=1.0,
+        le=100.0,
+        description="a gang whose nodes are in more than one rack runs this many times longer (1: no penalty)",
+    )
 
     @field_validator("gpu_speed")
     @classmethod
