@@ -60,3 +60,21 @@ def test_free_gpus_are_counted_and_named_for_the_types_asked_for():
     job = make_job("j").gpus(1).types("A100").build()
     snap = snapshot(nodes, live=[live_alloc("other", "mixed", [2, 3])], pending=[job])
     assert verdicts(job, snap) == [("free", "needs 1 free A100 GPU; 0 free now", ("mixed",))]
+
+
+def test_a_gang_that_must_be_in_one_rack_fits_no_node_of_a_rack_with_too_few_free_nodes():
+    nodes = [
+        make_node("a1").gpus(8, "H100").labels(rack="r1").build(),
+        make_node("a2").gpus(8, "H100").labels(rack="r1").build(),
+        make_node("b1").gpus(8, "H100").labels(rack="r2").build(),
+        make_node("b2").gpus(8, "H100").labels(rack="r2").build(),
+        make_node("c1").gpus(8, "H100").build(),
+    ]
+    job = make_job("j").gpus(4).nodes(2).topology("rack", required=True).build()
+    snap = snapshot(nodes, live=[live_alloc("other", "a2", [0, 1, 2, 3, 4, 5])], pending=[job])
+    assert verdicts(job, snap) == [
+        ("free", "needs 4 free GPUs; 2 free now", ("a2",)),
+        ("topology", "fits now, but only 1 node of rack r1 fit; the job needs 2 in one rack", ("a1",)),
+        ("topology", "has no rack label; the job needs all 2 nodes in one rack", ("c1",)),
+        ("fits", "fits now", ("b1", "b2")),
+    ]

@@ -3,7 +3,8 @@
 The checks run cheapest first and the first failing one is the node's verdict:
 
     state ──▶ runtime (an image needs a container runtime) ──▶ gpu_type ──▶ capacity (the node could
-    never hold one share) ──▶ free (not now) ──▶ fits
+    never hold one share) ──▶ free (not now) ──▶ topology (a gang that must be in one domain, such as
+    a rack: the node's domain has too few nodes that fit now) ──▶ fits
 
 A node that fits now does not mean the job starts now: a gang needs ``nodes`` of them at once,
 and jobs ahead of it in the queue, a reservation or a dependency may come first (its reason says).
@@ -16,11 +17,20 @@ from dataclasses import dataclass
 
 from corral.model import EPSILON, FULL_GPU, Job, Node, NodeState, Request
 from corral.sched import describe
+from corral.sched.feasibility import required_domain
 from corral.sched.node_capacity import NodeCapacity
 from corral.sched.policy import Policy
 from corral.sched.snapshot import Snapshot
 
-STATE, RUNTIME, GPU_TYPE, CAPACITY, FREE, FITS = "state", "runtime", "gpu_type", "capacity", "free", "fits"
+STATE, RUNTIME, GPU_TYPE, CAPACITY, FREE, TOPOLOGY, FITS = (
+    "state",
+    "runtime",
+    "gpu_type",
+    "capacity",
+    "free",
+    "topology",
+    "fits",
+)
 
 
 @dataclass(frozen=True)
@@ -35,15 +45,43 @@ class NodeGroup:
 def why(job: Job, snapshot: Snapshot, policy: Policy) -> tuple[NodeGroup, ...]:
     """Every registered node's verdict for ``job``, grouped by verdict; rejections first, fitting nodes last."""
     view = snapshot.view(policy.gpu_ranker, policy.cpu_ranker)
+    verdicts = {
+        node.name: _verdict(job.request, node, view.nodes.get(node.name))
+        for node in sorted(snapshot.nodes, key=lambda n: n.name)
+    }
+    label = required_domain(job.request)
+    if label is not None:
+        _judge_domains(job.request, label, snapshot.nodes, verdicts)
     groups: dict[tuple[str, str], list[str]] = {}
-    for node in sorted(snapshot.nodes, key=lambda n: n.name):
-        verdict = _verdict(job.request, node, view.nodes.get(node.name))
-        groups.setdefault(verdict, []).append(node.name)
-    order = {STATE: 0, RUNTIME: 1, GPU_TYPE: 2, CAPACITY: 3, FREE: 4, FITS: 5}
+    for name, verdict in verdicts.items():
+        groups.setdefault(verdict, []).append(name)
+    order = {STATE: 0, RUNTIME: 1, GPU_TYPE: 2, CAPACITY: 3, FREE: 4, TOPOLOGY: 5, FITS: 6}
     return tuple(
         NodeGroup(check, message, tuple(nodes))
         for (check, message), nodes in sorted(groups.items(), key=lambda item: (order[item[0][0]], item[0][1]))
     )
+
+
+def _judge_domains(request: Request, label: str, nodes: Sequence[Node], verdicts: dict[str, tuple[str, str]]) -> None:
+    """A gang that must be in one domain fits a node only where that domain has ``nodes`` nodes that fit now."""
+    fitting: dict[str, int] = {}
+    for node in nodes:
+        value = node.labels.get(label)
+        if value and verdicts[node.name][0] == FITS:
+            fitting[value] = fitting.get(value, 0) + 1
+    need = request.nodes
+    for node in nodes:
+        if verdicts[node.name][0] != FITS:
+            continue
+        value = node.labels.get(label)
+        if not value:
+            verdicts[node.name] = (TOPOLOGY, f"has no {label} label; the job needs all {need} nodes in one {label}")
+        elif fitting[value] < need:
+            verdicts[node.name] = (
+                TOPOLOGY,
+                f"fits now, but only {describe.plural(fitting[value], 'node')} of {label} {value} fit;"
+                f" the job needs {need} in one {label}",
+            )
 
 
 def _verdict(request: Request, node: Node, free: NodeCapacity | None) -> tuple[str, str]:
