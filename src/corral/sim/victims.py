@@ -202,19 +202,24 @@ class _Needs:
         return found
 
     def _count(self, level: int, gpu_types: tuple[str, ...], slots: int) -> dict[str, int]:
-        state, skip, below = self._state, self._passed, self._state.running_level
+        state, skip = self._state, self._passed
+        sizes_on: dict[str, list[int]] = {}  # per node, the GPUs each running job below the level holds there
+        for lower, ids in state.levels.items():
+            if lower < level:
+                for j in ids:
+                    for name in state.running_nodes[j]:
+                        sizes_on.setdefault(name, []).append(len(state.live[name][j].allocation.gpus))
         out: dict[str, int] = {}
         for gpu_type in gpu_types or state.types:
-            for name in state.hosts(gpu_type, slots):
-                if name in skip:
+            hosts = state.hosts(gpu_type, slots)
+            for name, sizes in sizes_on.items():
+                if name in skip or name not in hosts:
                     continue
                 room, needs = state.free[name], 0
-                sizes = [len(a.allocation.gpus) for j, a in state.live[name].items() if below[j] < level]
                 if room >= slots:
                     # The cycle passes such a node (enough of each free count are) and placed the job elsewhere
                     # or not at all: it has taken room there. Without victims it holds the job in no cycle.
-                    if sizes:
-                        out[name] = 0
+                    out[name] = 0
                     continue
                 if room + sum(sizes) < slots:
                     continue
