@@ -84,3 +84,24 @@ def test_example_alibaba_cluster() -> None:
     assert len(nodes) == 1213
     assert sum(len(n.gpus) for n in nodes) == 6212
     assert {g.type for n in nodes for g in n.gpus} == {"G2", "G3", "T4", "P100", "V100M16", "V100M32", "A10"}
+
+
+def test_racks_make_blocks_with_their_own_labels() -> None:
+    spec = load_cluster_yaml(GROUP.replace("count: 3", "count: 5") + "    nodes_per_rack: 1\n    racks_per_block: 2\n")
+    nodes = build_nodes(spec)
+    assert [n.labels["rack"] for n in nodes] == ["v100-r000", "v100-r001", "v100-r002", "v100-r003", "v100-r004"]
+    assert [n.labels["block"] for n in nodes] == ["v100-b000", "v100-b000", "v100-b001", "v100-b001", "v100-b002"]
+    assert "block" not in build_nodes(load_cluster_yaml(GROUP + "    nodes_per_rack: 2\n"))[0].labels
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        ("    racks_per_block: 2\n", "racks_per_block needs nodes_per_rack"),
+        ("    nodes_per_rack: 2\n    racks_per_block: 0\n", "racks_per_block"),
+        ("    nodes_per_rack: 2\n    racks_per_block: true\n", "racks_per_block"),
+    ],
+)
+def test_a_bad_block_layout_is_refused_naming_it(extra: str, said: str) -> None:
+    with pytest.raises(SpecError, match=said):
+        load_cluster_yaml(GROUP + extra)

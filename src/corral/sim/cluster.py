@@ -1,4 +1,4 @@
-"""A ClusterSpec as the scheduler's nodes: ``v100-0007`` with ``rack=v100-r00`` labels."""
+"""A ClusterSpec as the scheduler's nodes: ``v100-0007`` with ``rack=v100-r000`` (and ``block=v100-b000``) labels."""
 
 from __future__ import annotations
 
@@ -94,6 +94,8 @@ def build_nodes(spec: ClusterSpec) -> tuple[Node, ...]:
             labels = {"group": prefix, "gpu_type": group.gpu_type}
             if group.nodes_per_rack:
                 labels["rack"] = f"{prefix}-r{number // group.nodes_per_rack:03d}"
+                if group.racks_per_block:
+                    labels["block"] = f"{prefix}-b{number // (group.nodes_per_rack * group.racks_per_block):03d}"
             nodes.append(Node(name=f"{prefix}-{number:04d}", state=NodeState.READY, gpus=gpus, labels=labels))
     return tuple(nodes)
 

@@ -41,12 +41,22 @@ class NodeGroupSpec(BaseModel):
         default=None, alias="gpu_memory", description="memory of each GPU, e.g. 32GB"
     )
     nodes_per_rack: int | None = Field(default=None, ge=1, description="nodes per rack (label rack=...)")
+    racks_per_block: int | None = Field(
+        default=None, ge=1, le=100_000, description="racks per block (label block=...); needs nodes_per_rack"
+    )
     price_per_gpu_hour: float | None = Field(default=None, ge=0, description="cost of one GPU for one hour")
     watts_busy: float | None = Field(default=None, ge=0, description="power of one busy GPU")
     watts_idle: float | None = Field(default=None, ge=0, description="power of one idle GPU")
 
     @field_validator(
-        "count", "gpus_per_node", "nodes_per_rack", "price_per_gpu_hour", "watts_busy", "watts_idle", mode="before"
+        "count",
+        "gpus_per_node",
+        "nodes_per_rack",
+        "racks_per_block",
+        "price_per_gpu_hour",
+        "watts_busy",
+        "watts_idle",
+        mode="before",
     )
     @classmethod
     def _not_bool(cls, value: Any) -> Any:
@@ -67,6 +77,12 @@ class NodeGroupSpec(BaseModel):
         if not _TYPE_RE.match(value):
             raise ValueError(f"bad GPU type {value!r}: expected a name such as V100 or H100")
         return value
+
+    @model_validator(mode="after")
+    def _blocks_of_racks(self) -> NodeGroupSpec:
+        if self.racks_per_block is not None and self.nodes_per_rack is None:
+            raise ValueError("racks_per_block needs nodes_per_rack: a block is made of racks")
+        return self
 
     @property
     def group_name(self) -> str:
