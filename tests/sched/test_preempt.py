@@ -300,3 +300,23 @@ def test_a_shared_gpu_counts_what_a_stopping_job_leaves_over_beside_another_stop
     assert plan.preemptions == ()
     assert plan.reasons["a"].message == "waiting for first to stop, then starts"
     assert plan.reasons["b"].message == "waiting for first and second to stop, then starts"
+
+
+def test_equal_victims_are_chosen_by_node_name_whatever_else_runs_on_the_nodes() -> None:
+    # n9's victim and n3's lose the same work; n9 also runs a higher-priority preemptible job that would
+    # lose nothing, which made n9 come first in the scan. The choice is n3's victim (the name breaks the
+    # tie), as when that job may not be preempted at all: what else runs on a node does not change it.
+    def snap(bystander: bool) -> Snapshot:
+        live = [live_alloc("victim9", "n9", range(4)), live_alloc("victim3", "n3", range(4, 8))]
+        running = [running_job(v, NOW, ran_s=HOUR, preemptible=True) for v in ("victim9", "victim3")]
+        live.append(live_alloc("bystander", "n9", range(4, 8)))
+        running.append(running_job("bystander", NOW, ran_s=HOUR, priority=9, preemptible=bystander, checkpoint_s_ago=0))
+        return snapshot(
+            nodes=[make_node("n9").gpus(8), make_node("n3").gpus(8)],
+            live=[*live, live_alloc("pinned", "n3", range(4))],
+            running=[*running, running_job("pinned", NOW, ran_s=HOUR)],
+            pending=[make_job("high").gpus(4).priority(5)],
+        )
+
+    assert victims(run(snap(bystander=True))) == [("victim3", "high")]
+    assert victims(run(snap(bystander=False))) == [("victim3", "high")]

@@ -324,15 +324,16 @@ class Preemptor:
 
     def _victims_for_type(self, view: CapacityView, job: Job, gpu_type: str | None) -> tuple[str, ...] | None:
         """The cheapest nodes' victims for one share each. Nodes are scanned by the cost of their cheapest
-        victim (a lower bound of any option there) and the scan stops once no later node can beat the
-        options found: exact, and short when cheap options exist."""
+        victim (a lower bound of any option there), then name, and the scan stops once no later node can
+        beat the options found, on cost or, at equal cost, on name: exact (whatever else runs on the nodes),
+        and short when cheap options exist."""
         request = job.request
         options: list[_Option] = []
-        costs: list[Cost] = []
+        ranked: list[tuple[Cost, str]] = []  # the options' (cost, node), best first
         if request.nodes > 1:  # nodes that already fit cost nothing
             for choice in islice(candidates(view, request, gpu_type), request.nodes):
                 options.append(((0.0, 0), choice.node.name, ()))
-                costs.append((0.0, 0))
+                insort(ranked, ((0.0, 0), choice.node.name))
         free = {name for _, name, _ in options}
         level, slots = self.level(job), request.gpu_slots_per_node
         within = self.quota is None or self.quota.within_nominal(job, gpu_type)
@@ -341,24 +342,24 @@ class Preemptor:
         nodes, need, last = view.nodes, request.nodes, -1
         scan = self._scan.every(view, gpu_type) if within else self._scan.below(view, gpu_type, level)
         for bound, name, of_type, at in scan:
-            if len(costs) >= need and bound >= costs[need - 1]:
-                break
+            if len(ranked) >= need and (bound, name) > ranked[need - 1]:
+                break  # an option here costs at least ``bound``: it loses to the options found, as do later ones
             last = at
             if of_type < slots or name in free or (node := nodes.get(name)) is None:
                 continue
-            if len(costs) >= need and self._bounds.beyond(node, request, gpu_type, costs[need - 1]):
+            if len(ranked) >= need and self._bounds.beyond(node, request, gpu_type, ranked[need - 1][0]):
                 continue
             eligible = [v for v in self.on_node[name] if self._eligible(v, job.team, level, within)]
             found = self._cheapest_on_node_kept(node, request, gpu_type, eligible) if eligible else None
             if found is not None:
                 total = self._sets.total(found)
                 options.append((total, name, found))
-                insort(costs, total)
+                insort(ranked, (total, name))
         else:
             # Reaching the end of the nodes passed over some (``below``) only: the scan stopped short
             # when the last of those left could not beat the options found (the order rises by cost).
             every = self._scan.every(view, gpu_type)
-            if not (last + 1 < len(every) and len(costs) >= need and every[-1][0] >= costs[need - 1]):
+            if not (last + 1 < len(every) and len(ranked) >= need and every[-1][:2] > ranked[need - 1]):
                 self.exhausted[job.id] = None
         if len(options) < request.nodes:
             return None
