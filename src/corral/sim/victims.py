@@ -158,14 +158,8 @@ def _settled_among(state: ClusterState, views: Views, plan: Plan, job_id: str, n
     jobs, nor, before it in name order, as few; when it found nothing, when no node not passed could hold
     its share at all. As in ``_settled``, every running job below the job's level in the index counts as
     a victim there (so a test may fail to prove a search settled, never the other way round)."""
-    job = state.keys[job_id][2]
-    if not _one_node_share(state, job):
-        return False
-    found = _found_on(state, views, plan, job_id, at)
-    if found is None:
-        return False
-    count, node = found
-    return not any(not count or n < count or (n == count and name < node) for name, n in needs.of(job).items())
+    better = _better_than_found(state, views, plan, job_id, needs, at)
+    return better is not None and not better
 
 
 def _better_nodes(
@@ -173,6 +167,15 @@ def _better_nodes(
 ) -> list[str] | None:
     """The nodes not passed where the job's search could do better than it did (``_settled_among``), at most
     ``BETTER_NODES`` of them, fewest victims first, then by name; None for a search it cannot judge."""
+    better = _better_than_found(state, views, plan, job_id, needs, at)
+    return None if better is None else [name for _, name in heapq.nsmallest(BETTER_NODES, better)]
+
+
+def _better_than_found(
+    state: ClusterState, views: Views, plan: Plan, job_id: str, needs: _Needs, at: datetime
+) -> list[tuple[int, str]] | None:
+    """``(victims needed, node)`` for each node not passed where the job's search could do better than it
+    did; None for a search these tests cannot judge (see ``_one_node_share`` and ``_found_on``)."""
     job = state.keys[job_id][2]
     if not _one_node_share(state, job):
         return None
@@ -180,8 +183,7 @@ def _better_nodes(
     if found is None:
         return None
     count, node = found
-    better = [(n, name) for name, n in needs.of(job).items() if not count or n < count or (n == count and name < node)]
-    return [name for _, name in heapq.nsmallest(BETTER_NODES, better)]
+    return [(n, name) for name, n in needs.of(job).items() if not count or n < count or (n == count and name < node)]
 
 
 class _Needs:
