@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from corral.model import Allocation, Job, Request
@@ -16,6 +16,7 @@ from corral.sched.plan import FASTER_GPU, IN_ORDER, QUOTA, Placement, Plan, Pree
 from corral.sched.policy import Policy
 from corral.sched.preempt import Preemptor
 from corral.sched.quota import QuotaLedger
+from corral.sched.quota_gate import QuotaGate
 from corral.sched.reason_map import Reasons
 from corral.sched.reasons import explain
 from corral.sched.snapshot import CapacityView, Snapshot
@@ -62,13 +63,7 @@ class _Cycle:
     unfit_now: set[Request] = field(default_factory=set)  # the requests (True, request) in ``unfit`` holds
     no_victims: set[tuple[bool, Request, int]] = field(default_factory=set)  # (as ``unfit``, level): no victims
     checked: tuple[int, int] | None = None  # (unfit requests, victim searches) when the rest was last checked
-    limited: dict[tuple[Request, tuple[str, ...]], Request] = field(default_factory=dict)  # one object per value
-    # (team, GPU types, GPUs) → the request limited to the types its quota allows, or why none, while usage
-    # stays as it was when ``allowed_at`` was the quota's count of changes
-    allowed: dict[tuple[str, tuple[str, ...], float], Request | str] = field(default_factory=dict)
-    allowed_at: int = -1
-    # (team, GPU types, GPUs) → the types such jobs accept where their team does not borrow (``_own_types``)
-    own_at_start: dict[tuple[str, tuple[str, ...], float], tuple[str, ...]] = field(default_factory=dict)
+    gate: QuotaGate | None = None  # what the team quotas let each job do, with quotas
     fits: dict[tuple[int, Request], bool] = field(default_factory=dict)  # (view version, request) → fits the view
     placed_ends: list[tuple[datetime, Placement]] = field(default_factory=list)  # placed with a time limit: its end
     queued_requests: set[Request] | None = None  # the requests of the queue, once asked for
@@ -80,6 +75,7 @@ class _Cycle:
         policy = self.policy
         view = self.snapshot.view(policy.gpu_ranker, policy.cpu_ranker)
         self.quota = QuotaLedger(self.snapshot) if self.snapshot.quotas else None
+        self.gate = None if self.quota is None else QuotaGate(self.quota)
         preemptor = (
             Preemptor(self.snapshot, self.now, policy.level, self.quota)
             if policy.preemption and self.snapshot.running
@@ -127,7 +123,7 @@ class _Cycle:
         # The views only shrink during a cycle, so a request that did not fit one never fits it later.
         unfit_now = self.unfit_now
         waiting, waiting_requests, unchecked = self.waiting, self.waiting_requests, self.quota_unchecked.add
-        own_types = None if deferred is None or self.quota is None else self._own_types()
+        own_types = None if deferred is None or self.gate is None else self.gate.own_types
         later = [] if deferred is None else deferred  # ``own_types`` is None without ``deferred``
         strict = self.policy.strict_order
         for at in range(stop):
@@ -219,26 +215,19 @@ class _Cycle:
         self.waiting.append(queued)
         self.waiting_requests.append(request)
 
-    def _own_types(self) -> Callable[[Job], tuple[str, ...] | None]:
-        """For a job that uses GPUs: the GPU types it accepts (of those the cluster has) where its team stays
-        within its nominal quota with it, as usage stands at the start of the cycle, or that no team has a
-        quota for; None when that is all the types it accepts (``_borrows`` found them for every job)."""
-        own, key = self.own_at_start, _quota_key
-        return lambda job: own.get(key(job))
+    def _within_quota(self, job: Job, view: CapacityView) -> Job | None:
+        """The job limited to the GPU types its team's quota allows now; None (with a reason) if none."""
+        if self.gate is None or job.request.gpus_per_node <= 0:
+            return job
+        found = self.gate.admit(job, view)
+        if isinstance(found, str):
+            self.over_quota[job.id] = found
+            return None
+        return found
 
     def _limited(self, job: Job, own: tuple[str, ...], view: CapacityView) -> Job | None:
-        """The job limited to the types of ``own`` it accepts; None where it accepts none of them."""
-        request = job.request
-        accepted = request.gpu_types or view.gpu_types
-        kept = tuple(t for t in own if t in accepted)
-        if not kept:
-            return None
-        if kept == request.gpu_types:
-            return job
-        found = self.limited.get((request, kept))
-        if found is None:
-            found = self.limited[(request, kept)] = replace(request, gpu_types=kept)
-        return replace(job, request=found)
+        assert self.gate is not None  # ``own`` comes from it
+        return self.gate.limited(job, own, view)
 
     def _rest_all_wait(self, unfit_now: set[Request], preemptor: Preemptor | None) -> bool:
         """Whether every job still in the queue waits as it is: no request of the queue fits what is free,
@@ -280,103 +269,15 @@ class _Cycle:
 
     def _queue(self, gpu_types: tuple[str, ...]) -> tuple[list[Item], int]:
         """The pending jobs in the policy's order; with fair share, the team's and user's share come right
-        after priority. With quotas, jobs that would borrow come after all others (``_borrows``)."""
+        after priority. With quotas, jobs that would borrow come after all others (``QuotaGate.borrows``)."""
         policy, fair = self.policy, self.snapshot.fair_share
         tables = share_tables(self.snapshot, fair) if policy.fair_share and fair is not None else None
-        borrows = self._borrows(gpu_types) if self.quota is not None else None
+        borrows = self.gate.borrows(gpu_types) if self.gate is not None else None
         # A policy's order is a function of the job alone, so with these inputs equal a job's key is the
         # same from cycle to cycle.
         shares = None if tables is None else tuple(tuple(sorted(table.items())) for table in tables)
         inputs = (policy.job_order, shares)
         return ordered_in_two(self.snapshot.pending, _order_key(policy.job_order, tables), inputs, borrows)
-
-    def _borrows(self, gpu_types: tuple[str, ...]) -> Callable[[Job], bool]:
-        """Whether a job would borrow (past its team's nominal quota on every type it accepts), as usage
-        stands at the start of the cycle. Such jobs go last: GPUs an owner reclaims from borrowers then go
-        to the owner, not back to the borrower whose preempted job waits again (as Kueue orders them). A
-        job that would borrow on some of the types it accepts only has its other types noted in
-        ``own_at_start``: it is placed there, or preempts there, before the jobs that would borrow, and
-        tried on all its types only after them."""
-        quota, own_at_start = self.quota, self.own_at_start
-        assert quota is not None
-        known: dict[tuple[str, tuple[str, ...], float], bool] = {}
-        within: dict[tuple[str, str, float], bool] = {}  # (team, GPU type, GPUs) → within its nominal
-
-        def within_nominal(job: Job, gpu_type: str) -> bool:
-            key = (job.team, gpu_type, job.request.total_gpus)
-            found = within.get(key)
-            if found is None:
-                found = within[key] = quota.within_nominal(job, gpu_type)
-            return found
-
-        def borrows(job: Job) -> bool:
-            request = job.request
-            if request.gpus_per_node <= 0:
-                return False
-            key = _quota_key(job)
-            found = known.get(key)
-            if found is None:
-                types = request.gpu_types or gpu_types
-                found = known[key] = bool(types) and not any(within_nominal(job, t) for t in types)
-                accepted = [t for t in types if t in gpu_types]
-                own = tuple(t for t in accepted if within_nominal(job, t))
-                if len(own) < len(accepted):
-                    own_at_start[key] = own
-            return found
-
-        return borrows
-
-    def _within_quota(self, job: Job, view: CapacityView) -> Job | None:
-        """The job limited to the GPU types its team's quota allows now; None (with a reason) if none."""
-        quota, request = self.quota, job.request
-        if quota is None or request.gpus_per_node <= 0:
-            return job
-        if self.allowed_at != quota.changes:
-            self.allowed.clear()
-            self.allowed_at = quota.changes
-        key = _quota_key(job)
-        found = self.allowed.get(key)
-        if found is None:
-            problems = _quota_problems(quota.admits, job, view)
-            allowed = tuple(t for t, problem in problems.items() if problem is None)
-            if problems and not allowed:
-                found = self.allowed[key] = _over_quota(problems)
-            elif len(allowed) == len(problems):
-                found = self.allowed[key] = request
-            else:
-                found = self.allowed[key] = replace(request, gpu_types=allowed)
-        if isinstance(found, str):
-            self.over_quota[job.id] = found
-            return None
-        return job if found is request else replace(job, request=found)
-
-    def _quota_reason(self, view: CapacityView) -> Callable[[Job, Request], str | None] | None:
-        """Why its team's quota keeps out a job passed over because nothing free fits it, as the cycle leaves
-        the quota (None where it does not); None without quotas."""
-        quota = self.quota
-        if quota is None:
-            return None
-
-        said: dict[tuple[str, float, str], str | None] = {}  # the quota's answer depends on these alone
-        known: dict[tuple[str, tuple[str, ...], float], str | None] = {}  # (team, GPU types, GPUs) → the reason
-
-        def admits(job: Job, gpu_type: str) -> str | None:
-            key = (job.team, job.request.total_gpus, gpu_type)
-            if key not in said:
-                said[key] = quota.admits(job, gpu_type)
-            return said[key]
-
-        def reason(job: Job, request: Request) -> str | None:
-            if request.gpus_per_node <= 0:
-                return None
-            key = (job.team, request.gpu_types, request.total_gpus)
-            if key not in known:
-                problems = _quota_problems(admits, job, view)
-                blocked = bool(problems) and all(problem is not None for problem in problems.values())
-                known[key] = _over_quota(problems) if blocked else None
-            return known[key]
-
-        return reason
 
     def _make_room_in_team(self, job: Job, view: CapacityView, preemptor: Preemptor) -> bool:
         """A job over its team's quota may still stop lower-priority jobs of its own team to fit within it
@@ -460,7 +361,7 @@ class _Cycle:
     def _reasons(self, view: CapacityView, preemptor: Preemptor | None) -> Reasons:
         known = {job_id: (FASTER_GPU, message) for job_id, message in self.waits_for_faster.items()}
         known.update((job_id, (QUOTA, message)) for job_id, message in self.over_quota.items())
-        quota = self._quota_reason(view)
+        quota = None if self.gate is None else self.gate.reasons(view)
         waiting, requests, unchecked = self.waiting, self.waiting_requests, self.quota_unchecked
         behind = None
         if self.blocker is not None:
@@ -489,21 +390,3 @@ def _order_key(
         return lambda job: (*order(job), job.id)
     share = share_key_of(*tables)
     return lambda job: (-job.priority, *share(job), *order(job), job.id)
-
-
-def _quota_key(job: Job) -> tuple[str, tuple[str, ...], float]:
-    """All that what a team's quota says of a job depends on, with usage: its team, GPU types and GPUs."""
-    request = job.request
-    return job.team, request.gpu_types, request.total_gpus
-
-
-def _quota_problems(admits: Callable[[Job, str], str | None], job: Job, view: CapacityView) -> dict[str, str | None]:
-    """Per GPU type the job accepts (of those the cluster has, in its order): None where its team's
-    quota admits it now (``QuotaLedger.admits``), else why not."""
-    request = job.request
-    return {t: admits(job, t) for t in (request.gpu_types or view.gpu_types) if t in view.gpu_types}
-
-
-def _over_quota(problems: dict[str, str | None]) -> str:
-    """The reason of a job no accepted type admits: what its first type says."""
-    return f"over quota: {next(iter(problems.values()))}"

@@ -20,10 +20,11 @@ from datetime import datetime, timedelta
 from corral.model import Job, Node, Quotas, RunningJob
 from corral.sched import Placement, Plan, Policy, schedule
 from corral.sched.history import FinishedJobs
+from corral.sim.progress import JobRun
 from corral.sim.result import JobRecord, Sample, SimResult, Unfinished
 from corral.sim.state import ClusterState
 from corral.sim.victims import plan_cycle
-from corral.sim.workload import EPOCH, SimJob, Workload
+from corral.sim.workload import EPOCH, Workload
 
 ROUNDS_PER_MOMENT = 10_000
 """Cycles at one moment after which a policy that keeps preempting is reported as looping."""
@@ -39,68 +40,6 @@ class SimulationError(ValueError):
 class PreemptionLoopError(RuntimeError):
     """The scheduler kept preempting at one moment for ``ROUNDS_PER_MOMENT`` cycles: its plans stop and
     start the same jobs again and again, so the simulated clock cannot move on."""
-
-
-class _Run:
-    """One job's progress: work left (in traced seconds), service received, its current run."""
-
-    __slots__ = (
-        "attained",
-        "busy",
-        "expected",
-        "first_start",
-        "held",
-        "item",
-        "lost",
-        "placement",
-        "preempted",
-        "requeued",
-        "run_no",
-        "speed",
-        "started",
-        "started_at",
-        "stopped",
-        "work_left",
-    )
-
-    def __init__(self, item: SimJob) -> None:
-        self.item = item
-        self.work_left = item.trace.duration_s
-        self.attained = 0.0  # GPU-seconds of service over finished runs
-        self.busy = 0.0
-        self.lost = 0.0
-        self.preempted = 0
-        self.requeued = 0.0  # time queued again after preemptions (each from its stop to the next start)
-        self.first_start: float | None = None
-        self.placement: Placement | None = None
-        self.started = 0.0
-        self.stopped = 0.0  # when it was last preempted
-        self.started_at = EPOCH  # ``started`` as the scheduler's datetime
-        self.held = 0  # GPUs its current run holds
-        self.speed = 1.0
-        self.run_no = 0
-        self.expected: float | None = None  # history's estimate when it last queued
-
-    @property
-    def gpus(self) -> int:
-        return self.held if self.placement else 0
-
-    def place(self, placement: Placement | None, now: float) -> None:
-        """Start a run on ``placement`` at ``now``, or (None) end the current one."""
-        self.placement = placement
-        if placement is not None:
-            self.started = now
-            self.started_at = EPOCH + timedelta(seconds=now)
-            self.held = sum(len(a.gpus) for a in placement.allocations)
-
-    def saved_s(self, now: float, default_interval: float) -> float:
-        """Seconds of this run kept by its last checkpoint (all of them when checkpoints are continuous)."""
-        elapsed = now - self.started
-        interval = self.item.trace.checkpoint_s if self.item.trace.checkpoint_s is not None else default_interval
-        periods = elapsed / interval if interval > 0 else math.inf
-        if not math.isfinite(periods):  # continuous, or so frequent that nothing is lost
-            return elapsed
-        return min(elapsed, math.floor(periods) * interval)  # never more than ran, whatever the rounding
 
 
 def simulate(
@@ -155,7 +94,7 @@ class _Engine:
         self.checkpoint_s = checkpoint_s
         self.state = state
         self.total_gpus = sum(len(node.gpus) for node in nodes)
-        self.runs = {j.job.id: _Run(j) for j in workload.jobs}
+        self.runs = {j.job.id: JobRun(j) for j in workload.jobs}
         self.finishes: list[tuple[float, int, str, int]] = []  # (when, seq, job id, run number)
         self.marks: list[tuple[float, int, str, int]] = []  # a running job crosses a service threshold
         self.records: list[JobRecord] = []
@@ -362,7 +301,7 @@ class _Engine:
         self.state.relevel(job_id, self._running((job_id,), now)[0])
         self._mark(run, now)
 
-    def _mark(self, run: _Run, now: float) -> None:
+    def _mark(self, run: JobRun, now: float) -> None:
         """Schedule the moment the running job crosses its next service threshold, if any."""
         attained = run.attained + (now - run.started) * run.gpus
         ahead = [t for t in self.policy.thresholds if t > attained + 1e-9]
@@ -370,7 +309,7 @@ class _Engine:
             job = run.item.job
             heapq.heappush(self.marks, (now + (ahead[0] - attained) / run.gpus, job.seq, job.id, run.run_no))
 
-    def _pending(self, run: _Run) -> Job:
+    def _pending(self, run: JobRun) -> Job:
         """The scheduler's view of a job that waits: its service so far, and what the policy may read."""
         job = run.item.job
         run.expected = self.history.expected(job.user, job.team)
