@@ -71,9 +71,8 @@ def simulate(
     """
     sched_speed = dict(speed or {}) if scheduler_speed is None else dict(scheduler_speed)
     state = ClusterState(nodes, policy, prune, sched_speed, quotas, team_parents)
-    engine = _Engine(workload, nodes, policy, dict(speed or {}), state, checkpoint_s, timeline, on_finish)
-    engine.cross_rack_slowdown = cross_rack_slowdown
-    return engine.run()
+    speeds = dict(speed or {})
+    return _Engine(workload, nodes, policy, speeds, state, checkpoint_s, timeline, on_finish, cross_rack_slowdown).run()
 
 
 class _Engine:
@@ -87,6 +86,7 @@ class _Engine:
         checkpoint_s: float,
         timeline: bool = False,
         on_finish: Callable[[], None] | None = None,
+        cross_rack_slowdown: float = 1.0,
     ) -> None:
         self.workload = workload
         self.policy = policy
@@ -102,8 +102,9 @@ class _Engine:
         self.preemptions = 0
         self.history = FinishedJobs()
         self.group = {n.name: n.labels.get("group", "") for n in nodes}
-        self.rack = {n.name: n.labels.get("rack", "") for n in nodes}
-        self.cross_rack_slowdown = 1.0
+        self.cross_rack_slowdown = cross_rack_slowdown
+        # Each node's rack, read only when a gang across racks runs slower.
+        self.rack = {n.name: n.labels.get("rack", "") for n in nodes} if cross_rack_slowdown != 1.0 else {}
         self.busy_by_group: dict[str, float] = {}
         self.busy_gpus = 0
         self.samples: list[Sample] | None = [] if timeline else None
@@ -229,7 +230,7 @@ class _Engine:
         job = self.state.keys[placement.job_id][2]
         run.place(placement, now)
         run.speed = self.speed.get(placement.gpu_type or "", 1.0)
-        if len({self.rack[a.node] for a in placement.allocations}) > 1:
+        if self.rack and len({self.rack[a.node] for a in placement.allocations}) > 1:
             run.speed /= self.cross_rack_slowdown
         if run.first_start is None:
             run.first_start = now

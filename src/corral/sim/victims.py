@@ -106,9 +106,8 @@ def _with_better_nodes(
         if not added:
             return None
         passed |= added
-        level, live, placed = state.running_level, state.live, state.running_nodes
-        chosen = [j for name in sorted(passed) for j in live[name] if level[j] < top]
-        if any(not set(placed[j]) <= passed for j in chosen):
+        chosen = _victims_on(state, passed, top)
+        if chosen is None:
             return None  # a victim also runs on a node not passed: its search could not be judged
         snapshot = state.with_victims(sorted(set(chosen)), lowest, views)
         if snapshot is None:
@@ -212,15 +211,15 @@ class _Needs:
                     for name in state.running_nodes[j]:
                         sizes_on.setdefault(name, []).append(len(state.live[name][j].allocation.gpus))
         out: dict[str, int] = {}
+        # A node without such jobs is left out, even one that had room for the job: the cycle passes enough
+        # nodes of each free count, so it placed the job elsewhere or took that room, and nothing frees it.
         for gpu_type in gpu_types or state.types:
             hosts = state.hosts(gpu_type, slots)
             for name, sizes in sizes_on.items():
                 if name in skip or name not in hosts:
                     continue
                 room, needs = state.free[name], 0
-                if room >= slots:
-                    # The cycle passes such a node (enough of each free count are) and placed the job elsewhere
-                    # or not at all: it has taken room there. Without victims it holds the job in no cycle.
+                if room >= slots:  # the cycle took room there: the victims may be needed, at least none
                     out[name] = 0
                     continue
                 if room + sum(sizes) < slots:
@@ -312,7 +311,7 @@ def _first_by_cost(
     """The first ``count`` nodes of the search's order (their cheapest possible victim's cost, then name)
     and their possible victims; None when that is every node hosting one, or a victim runs on a node
     further on. It costs every possible victim, as the full snapshot does."""
-    level, live, placed = state.running_level, state.live, state.running_nodes
+    placed = state.running_nodes
     bound: dict[str, float] = {}
     for lower, ids in state.levels.items():
         if lower >= top:
@@ -325,10 +324,15 @@ def _first_by_cost(
     if len(bound) <= count:
         return None
     first = {name for _, name in heapq.nsmallest(count, ((cost, name) for name, cost in bound.items()))}
-    chosen = [j for name in sorted(first) for j in live[name] if level[j] < top]
-    if any(not set(placed[j]) <= first for j in chosen):
-        return None
-    return chosen, first
+    chosen = _victims_on(state, first, top)
+    return None if chosen is None else (chosen, first)
+
+
+def _victims_on(state: ClusterState, nodes: set[str], top: int) -> list[str] | None:
+    """The possible victims (below level ``top``) on these nodes, by node; None when one also runs elsewhere."""
+    level, live, placed = state.running_level, state.live, state.running_nodes
+    chosen = [j for name in sorted(nodes) for j in live[name] if level[j] < top]
+    return None if any(not set(placed[j]) <= nodes for j in chosen) else chosen
 
 
 def _cost(state: ClusterState, views: Views, job_id: str, at: datetime) -> float:
