@@ -33,13 +33,18 @@ def one_gpu_cluster() -> tuple[ClusterSpec, Trace]:
     return spec, Trace(jobs=jobs)
 
 
+def sim_inputs(tmp_path: Path, trace_csv: str, cluster_yaml: str) -> tuple[list[str], Path]:
+    """``corral sim`` arguments for this trace and cluster file, written under tmp_path, and an --out folder."""
+    trace, cluster = tmp_path / "trace.csv", tmp_path / "cluster.yaml"
+    trace.write_text(trace_csv)
+    cluster.write_text(cluster_yaml)
+    return ["sim", "--trace", str(trace), "--cluster", str(cluster)], tmp_path / "out"
+
+
 def test_out_writes_a_report_with_its_plots(tmp_path: Path) -> None:
-    trace = tmp_path / "trace.csv"
-    trace.write_text(TRACE)
-    cluster = tmp_path / "cluster.yaml"
-    cluster.write_text("node_groups:\n  - {name: v100, count: 1, gpus_per_node: 8, gpu_type: V100}\n")
-    out = tmp_path / "out"
-    args = ["sim", "--trace", str(trace), "--cluster", str(cluster), "--policy", "fifo", "--policy", "tiresias"]
+    cluster = "node_groups:\n  - {name: v100, count: 1, gpus_per_node: 8, gpu_type: V100}\n"
+    sim, out = sim_inputs(tmp_path, TRACE, cluster)
+    args = [*sim, "--policy", "fifo", "--policy", "tiresias"]
     result = CliRunner().invoke(cli, [*args, "--out", str(out), "-o", "json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["policies"]["fifo"]["jobs"] == 4
@@ -103,12 +108,12 @@ def test_no_progress_bar_without_a_terminal(tmp_path: Path) -> None:
 
 
 def test_the_report_shows_no_ratio_when_the_oracle_took_no_time(tmp_path: Path) -> None:
-    trace = tmp_path / "trace.csv"
-    trace.write_text("job_id,submit_time_s,duration_s,num_gpus\nz,0,0,1\n")
-    cluster = tmp_path / "cluster.yaml"
-    cluster.write_text("node_groups:\n  - {count: 1, gpus_per_node: 1, gpu_type: V100}\n")
-    out = tmp_path / "out"
-    args = ["sim", "--trace", str(trace), "--cluster", str(cluster), "--policy", "srpt-oracle", "--policy", "fifo"]
+    sim, out = sim_inputs(
+        tmp_path,
+        "job_id,submit_time_s,duration_s,num_gpus\nz,0,0,1\n",
+        "node_groups:\n  - {count: 1, gpus_per_node: 1, gpu_type: V100}\n",
+    )
+    args = [*sim, "--policy", "srpt-oracle", "--policy", "fifo"]
     result = CliRunner().invoke(cli, [*args, "--out", str(out), "-o", "json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["policies"]["fifo"]["avg_jct_vs_oracle"] is None
@@ -117,15 +122,13 @@ def test_the_report_shows_no_ratio_when_the_oracle_took_no_time(tmp_path: Path) 
 
 
 def test_the_report_shows_small_costs_and_energy_as_the_table_does(tmp_path: Path) -> None:
-    trace = tmp_path / "trace.csv"
-    trace.write_text("job_id,submit_time_s,duration_s,num_gpus\na,0,3600,1\n")
-    cluster = tmp_path / "cluster.yaml"
-    cluster.write_text(
+    sim, out = sim_inputs(
+        tmp_path,
+        "job_id,submit_time_s,duration_s,num_gpus\na,0,3600,1\n",
         "node_groups:\n  - {count: 1, gpus_per_node: 2, gpu_type: V100, price_per_gpu_hour: 0.2,"
-        " watts_busy: 300, watts_idle: 40}\n"
+        " watts_busy: 300, watts_idle: 40}\n",
     )
-    out = tmp_path / "out"
-    result = CliRunner().invoke(cli, ["sim", "--trace", str(trace), "--cluster", str(cluster), "--out", str(out)])
+    result = CliRunner().invoke(cli, [*sim, "--out", str(out)])
     assert result.exit_code == 0, result.output
     # cost 2 GPUs x 1 h x 0.2 = 0.40; busy cost 0.20; energy (3600 x 300 + 3600 x 40) J = 0.34 kWh
     assert "0.40  0.20       0.34" in result.output
