@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from corral.model import Allocation, Job, Request
 from corral.sched.backfill import blocked_reason, ends_by, find_reservation, guard_view, reserved_reason, when
 from corral.sched.fairshare import share_key_of, share_tables
-from corral.sched.feasibility import no_domain_holds
+from corral.sched.feasibility import never_runs
 from corral.sched.order import Item, merged, ordered_in_two, request_of
 from corral.sched.placement import find_placement
 from corral.sched.plan import FASTER_GPU, IN_ORDER, QUOTA, Placement, Plan, Preemption, Reason, Reservation
@@ -241,8 +241,7 @@ class _Cycle:
         return self.queued_unfit == len(self.queued_requests)
 
     def _could_ever_run(self, request: Request) -> bool:
-        shapes = self.snapshot.shapes
-        return shapes.never_fits(request) is None and no_domain_holds(request, self.snapshot.nodes, shapes) is None
+        return never_runs(request, self.snapshot.nodes, self.snapshot.shapes) is None
 
     def _wait(self, rest: list[Item]) -> None:
         """Jobs that do not fit what is free, whatever their quota allows, and that preempt nothing."""

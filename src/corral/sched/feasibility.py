@@ -191,6 +191,12 @@ def largest_domain(nodes: Iterable[Node], label: str) -> int:
     return max(sizes.values(), default=0)
 
 
+def never_runs(request: Request, nodes: Sequence[Node], shapes: ClusterShapes) -> str | None:
+    """Why the request could never run on these registered nodes (``shapes`` is theirs): too large for every
+    node, or a gang that no topology domain holds; None if it could run once they are empty and ready."""
+    return shapes.never_fits(request) or no_domain_holds(request, nodes, shapes)
+
+
 def no_domain_holds(request: Request, nodes: Sequence[Node], shapes: ClusterShapes) -> str | None:
     """Why a gang that must stay in one topology domain fits no domain of these registered nodes
     (``shapes`` is theirs), were they all empty and ready; None if one could hold it."""

@@ -8,7 +8,7 @@ from itertools import islice
 
 from corral.model import Job, Request
 from corral.sched import describe
-from corral.sched.feasibility import ClusterShapes, largest_domain, no_domain_holds, required_domain
+from corral.sched.feasibility import ClusterShapes, largest_domain, never_runs, required_domain
 from corral.sched.order import Item, group_of, id_of
 from corral.sched.placement import candidates
 from corral.sched.plan import NEVER_FITS, NO_NODES, QUOTA, RESOURCES, Reason
@@ -91,7 +91,7 @@ def explain(
 def _reason(
     request: Request, view: CapacityView, snapshot: Snapshot, registered: ClusterShapes, unavailable: ClusterShapes
 ) -> Reason:
-    problem = registered.never_fits(request) or no_domain_holds(request, snapshot.nodes, registered)
+    problem = never_runs(request, snapshot.nodes, registered)
     if problem is not None:
         return Reason(NEVER_FITS, f"can never run on this cluster: {problem}")
     if not view.nodes:
