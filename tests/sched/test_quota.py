@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from corral.model import FairShare, TeamQuota
-from corral.sched import QUOTA, get_policy, schedule
+from corral.model import FairShare, NodeState, TeamQuota
+from corral.sched import QUOTA, RESOURCES, get_policy, schedule
 from corral.testing import live_alloc, make_job, make_node, running_job, snapshot
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -201,3 +201,46 @@ def test_a_borrower_goes_to_the_type_without_quota_when_the_owner_takes_the_one_
     owner = make_job("a1").gpus(8).types("H100").team("a").seq(1)
     plan = schedule(snapshot(cluster, pending=[borrower, owner], quotas=quotas(a=8)), DEFAULT, NOW)
     assert sorted((p.job_id, p.gpu_type) for p in plan.placements) == [("a1", "H100"), ("b1", "L4")]
+
+
+def _drained_pair():
+    return [make_node("n0").gpus(8, "H100"), make_node("n1").gpus(8, "H100").state(NodeState.DRAINED)]
+
+
+@pytest.mark.parametrize("table", [quotas(a=16), quotas(a=8, b=8)], ids=["own-nominal", "shared"])
+def test_a_job_over_quota_that_only_drained_nodes_could_hold_waits_for_them(table):
+    """Its team could stop its own job to come within quota, but two nodes are needed and one is drained:
+    the reason names what it waits for, not the quota."""
+    running = [running_job("a1", NOW, team="a", preemptible=True)]
+    live = [live_alloc("a1", "n0", range(8))]
+    gang = make_job("a2").gpus(8).nodes(2).team("a").priority(3)
+    plan = schedule(snapshot(_drained_pair(), pending=[gang], live=live, running=running, quotas=table), DEFAULT, NOW)
+    assert plan.placements == () and plan.preemptions == ()
+    reason = plan.reasons["a2"]
+    assert reason.code == RESOURCES
+    assert reason.message.endswith("1 matching node is drained or not ready")
+
+
+def test_a_job_over_quota_waits_for_its_quota_while_ready_nodes_could_hold_it():
+    running = [running_job("a1", NOW, team="a"), running_job("b1", NOW, team="b")]
+    live = [live_alloc("a1", "n0", range(8)), live_alloc("b1", "n1", range(8))]
+    gang = make_job("a2").gpus(8).nodes(2).team("a").priority(3)
+    nodes = [
+        *_drained_pair()[:1],
+        make_node("n1").gpus(8, "H100"),
+        make_node("n2").gpus(8, "H100").state(NodeState.DRAINED),
+    ]
+    plan = schedule(snapshot(nodes, pending=[gang], live=live, running=running, quotas=quotas(a=8, b=8)), DEFAULT, NOW)
+    assert plan.reasons["a2"].code == QUOTA
+
+
+def test_a_job_passed_over_for_its_request_waits_for_drained_nodes_not_its_quota():
+    """The second job's request was already found not to fit, so it is not tried: its reason comes from
+    the quota's answers for the rest of the queue, which also give way to the drained node."""
+    first = make_job("b1").gpus(8).nodes(2).team("b").priority(3).seq(1)
+    second = make_job("a2").gpus(8).nodes(2).team("a").priority(3).seq(2)
+    running = [running_job("a1", NOW, team="a")]
+    live = [live_alloc("a1", "n0", range(8))]
+    snap = snapshot(_drained_pair(), pending=[first, second], live=live, running=running, quotas=quotas(a=0, b=16))
+    plan = schedule(snap, get_policy("priority"), NOW)
+    assert {job: plan.reasons[job].code for job in ("b1", "a2")} == {"b1": RESOURCES, "a2": RESOURCES}

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from corral.model import Allocation, Job, Request
 from corral.sched.backfill import blocked_reason, ends_by, find_reservation, guard_view, reserved_reason, when
 from corral.sched.fairshare import share_key_of, share_tables
-from corral.sched.feasibility import never_runs
+from corral.sched.feasibility import NodesAwaited, never_runs
 from corral.sched.order import Item, merged, ordered_in_two, request_of
 from corral.sched.placement import find_placement
 from corral.sched.plan import FASTER_GPU, IN_ORDER, QUOTA, Placement, Plan, Preemption, Reason, Reservation
@@ -70,12 +70,14 @@ class _Cycle:
     queued_unfit: int = 0  # how many of ``queued_requests`` do not fit what is free now
     blocker: Job | None = None  # under a strict order: the job that did not start, holding back the rest
     seen: int = 0  # under a strict order: how many jobs of ``waiting`` were checked for being the blocker
+    awaited: NodesAwaited | None = None  # with quotas: requests that wait for nodes to come back, whatever the quota
 
     def run(self) -> Plan:
         policy = self.policy
         view = self.snapshot.view(policy.gpu_ranker, policy.cpu_ranker)
         self.quota = QuotaLedger(self.snapshot) if self.snapshot.quotas else None
         self.gate = None if self.quota is None else QuotaGate(self.quota)
+        self.awaited = None if self.gate is None else NodesAwaited(self.snapshot)
         preemptor = (
             Preemptor(self.snapshot, self.now, policy.level, self.quota)
             if policy.preemption and self.snapshot.running
@@ -221,7 +223,8 @@ class _Cycle:
             return job
         found = self.gate.admit(job, view)
         if isinstance(found, str):
-            self.over_quota[job.id] = found
+            if self.awaited is None or not self.awaited.waits(job.request):  # else it waits for nodes to return
+                self.over_quota[job.id] = found
             return None
         return found
 
@@ -360,7 +363,7 @@ class _Cycle:
     def _reasons(self, view: CapacityView, preemptor: Preemptor | None) -> Reasons:
         known = {job_id: (FASTER_GPU, message) for job_id, message in self.waits_for_faster.items()}
         known.update((job_id, (QUOTA, message)) for job_id, message in self.over_quota.items())
-        quota = None if self.gate is None else self.gate.reasons(view)
+        quota = None if self.gate is None else _unless_awaited(self.gate.reasons(view), self.awaited)
         waiting, requests, unchecked = self.waiting, self.waiting_requests, self.quota_unchecked
         behind = None
         if self.blocker is not None:
@@ -389,3 +392,12 @@ def _order_key(
         return lambda job: (*order(job), job.id)
     share = share_key_of(*tables)
     return lambda job: (-job.priority, *share(job), *order(job), job.id)
+
+
+def _unless_awaited(
+    quota: Callable[[Job, Request], str | None], awaited: NodesAwaited | None
+) -> Callable[[Job, Request], str | None]:
+    """``quota``, silent for a job that waits for nodes to come back."""
+    if awaited is None:
+        return quota
+    return lambda job, request: None if awaited.waits(request) else quota(job, request)

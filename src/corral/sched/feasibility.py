@@ -5,9 +5,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from corral.model import EPSILON, Node, Request
+from corral.model import EPSILON, Node, NodeState, Request
 from corral.sched import describe
+
+if TYPE_CHECKING:
+    from corral.sched.snapshot import Snapshot
 
 _MAX_OFFERS = 6  # node groups listed in "cluster offers: ..." before "and N more"
 NO_CONTAINER_RUNTIME = (
@@ -75,6 +79,13 @@ class ClusterShapes:
             for gpu_type, _, count in shape.gpus:
                 totals[gpu_type] += count * nodes_of_shape
         self.gpu_types: tuple[str, ...] = tuple(sorted(totals, key=lambda t: (-totals[t], t)))  # most GPUs first
+
+    def __bool__(self) -> bool:
+        return bool(self._shapes)
+
+    def without(self, other: ClusterShapes) -> ClusterShapes:
+        """These nodes less ``other``'s (a subset of them, such as those not ready)."""
+        return ClusterShapes(shapes=self._shapes - other._shapes)
 
     def acceptable_types(self, request: Request) -> tuple[str, ...]:
         """The registered GPU types the request accepts, in its preference order."""
@@ -195,6 +206,31 @@ def never_runs(request: Request, nodes: Sequence[Node], shapes: ClusterShapes) -
     """Why the request could never run on these registered nodes (``shapes`` is theirs): too large for every
     node, or a gang that no topology domain holds; None if it could run once they are empty and ready."""
     return shapes.never_fits(request) or no_domain_holds(request, nodes, shapes)
+
+
+class NodesAwaited:
+    """Which requests fit the registered nodes but not the READY ones, were they all empty: such a job waits
+    for drained or lost nodes to come back, whatever else keeps it out (its team's quota). Kept per request."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self._snapshot = snapshot
+        self._ready: tuple[tuple[Node, ...], ClusterShapes] | None = None  # built when first needed
+        self._known: dict[Request, bool] = {}
+
+    def waits(self, request: Request) -> bool:
+        snapshot = self._snapshot
+        if not snapshot.unavailable_shapes:
+            return False
+        found = self._known.get(request)
+        if found is None:
+            if self._ready is None:
+                ready = tuple(n for n in snapshot.nodes if n.state == NodeState.READY)
+                self._ready = (ready, snapshot.shapes.without(snapshot.unavailable_shapes))
+            nodes, shapes = self._ready
+            found = self._known[request] = never_runs(request, snapshot.nodes, snapshot.shapes) is None and (
+                not nodes or never_runs(request, nodes, shapes) is not None
+            )
+        return found
 
 
 def no_domain_holds(request: Request, nodes: Sequence[Node], shapes: ClusterShapes) -> str | None:
