@@ -1,14 +1,15 @@
 """Throughput of the pure scheduler at scale (not part of `make test`).
 
 A cluster of NODES nodes × 8 GPUs of 4 types (a quarter each), in racks of 32 nodes, and a queue of
-JOBS pending jobs: 1-8 GPUs on one node, 5 % multi-node gangs of 2-8 nodes × 8 GPUs (up to 64
-GPUs), 50 teams, priorities 0-3, some time limits and preemptible jobs; every team has a quota on
-every type (its even share, borrowing allowed) and fair-share usage. Then full cycles: each cycle
+JOBS pending jobs: 1-8 GPUs on one node (a share FRACTIONAL of them 0.25 or 0.5 of a GPU, sharing
+GPUs), 5 % multi-node gangs of 2-8 nodes × 8 GPUs (up to 64 GPUs, packed by rack), 50 teams,
+priorities 0-3, some time limits and preemptible jobs; every team has a quota on every type (its
+even share, borrowing allowed) and fair-share usage. Then full cycles: each cycle
 calls `schedule()` on the whole snapshot (every pending job, every running job), applies the
 placements, and between cycles a share of the running jobs finishes, freeing GPUs.
 
     .venv/bin/python bench/sched_throughput.py [--nodes 10000] [--jobs 100000] [--cycles 20]
-        [--finish 0.05] [--policy default] [--seed 3]
+        [--finish 0.05] [--fractional 0.05] [--policy default] [--seed 3]
 
 It prints each cycle's time (wall clock, and the process's CPU time, which another process on a
 shared machine disturbs less) and placements, the placements per second over all cycles, and the
@@ -42,14 +43,15 @@ def cluster(nodes: int) -> tuple[Node, ...]:
     return tuple(out)
 
 
-def queue(jobs: int, teams: int, rng: random.Random) -> list[Job]:
+def queue(jobs: int, teams: int, rng: random.Random, fractional: float = 0.05) -> list[Job]:
     out = []
     for seq in range(jobs):
         if rng.random() < 0.05:
             request = interned(Request(nodes=rng.randint(2, 8), gpus_per_node=8.0, gpu_types=(rng.choice(TYPES),)))
         else:
             types = tuple(rng.sample(TYPES, rng.randint(1, 2)))
-            request = interned(Request(nodes=1, gpus_per_node=float(rng.choice((1, 1, 1, 2, 4, 8))), gpu_types=types))
+            gpus = rng.choice((0.25, 0.5)) if rng.random() < fractional else float(rng.choice((1, 1, 1, 2, 4, 8)))
+            request = interned(Request(nodes=1, gpus_per_node=gpus, gpu_types=types))
         out.append(
             Job(
                 id=f"j{seq:06d}",
@@ -86,6 +88,7 @@ def main() -> None:
     parser.add_argument("--teams", type=int, default=50)
     parser.add_argument("--cycles", type=int, default=20)
     parser.add_argument("--finish", type=float, default=0.05, help="share of running jobs that end between cycles")
+    parser.add_argument("--fractional", type=float, default=0.05, help="share of one-node jobs asking 0.25 or 0.5 GPU")
     parser.add_argument("--policy", default="default")
     parser.add_argument("--seed", type=int, default=3)
     args = parser.parse_args()
@@ -96,7 +99,7 @@ def main() -> None:
     rng = random.Random(args.seed)
     policy = get_policy(args.policy)
     nodes = cluster(args.nodes)
-    pending = {j.id: j for j in queue(args.jobs, args.teams, rng)}
+    pending = {j.id: j for j in queue(args.jobs, args.teams, rng, args.fractional)}
     live: dict[str, tuple[LiveAllocation, ...]] = {}
     running: dict[str, RunningJob] = {}
     fair = usage(args.teams, rng)

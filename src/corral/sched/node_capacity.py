@@ -66,6 +66,8 @@ class NodeCapacity:
 
     def empty_gpus(self, gpu_type: str) -> list[int]:
         """Indices of the GPUs of this type with nothing allocated, lowest first."""
+        if self.free_gpus == 0:  # a full node: most of a busy cluster's
+            return []
         return [i for i in self.indices(gpu_type) if self.used[i] <= EPSILON]
 
     def shared_gpus(self, gpu_type: str) -> list[tuple[float, int]]:
