@@ -125,7 +125,15 @@ async def _stream(
     rt: HeadRuntime, who: Principal, job: JobOut, rank: int, offset: int, follow: bool
 ) -> AsyncIterator[bytes]:
     generation = max((t.generation for t in job.tasks), default=0)
-    path = logs.latest_log(rt, job.id, generation, rank)
+    found = logs.latest_log(rt, job.id, generation, rank)
+    path = None if found is None else found[1]
+    if found is not None and found[0] != generation:  # only an earlier attempt has printed anything yet
+        if offset == 0:
+            yield (
+                f"--- attempt {found[0]}'s output: attempt {generation} (restart {job.restarts})"
+                " has printed nothing yet ---\n"
+            ).encode()
+        generation = found[0]  # followed, the stream moves on to the newest attempt when this one is read
     while True:
         chunk = logs.read_from(path, offset)
         if chunk:
@@ -140,9 +148,9 @@ async def _stream(
             generation, path, offset = newest, None, 0
             yield f"\n--- attempt {newest} (restart {job.restarts}) ---\n".encode()
         if path is None:
-            path = logs.latest_log(rt, job.id, generation, rank)
-            if path is not None and logs.log_path(rt, job.id, generation, rank) != path:
-                path = None  # an older attempt's file: wait for this attempt's own
+            found = logs.latest_log(rt, job.id, generation, rank)
+            if found is not None and found[0] == generation:  # not an older attempt's: wait for this one's own
+                path = found[1]
         if JobState(job.state).terminal and all(t.state in ("EXITED", "LOST") for t in job.tasks):
             chunk = logs.read_from(path, offset)
             if chunk:

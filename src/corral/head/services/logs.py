@@ -32,12 +32,12 @@ def append_chunk(rt: HeadRuntime, job_id: str, generation: int, rank: int, offse
         os.close(fd)
 
 
-def latest_log(rt: HeadRuntime, job_id: str, generation: int, rank: int) -> Path | None:
-    """The newest attempt's log for a rank, falling back to older attempts that have one."""
+def latest_log(rt: HeadRuntime, job_id: str, generation: int, rank: int) -> tuple[int, Path] | None:
+    """The newest attempt's log for a rank, falling back to older attempts that have one: (its attempt, path)."""
     for gen in range(generation, -1, -1):
         path = log_path(rt, job_id, gen, rank)
         if path.exists():
-            return path
+            return gen, path
     return None
 
 
