@@ -22,5 +22,5 @@ def test_a_failing_health_command_requeues_the_nodes_jobs(health_cluster):
     flag.unlink()
     cluster.wait_for(lambda: cluster.json("nodes")[0]["state"] == "READY", 20, "the node to be healthy again")
     cluster.wait_for(lambda: cluster.show(job_id)["state"] == "RUNNING", 20, "the job to run again")
-    cluster.wait_for(lambda: "attempt 1" in cluster.ok("logs", job_id), 20, "the second attempt's output")
+    cluster.wait_for(lambda: "attempt 1" in cluster.ok("logs", job_id).splitlines(), 20, "the second attempt's output")
     cluster.ok("cancel", job_id)

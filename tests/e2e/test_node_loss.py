@@ -52,7 +52,7 @@ def test_a_silent_node_is_declared_lost_and_its_job_runs_elsewhere(lossy_cluster
     job = cluster.show(job_id)
     assert job["state"] == "RUNNING"
     assert job["allocation"][0]["node"] == other
-    assert "attempt 1" in cluster.ok("logs", job_id)
+    assert "attempt 1" in cluster.ok("logs", job_id).splitlines()
     nodes = {n["name"]: n for n in cluster.json("nodes")}
     assert all(g["allocated_to"] is None for g in nodes[lost_node]["gpus"])
     cluster.ok("cancel", job_id)
