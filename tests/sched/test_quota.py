@@ -244,3 +244,17 @@ def test_a_job_passed_over_for_its_request_waits_for_drained_nodes_not_its_quota
     snap = snapshot(_drained_pair(), pending=[first, second], live=live, running=running, quotas=quotas(a=0, b=16))
     plan = schedule(snap, get_policy("priority"), NOW)
     assert {job: plan.reasons[job].code for job in ("b1", "a2")} == {"b1": RESOURCES, "a2": RESOURCES}
+
+
+def test_a_job_of_any_type_goes_where_its_team_does_not_borrow_before_lower_jobs_take_that_place():
+    """Team a is within its H100 quota only for 1 GPU; A100 has no quota. Its 4-GPU job of any type would
+    borrow on H100 and fits the A100 node: it goes there at once rather than after the jobs that borrow,
+    where a lower-priority job of its team would have taken the A100s (to be preempted for it next cycle)."""
+    cluster = [make_node("h0").gpus(4, "H100"), make_node("x").gpus(4, "A100")]
+    jobs = [
+        make_job("j0").gpus(4).team("a").priority(1).seq(0),
+        make_job("j1").gpus(1).team("a").seq(1),
+        make_job("j2").gpus(4).team("a").preemptible().seq(2),
+    ]
+    plan = schedule(snapshot(cluster, pending=jobs, quotas=quotas(a=1, b=0)), DEFAULT, NOW)
+    assert {p.job_id: p.gpu_type for p in plan.placements} == {"j0": "A100", "j1": "H100"}

@@ -162,8 +162,9 @@ class _Cycle:
         own: tuple[str, ...] | None,
     ) -> bool:
         """Place the job, hold it while victims stop, or leave it waiting, and say True. With ``own`` (the GPU
-        types where its team does not borrow), it is placed, or preempts, only there: a job it leaves neither
-        placed nor held is not left waiting, nothing is said of it, and False comes back."""
+        types where its team does not borrow), it is placed, or preempts, only there (a job that lists types
+        is not placed there when it prefers a type it borrows on): a job it leaves neither placed nor held is
+        not left waiting, nothing is said of it, and False comes back."""
         policy, unfit, unfit_now = self.policy, self.unfit, self.unfit_now
         job = self._within_quota(queued, view)
         if job is None:
@@ -175,6 +176,10 @@ class _Cycle:
                 return False
             self._waits(queued, request)
             return True
+        if own is not None and not queued.request.gpu_types:  # no type preferred: only where it does not borrow
+            job = self._limited(job, own, view)
+            if job is None:
+                return False
         guarded = self.reservation is not None and not ends_by(job, self.now, self.reservation.start)
         target = self.guard if guarded and self.guard is not None else view
         key = (target is view, request if job is queued else job.request)
@@ -363,7 +368,7 @@ class _Cycle:
     def _reasons(self, view: CapacityView, preemptor: Preemptor | None) -> Reasons:
         known = {job_id: (FASTER_GPU, message) for job_id, message in self.waits_for_faster.items()}
         known.update((job_id, (QUOTA, message)) for job_id, message in self.over_quota.items())
-        quota = None if self.gate is None else _unless_awaited(self.gate.reasons(view), self.awaited)
+        quota = None if self.gate is None or self.awaited is None else self.awaited.unless(self.gate.reasons(view))
         waiting, requests, unchecked = self.waiting, self.waiting_requests, self.quota_unchecked
         behind = None
         if self.blocker is not None:
@@ -392,12 +397,3 @@ def _order_key(
         return lambda job: (*order(job), job.id)
     share = share_key_of(*tables)
     return lambda job: (-job.priority, *share(job), *order(job), job.id)
-
-
-def _unless_awaited(
-    quota: Callable[[Job, Request], str | None], awaited: NodesAwaited | None
-) -> Callable[[Job, Request], str | None]:
-    """``quota``, silent for a job that waits for nodes to come back."""
-    if awaited is None:
-        return quota
-    return lambda job, request: None if awaited.waits(request) else quota(job, request)

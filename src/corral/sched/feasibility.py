@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from corral.model import EPSILON, Node, NodeState, Request
+from corral.model import EPSILON, Job, Node, NodeState, Request
 from corral.sched import describe
 
 if TYPE_CHECKING:
@@ -231,6 +231,10 @@ class NodesAwaited:
                 not nodes or never_runs(request, nodes, shapes) is not None
             )
         return found
+
+    def unless(self, quota: Callable[[Job, Request], str | None]) -> Callable[[Job, Request], str | None]:
+        """``quota`` (why a job is kept out), silent for a job that waits for nodes to come back."""
+        return lambda job, request: None if self.waits(request) else quota(job, request)
 
 
 def no_domain_holds(request: Request, nodes: Sequence[Node], shapes: ClusterShapes) -> str | None:
