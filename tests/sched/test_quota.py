@@ -258,3 +258,34 @@ def test_a_job_of_any_type_goes_where_its_team_does_not_borrow_before_lower_jobs
     ]
     plan = schedule(snapshot(cluster, pending=jobs, quotas=quotas(a=1, b=0)), DEFAULT, NOW)
     assert {p.job_id: p.gpu_type for p in plan.placements} == {"j0": "A100", "j1": "H100"}
+
+
+def test_reclaim_takes_back_only_what_the_other_team_borrows():
+    """Team b uses 3 H100 on its nominal of 2: it borrows 1. Team a's 4-GPU job would need b's two jobs on
+    the node as well as its own: stopping both would leave b within its quota once the first stops, and b's
+    higher-priority job would take the place back next cycle, to be preempted again. So a's job waits."""
+    cluster = [make_node("h0").gpus(4, "H100"), make_node("x").gpus(4, "A100")]
+    running = [
+        running_job("b3", NOW, team="b", priority=3, preemptible=True),
+        running_job("a4", NOW, team="a", priority=0, preemptible=True),
+        running_job("b5", NOW, team="b", priority=1),
+    ]
+    live = [live_alloc("b3", "h0", [0]), live_alloc("a4", "h0", [1]), live_alloc("b5", "h0", [2, 3])]
+    job = make_job("a6").gpus(4).types("H100").team("a").priority(2)
+    snap = snapshot(cluster, pending=[job], live=live, running=running, quotas=quotas(a=5, b=2))
+    plan = schedule(snap, DEFAULT, NOW)
+    assert plan.preemptions == ()
+    assert plan.reasons["a6"].code == RESOURCES
+
+
+def test_reclaim_may_stop_several_jobs_of_a_team_that_borrows_them_all():
+    """Team b uses 4 H100 on its nominal of 1 (two 2-GPU jobs; the cluster's other H100 node is a's): stopping
+    both still takes back only what it borrows, the first one stopped leaving b past its quota."""
+    cluster = [make_node("h0").gpus(4, "H100"), make_node("h1").gpus(4, "H100")]
+    running = [running_job("b1", NOW, team="b"), running_job("b2", NOW, team="b"), running_job("a1", NOW, team="a")]
+    live = [live_alloc("b1", "h0", [0, 1]), live_alloc("b2", "h0", [2, 3]), live_alloc("a1", "h1", range(4))]
+    job = make_job("a2").gpus(4).types("H100").team("a")
+    snap = snapshot(cluster, pending=[job], live=live, running=running, quotas=quotas(a=8, b=1))
+    plan = schedule(snap, DEFAULT, NOW)
+    assert sorted(p.victim_job_id for p in plan.preemptions) == ["b1", "b2"]
+    assert all(p.reclaim for p in plan.preemptions)

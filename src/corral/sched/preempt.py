@@ -31,6 +31,7 @@ from corral.sched.placement import candidates, find_placement
 from corral.sched.plan import PREEMPTING, Placement, Preemption, Reason
 from corral.sched.policy import by_priority
 from corral.sched.quota import QuotaLedger
+from corral.sched.reclaim_limit import BorrowedOnly
 from corral.sched.snapshot import CapacityView, Snapshot
 from corral.sched.victim_scan import Cost, LossBounds, ScanOrder, VictimSets, cheapest_on_node, lost_gpu_seconds
 
@@ -113,6 +114,7 @@ class Preemptor:
         self._on_node: dict[tuple[object, ...], tuple[str, ...] | None] = {}
         self._bounds = LossBounds(self.on_node, self.cost, held_by)
         self.taken: set[str] = set()
+        self._borrowed_only = None if quota is None else BorrowedOnly(quota, self.jobs, self.taken)
         self._any_stopping, self._lowest, self._reclaimable = any_stopping, lowest, reclaimable
         self._own_team: str | None = None
         self._scope: str | None = None  # with ``_own_team``: borrowers under this level may be reclaimed too
@@ -350,7 +352,7 @@ class Preemptor:
             if len(ranked) >= need and self._bounds.beyond(node, request, gpu_type, ranked[need - 1][0]):
                 continue
             eligible = [v for v in self.on_node[name] if self._eligible(v, job.team, level, within)]
-            found = self._cheapest_on_node_kept(node, request, gpu_type, eligible) if eligible else None
+            found = self._cheapest_on_node_kept(node, request, gpu_type, eligible, job.team) if eligible else None
             if found is not None:
                 total = self._sets.total(found)
                 options.append((total, name, found))
@@ -364,13 +366,26 @@ class Preemptor:
         if len(options) < request.nodes:
             return None
         chosen = sorted(options)[: request.nodes]
-        return tuple(sorted({v for _, _, victims in chosen for v in victims}))
+        victims = tuple(sorted({v for _, _, victims in chosen for v in victims}))
+        limit = self._borrowed_only
+        return victims if request.nodes == 1 or limit is None or limit.allows(job.team, victims) else None
 
     def _cheapest_on_node_kept(
-        self, node: NodeCapacity, request: Request, gpu_type: str | None, eligible: list[str]
+        self, node: NodeCapacity, request: Request, gpu_type: str | None, eligible: list[str], team: str
     ) -> tuple[str, ...] | None:
+        allowed = self._allowed_for(team, eligible)
         key = (node.name, *node.used.values(), node.free_cpus, node.free_memory_mb, request, gpu_type, *eligible)
+        if allowed is not None:  # its answer depends on the quota's usage, and on the job's team
+            key = (*key, team, self.quota.changes if self.quota is not None else 0)
         if key in self._on_node:
             return self._on_node[key]
-        found = self._on_node[key] = cheapest_on_node(node, request, gpu_type, eligible, self.held, self._sets)
+        found = cheapest_on_node(node, request, gpu_type, eligible, self.held, self._sets, allowed)
+        self._on_node[key] = found
         return found
+
+    def _allowed_for(self, team: str, eligible: Sequence[str]) -> Callable[[tuple[str, ...]], bool] | None:
+        """Which victim sets take back from other teams only what they borrow; None where any set does."""
+        limit = self._borrowed_only
+        if limit is None or not limit.matters(team, eligible):
+            return None
+        return lambda victims: limit.allows(team, victims)

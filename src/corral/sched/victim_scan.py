@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from itertools import accumulate, combinations
 
@@ -152,10 +152,12 @@ def cheapest_on_node(
     eligible: list[str],
     held: Mapping[str, Sequence[Allocation]],
     sets: VictimSets,
+    allowed: Callable[[tuple[str, ...]], bool] | None = None,
 ) -> tuple[str, ...] | None:
     """The cheapest subset of the node's eligible victims (holding ``held``) whose removal fits one share of
-    the request there, or None: every subset, cheapest first, for up to ``EXHAUSTIVE`` victims; past that,
-    victims added cheapest first, then the costliest pruned while the share still fits."""
+    the request there (and that ``allowed`` allows together), or None: every subset, cheapest first, for up
+    to ``EXHAUSTIVE`` victims; past that, victims added cheapest first, then the costliest pruned while the
+    share still fits."""
     freed = {v: [a for a in held[v] if a.node == node.name] for v in eligible}
     if len(eligible) <= EXHAUSTIVE:
         short, frees = gpus_short(node, request, gpu_type), emptied(node, gpu_type, freed)
@@ -169,8 +171,10 @@ def cheapest_on_node(
             left -= count
             smallest += 1
         for subset in sets.cheapest_first(tuple(eligible), smallest):
-            if sum(map(frees.__getitem__, subset)) >= short and fits_without(
-                node, request, gpu_type, [a for v in subset for a in freed[v]]
+            if (
+                sum(map(frees.__getitem__, subset)) >= short
+                and fits_without(node, request, gpu_type, [a for v in subset for a in freed[v]])
+                and (allowed is None or allowed(subset))
             ):
                 return subset
         return None
@@ -185,4 +189,5 @@ def cheapest_on_node(
         rest = [c for c in chosen if c != v]
         if fits_without(node, request, gpu_type, [a for c in rest for a in freed[c]]):
             chosen = rest
-    return tuple(sorted(chosen))
+    found = tuple(sorted(chosen))
+    return found if allowed is None or allowed(found) else None
