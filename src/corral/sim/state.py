@@ -35,6 +35,7 @@ from itertools import islice
 
 from corral.model import Job, LiveAllocation, Node, Quotas, Request, RunningJob
 from corral.sched import Placement, Policy, Snapshot
+from corral.sim.needs import NodeNeeds
 
 _QueueEntry = tuple[tuple[int, ...], str, Job]
 
@@ -82,6 +83,8 @@ class ClusterState:
         self.timed: set[str] = set()  # running jobs with a time limit: the timeline's releases
         self.pending_timed = 0  # pending jobs with a time limit: placed in a cycle, they join its timeline
         self._hosts: dict[tuple[str, int], dict[str, int]] = {}
+        self._watchers: list[set[str]] = []  # sets of nodes changed since their owner last looked
+        self.needs = NodeNeeds(self)
 
     @property
     def pending_count(self) -> int:
@@ -137,6 +140,8 @@ class ClusterState:
         level = self.policy.level(running)
         self.running_level[job_id] = level
         self.levels.setdefault(level, set()).add(job_id)
+        for watcher in self._watchers:
+            watcher.update(self.running_nodes.get(job_id, ()))
 
     def _unlevel(self, job_id: str, level: int) -> None:
         ids = self.levels[level]
@@ -154,6 +159,14 @@ class ClusterState:
         del bucket[bisect_left(bucket, name)]
         self.free[name] = free + change
         insort(self.buckets.setdefault((shape, free + change), []), name)
+        for watcher in self._watchers:
+            watcher.add(name)
+
+    def watch(self) -> set[str]:
+        """A set the state adds each node to whenever its free GPUs, its running jobs or their levels change."""
+        watcher: set[str] = set()
+        self._watchers.append(watcher)
+        return watcher
 
     def victims(self) -> list[str]:
         """Running jobs some pending job outranks (a superset of the possible victims), by id."""

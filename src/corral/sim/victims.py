@@ -95,11 +95,10 @@ def _with_better_nodes(
     if top is None:
         return None
     passed = set(passed)
-    needs = _Needs(state, passed)
     for _ in range(BETTER_ROUNDS):
         added: set[str] = set()
         for job_id in unsettled:
-            better = _better_nodes(state, views, plan, job_id, needs, at)
+            better = _better_nodes(state, views, plan, job_id, passed, at)
             if better is None:
                 return None
             added.update(better)
@@ -117,8 +116,7 @@ def _with_better_nodes(
             return None
         searched = dict.fromkeys(plan.exhausted_searches)
         searched.update((p.for_job_id, None) for p in plan.preemptions)
-        needs = _Needs(state, passed)
-        unsettled = [j for j in searched if not _settled_among(state, views, plan, j, needs, at)]
+        unsettled = [j for j in searched if not _settled_among(state, views, plan, j, passed, at)]
         if not unsettled:
             return plan
     return None
@@ -147,7 +145,7 @@ def _found_on(state: ClusterState, views: Views, plan: Plan, job_id: str, at: da
     return len(victims), nodes.pop()
 
 
-def _settled_among(state: ClusterState, views: Views, plan: Plan, job_id: str, needs: _Needs, at: datetime) -> bool:
+def _settled_among(state: ClusterState, views: Views, plan: Plan, job_id: str, passed: set[str], at: datetime) -> bool:
     """Whether a search over the possible victims on the nodes passed (any nodes, not only the first of the
     search's order) found what it finds with every possible victim passed.
 
@@ -157,24 +155,25 @@ def _settled_among(state: ClusterState, views: Views, plan: Plan, job_id: str, n
     jobs, nor, before it in name order, as few; when it found nothing, when no node not passed could hold
     its share at all. As in ``_settled``, every running job below the job's level in the index counts as
     a victim there (so a test may fail to prove a search settled, never the other way round)."""
-    better = _better_than_found(state, views, plan, job_id, needs, at)
+    better = _better_than_found(state, views, plan, job_id, passed, at, 1)
     return better is not None and not better
 
 
 def _better_nodes(
-    state: ClusterState, views: Views, plan: Plan, job_id: str, needs: _Needs, at: datetime
+    state: ClusterState, views: Views, plan: Plan, job_id: str, passed: set[str], at: datetime
 ) -> list[str] | None:
     """The nodes not passed where the job's search could do better than it did (``_settled_among``), at most
     ``BETTER_NODES`` of them, fewest victims first, then by name; None for a search it cannot judge."""
-    better = _better_than_found(state, views, plan, job_id, needs, at)
-    return None if better is None else [name for _, name in heapq.nsmallest(BETTER_NODES, better)]
+    better = _better_than_found(state, views, plan, job_id, passed, at, BETTER_NODES)
+    return None if better is None else [name for _, name in better]
 
 
 def _better_than_found(
-    state: ClusterState, views: Views, plan: Plan, job_id: str, needs: _Needs, at: datetime
+    state: ClusterState, views: Views, plan: Plan, job_id: str, passed: set[str], at: datetime, limit: int
 ) -> list[tuple[int, str]] | None:
-    """``(victims needed, node)`` for each node not passed where the job's search could do better than it
-    did; None for a search these tests cannot judge (see ``_one_node_share`` and ``_found_on``)."""
+    """``(victims needed, node)`` for at most ``limit`` nodes not passed where the job's search could do
+    better than it did, fewest first, then by name (see ``corral.sim.needs``); None for a search these
+    tests cannot judge (see ``_one_node_share`` and ``_found_on``)."""
     job = state.keys[job_id][2]
     if not _one_node_share(state, job):
         return None
@@ -182,55 +181,7 @@ def _better_than_found(
     if found is None:
         return None
     count, node = found
-    return [(n, name) for name, n in needs.of(job).items() if not count or n < count or (n == count and name < node)]
-
-
-class _Needs:
-    """For the nodes not passed: per node that could hold a share of a one-node job, the fewest running jobs
-    below the job's level in the index that must stop for that (the largest first; 0 where it has the room
-    now), counting nothing the cycle took. Computed once per level and request shape."""
-
-    def __init__(self, state: ClusterState, passed: set[str]) -> None:
-        self._state, self._passed = state, passed
-        self._known: dict[tuple[int, tuple[str, ...], int], dict[str, int]] = {}
-
-    def of(self, job: Job) -> dict[str, int]:
-        state, request = self._state, job.request
-        key = (state.policy.level(job), request.gpu_types, request.gpu_slots_per_node)
-        found = self._known.get(key)
-        if found is None:
-            found = self._known[key] = self._count(*key)
-        return found
-
-    def _count(self, level: int, gpu_types: tuple[str, ...], slots: int) -> dict[str, int]:
-        state, skip = self._state, self._passed
-        sizes_on: dict[str, list[int]] = {}  # per node, the GPUs each running job below the level holds there
-        for lower, ids in state.levels.items():
-            if lower < level:
-                for j in ids:
-                    for name in state.running_nodes[j]:
-                        sizes_on.setdefault(name, []).append(len(state.live[name][j].allocation.gpus))
-        out: dict[str, int] = {}
-        # A node without such jobs is left out, even one that had room for the job: the cycle passes enough
-        # nodes of each free count, so it placed the job elsewhere or took that room, and nothing frees it.
-        for gpu_type in gpu_types or state.types:
-            hosts = state.hosts(gpu_type, slots)
-            for name, sizes in sizes_on.items():
-                if name in skip or name not in hosts:
-                    continue
-                room, needs = state.free[name], 0
-                if room >= slots:  # the cycle took room there: the victims may be needed, at least none
-                    out[name] = 0
-                    continue
-                if room + sum(sizes) < slots:
-                    continue
-                for size in sorted(sizes, reverse=True):
-                    room += size
-                    needs += 1
-                    if room >= slots:
-                        break
-                out[name] = needs
-        return out
+    return state.needs.fewer(job, passed, count, node, limit)
 
 
 def _types_passed(state: ClusterState, snapshot: Snapshot, plan: Plan, lowest: int) -> bool:

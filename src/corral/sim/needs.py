@@ -1,0 +1,100 @@
+"""Where a one-node job's victim search could stop fewer jobs, kept up to date between cycles.
+
+For a level and a request shape (GPU types, GPUs per node), each node that could hold a share of
+such a job gets the fewest running jobs below the level (in ``ClusterState``'s index) that must stop
+for that, the largest first, or 0 where the share fits what is free now. A node without such jobs is
+left out, even one with room: the cycle passes enough nodes of each free count, so it placed the
+job elsewhere or took that room, and nothing frees it. Counting that for every node costs a pass
+over every running job; under sustained overload the victim rounds (``corral.sim.victims``) ask for
+it several times a cycle, so each table is built once and then only the nodes where a job started,
+stopped or changed level since are counted again.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+from typing import TYPE_CHECKING
+
+from corral.model import Job
+
+if TYPE_CHECKING:
+    from corral.sim.state import ClusterState
+
+_Key = tuple[int, tuple[str, ...], int]  # level, GPU types, GPUs per node
+
+
+class _Table:
+    """One level and shape: each node's count, and ``(count, node)`` sorted, fewest first, then by name."""
+
+    __slots__ = ("counts", "dirty", "hosts", "order")
+
+    def __init__(self, hosts: frozenset[str], dirty: set[str]) -> None:
+        self.hosts = hosts  # the nodes of a type the request accepts, with GPUs enough for a share
+        self.dirty = dirty  # nodes changed since last counted (the state adds to it)
+        self.counts: dict[str, int] = {}
+        self.order: list[tuple[int, str]] = []
+
+
+class NodeNeeds:
+    """Per level and request shape, the nodes where a share could be made to fit, and at what count."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self._state = state
+        self._tables: dict[_Key, _Table] = {}
+
+    def fewer(self, job: Job, passed: set[str], count: int, node: str, limit: int) -> list[tuple[int, str]]:
+        """At most ``limit`` of ``(jobs to stop, node)`` for the nodes not in ``passed`` that could hold the
+        job's share by stopping fewer than ``count`` jobs, or as many and named before ``node`` (with
+        ``count`` 0: at all), fewest first, then by name."""
+        order = self._table(job).order
+        out: list[tuple[int, str]] = []
+        for entry in order:
+            if count and entry >= (count, node):
+                break
+            if entry[1] in passed:
+                continue
+            out.append(entry)
+            if len(out) >= limit:
+                break
+        return out
+
+    def _table(self, job: Job) -> _Table:
+        state, request = self._state, job.request
+        level, slots = state.policy.level(job), request.gpu_slots_per_node
+        key = (level, request.gpu_types, slots)
+        table = self._tables.get(key)
+        if table is None:
+            hosts = frozenset(name for t in request.gpu_types or state.types for name in state.hosts(t, slots))
+            table = self._tables[key] = _Table(hosts, state.watch())
+            table.dirty.update(hosts)
+        if table.dirty:
+            counts, order = table.counts, table.order
+            for name in table.dirty & table.hosts:
+                old = counts.pop(name, None)
+                if old is not None:
+                    del order[bisect_left(order, (old, name))]
+                new = self._count(name, level, slots)
+                if new is not None:
+                    counts[name] = new
+                    insort(order, (new, name))
+            table.dirty.clear()
+        return table
+
+    def _count(self, name: str, level: int, slots: int) -> int | None:
+        state = self._state
+        below = state.running_level
+        sizes = [len(live.allocation.gpus) for j, live in state.live[name].items() if below[j] < level]
+        if not sizes:
+            return None
+        room = state.free[name]
+        if room >= slots:  # the cycle took room there: the victims may be needed, at least none
+            return 0
+        if room + sum(sizes) < slots:
+            return None
+        needs = 0
+        for size in sorted(sizes, reverse=True):
+            room += size
+            needs += 1
+            if room >= slots:
+                break
+        return needs
