@@ -105,9 +105,7 @@ def _with_better_nodes(
         if not added:
             return None
         passed |= added
-        chosen = _victims_on(state, passed, top)
-        if chosen is None:
-            return None  # a victim also runs on a node not passed: its search could not be judged
+        chosen = _with_their_nodes(state, passed, top)  # adds to ``passed`` the other nodes of gang victims
         snapshot = state.with_victims(sorted(set(chosen)), lowest, views)
         if snapshot is None:
             return None
@@ -134,15 +132,20 @@ def _one_node_share(state: ClusterState, job: Job) -> bool:
 
 
 def _found_on(state: ClusterState, views: Views, plan: Plan, job_id: str, at: datetime) -> tuple[int, str] | None:
-    """How many victims the job's search chose and the node they run on, when they all lose nothing and run
-    on that node alone; ``(0, "")`` when it chose none; None otherwise."""
+    """How many victims the job's search chose and the node they were chosen on, when they all lose nothing;
+    ``(0, "")`` when it chose none; None otherwise.
+
+    The search chose victims that all run on one node (a gang victim runs on others too). When several
+    nodes host every one of them, the last by name is named: a node named later lets fewer nodes beat the
+    choice, so a search may be judged unsettled that was not, never the other way round."""
     victims = [p.victim_job_id for p in plan.preemptions if p.for_job_id == job_id]
     if not victims:
         return 0, ""
-    nodes = {n for v in victims for n in state.running_nodes[v]}
-    if len(nodes) != 1 or any(_cost(state, views, v, at) != 0.0 for v in victims):
+    placed = state.running_nodes
+    nodes = set(placed[victims[0]]).intersection(*(placed[v] for v in victims[1:]))
+    if not nodes or any(_cost(state, views, v, at) != 0.0 for v in victims):
         return None
-    return len(victims), nodes.pop()
+    return len(victims), max(nodes)
 
 
 def _settled_among(state: ClusterState, views: Views, plan: Plan, job_id: str, passed: set[str], at: datetime) -> bool:
@@ -277,6 +280,22 @@ def _first_by_cost(
     first = {name for _, name in heapq.nsmallest(count, ((cost, name) for name, cost in bound.items()))}
     chosen = _victims_on(state, first, top)
     return None if chosen is None else (chosen, first)
+
+
+def _with_their_nodes(state: ClusterState, nodes: set[str], top: int) -> list[str]:
+    """The possible victims (below level ``top``) on these nodes, by node, once every other node such a
+    victim runs on is added to ``nodes`` (and so on, for the victims there): the search then sees each
+    node it is given with all of its possible victims, as with every one passed."""
+    level, live, placed = state.running_level, state.live, state.running_nodes
+    todo = list(nodes)
+    while todo:
+        for j in live[todo.pop()]:
+            if level[j] < top and len(placed[j]) > 1:
+                for name in placed[j]:
+                    if name not in nodes:
+                        nodes.add(name)
+                        todo.append(name)
+    return [j for name in sorted(nodes) for j in live[name] if level[j] < top]
 
 
 def _victims_on(state: ClusterState, nodes: set[str], top: int) -> list[str] | None:
