@@ -1,13 +1,13 @@
-"""Where a one-node job's victim search could stop fewer jobs, kept up to date between cycles.
+"""Where a job's victim search could stop fewer jobs for a share of it, kept up to date between cycles.
 
 For a level and a request shape (GPU types, GPUs per node), each node that could hold a share of
-such a job gets the fewest running jobs below the level (in ``ClusterState``'s index) that must stop
-for that, the largest first, or 0 where the share fits what is free now. A node without such jobs is
-left out, even one with room: the cycle passes enough nodes of each free count, so it placed the
-job elsewhere or took that room, and nothing frees it. Counting that for every node costs a pass
-over every running job; under sustained overload the victim rounds (``corral.sim.victims``) ask for
-it several times a cycle, so each table is built once and then only the nodes where a job started,
-stopped or changed level since are counted again.
+such a job (one node's part of it) gets the fewest running jobs below the level (in
+``ClusterState``'s index) that must stop for that, the largest first, or 0 where the share fits what
+is free now. A node without such jobs is left out, even one with room: the cycle passes enough nodes
+of each free count, so it placed the job elsewhere or took that room, and nothing frees it. Counting
+that for every node costs a pass over every running job; under sustained overload the victim rounds
+(``corral.sim.victims``) ask for it several times a cycle, so each table is built once and then only
+the nodes where a job started, stopped or changed level since are counted again.
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ the first nodes of that order (``FIRST_NODES``). The plan is kept unless a searc
 it was given (``Plan.exhausted_searches``) and could have ended differently with more (see
 ``_settled``): the searches then saw exactly what they would have seen with every victim passed,
 and the cycle made the same plan. Otherwise the cycle runs again with the next count of nodes,
-and at last with every possible victim, as ``ClusterState.snapshot`` builds it.
+then with the nodes where the searches could do better (``_with_better_nodes``), and at last with
+every possible victim, as ``ClusterState.snapshot`` builds it.
 
 The first nodes are taken only when they settle that order exactly: found by walking the nodes in
 name order while their cheapest victim costs nothing, else by costing every possible victim (as the
@@ -120,44 +121,45 @@ def _with_better_nodes(
     return None
 
 
-def _one_node_share(state: ClusterState, job: Job) -> bool:
-    """Whether the job needs whole GPUs of one type on one node: the searches ``_settled_among`` can judge."""
+def _whole_shares(state: ClusterState, job: Job) -> bool:
+    """Whether the job needs whole GPUs of one type on each of its nodes: the searches ``_settled_among`` can
+    judge."""
     request = job.request
-    return (
-        not request.fractional
-        and request.gpus_per_node > 0
-        and request.nodes == 1
-        and len(request.gpu_types or state.types) == 1
-    )
+    return not request.fractional and request.gpus_per_node > 0 and len(request.gpu_types or state.types) == 1
 
 
 def _found_on(state: ClusterState, views: Views, plan: Plan, job_id: str, at: datetime) -> tuple[int, str] | None:
-    """How many victims the job's search chose and the node they were chosen on, when they all lose nothing;
-    ``(0, "")`` when it chose none; None otherwise.
+    """The job's search's worst choice, at most: ``(victims, node)``, when they all lose nothing; ``(0, "")``
+    when it chose none; None otherwise.
 
-    The search chose victims that all run on one node (a gang victim runs on others too). When several
-    nodes host every one of them, the last by name is named: a node named later lets fewer nodes beat the
-    choice, so a search may be judged unsettled that was not, never the other way round."""
+    The search chose, for each node of the job, the victims on one node (a gang victim runs on others
+    too), and the job's nodes are its options best first (fewest victims, then by name, when nothing is
+    lost). So no option chosen beats, in that order, the most victims chosen on one node and the last
+    node by name hosting as many: an option judged so may be taken for worse than it was, so that a
+    search may be judged unsettled that was not, never the other way round."""
     victims = [p.victim_job_id for p in plan.preemptions if p.for_job_id == job_id]
     if not victims:
         return 0, ""
-    placed = state.running_nodes
-    nodes = set(placed[victims[0]]).intersection(*(placed[v] for v in victims[1:]))
-    if not nodes or any(_cost(state, views, v, at) != 0.0 for v in victims):
+    if any(_cost(state, views, v, at) != 0.0 for v in victims):
         return None
-    return len(victims), max(nodes)
+    on: dict[str, int] = {}
+    for v in victims:
+        for name in state.running_nodes[v]:
+            on[name] = on.get(name, 0) + 1
+    return max((count, name) for name, count in on.items())
 
 
 def _settled_among(state: ClusterState, views: Views, plan: Plan, job_id: str, passed: set[str], at: datetime) -> bool:
     """Whether a search over the possible victims on the nodes passed (any nodes, not only the first of the
     search's order) found what it finds with every possible victim passed.
 
-    A one-node job's search chose the option losing least, then with fewest victims, then on the node
-    first in name order (when nothing is lost, the search's order among the nodes with a possible victim
-    is their names). Its choice stands when no node not passed could hold its share by stopping fewer
-    jobs, nor, before it in name order, as few; when it found nothing, when no node not passed could hold
-    its share at all. As in ``_settled``, every running job below the job's level in the index counts as
-    a victim there (so a test may fail to prove a search settled, never the other way round)."""
+    A job's search chose, per node it needs, the option losing least, then with fewest victims, then on
+    the node first in name order (when nothing is lost, the search's order among the nodes with a possible
+    victim is their names). Its choice stands when no node not passed could hold a share by stopping fewer
+    jobs than its worst option (``_found_on``), nor, before it in name order, as few; when it found
+    nothing, when no node not passed could hold a share at all. As in ``_settled``, every running job below
+    the job's level in the index counts as a victim there (so a test may fail to prove a search settled,
+    never the other way round)."""
     better = _better_than_found(state, views, plan, job_id, passed, at, 1)
     return better is not None and not better
 
@@ -176,9 +178,9 @@ def _better_than_found(
 ) -> list[tuple[int, str]] | None:
     """``(victims needed, node)`` for at most ``limit`` nodes not passed where the job's search could do
     better than it did, fewest first, then by name (see ``corral.sim.needs``); None for a search these
-    tests cannot judge (see ``_one_node_share`` and ``_found_on``)."""
+    tests cannot judge (see ``_whole_shares`` and ``_found_on``)."""
     job = state.keys[job_id][2]
-    if not _one_node_share(state, job):
+    if not _whole_shares(state, job):
         return None
     found = _found_on(state, views, plan, job_id, at)
     if found is None:
