@@ -1,4 +1,4 @@
-"""The kept counts of jobs to stop per node (``corral.sim.needs``) against counts made afresh each time."""
+"""What the simulator keeps between cycles (``corral.sim.needs``) against it made afresh."""
 
 from __future__ import annotations
 
@@ -73,3 +73,64 @@ def test_kept_counts_are_the_counts_made_afresh(policy: str, seed: int, monkeypa
     result = simulate(prepare(Trace(tuple(jobs)), nodes), nodes, get_policy(policy), spec.gpu_speed)
     assert result.preemptions > 0
     assert len(checked) > 20 and max(checked) > 1
+
+
+def hosts_afresh(state: ClusterState, job: Job, enough: int, skip: set[str], stopping: int | None) -> int:
+    """The nodes outside ``skip`` (up to ``enough``) that could hold a share once at most ``stopping`` running
+    jobs below the job's level are gone, counted from every node's running jobs."""
+    request = job.request
+    slots, level, below = request.gpu_slots_per_node, state.policy.level(job), state.running_level
+    found = 0
+    for gpu_type in request.gpu_types or state.types:
+        for name in state.hosts(gpu_type, slots):
+            room = state.free[name]
+            if name in skip:
+                continue
+            if room < slots:
+                sizes = sorted(
+                    (len(a.allocation.gpus) for j, a in state.live[name].items() if below[j] < level), reverse=True
+                )
+                room += sum(sizes if stopping is None else sizes[:stopping])
+            if room >= slots:
+                found += 1
+                if found >= enough:
+                    return found
+    return found
+
+
+@pytest.mark.parametrize("policy", ["default", "tiresias"])
+def test_hosts_are_the_hosts_counted_afresh(policy: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("corral.sim.victims.FIRST_NODES", (2,))
+    rng = random.Random(5)
+    jobs = [
+        TraceJob(
+            id=f"j{i:03d}",
+            submit_s=float(rng.randrange(0, 20_000, 50)),
+            duration_s=float(rng.choice([30, 600, 3_000, 9_000, 40_000])),
+            gpus=rng.choice([1, 1, 2, 4, 8, 16]),
+        )
+        for i in range(200)
+    ]
+    hosts = NodeNeeds.hosts
+    checked: list[int] = []
+
+    def compared(self: NodeNeeds, job: Job, enough: int, skip: set[str], stopping: int | None) -> int:
+        found = hosts(self, job, enough, skip, stopping)
+        state, names = self._state, sorted(self._state.nodes)
+        for other in [
+            (enough, skip, stopping),
+            (1, set(), 0),
+            (3, set(names[:3]), 1),
+            (16, set(), 2),
+            (16, set(), None),
+        ]:
+            assert hosts(self, job, *other) == hosts_afresh(state, job, *other)
+        checked.append(found)
+        return found
+
+    monkeypatch.setattr(NodeNeeds, "hosts", compared)
+    spec = ClusterSpec(node_groups=[NodeGroupSpec(name="g", count=16, gpus_per_node=8, gpu_type="V100")])
+    nodes = build_nodes(spec)
+    result = simulate(prepare(Trace(tuple(jobs)), nodes), nodes, get_policy(policy), spec.gpu_speed)
+    assert result.preemptions > 0
+    assert len(checked) > 20 and 0 in checked and max(checked) > 0

@@ -58,6 +58,28 @@ class NodeNeeds:
                 break
         return out
 
+    def hosts(self, job: Job, enough: int, skip: set[str], stopping: int | None) -> int:
+        """How many nodes (up to ``enough``) outside ``skip`` could hold a share of the job once at most
+        ``stopping`` (None: any number of) running jobs below its level are gone: those with the room now,
+        and those where that many would have to stop."""
+        table, state = self._table(job), self._state
+        slots, found = job.request.gpu_slots_per_node, 0
+        for (_, free), names in state.buckets.items():
+            if free >= slots:
+                for name in names:
+                    if name in table.hosts and name not in skip:
+                        found += 1
+                        if found >= enough:
+                            return found
+        order = table.order
+        end = len(order) if stopping is None else bisect_left(order, (stopping + 1, ""))
+        for at in range(bisect_left(order, (1, "")), end):
+            if order[at][1] not in skip:
+                found += 1
+                if found >= enough:
+                    return found
+        return found
+
     def _table(self, job: Job) -> _Table:
         state, request = self._state, job.request
         level, slots = state.policy.level(job), request.gpu_slots_per_node

@@ -336,32 +336,9 @@ def _settled(state: ClusterState, views: Views, plan: Plan, job_id: str, first: 
         return False
     victims = [p.victim_job_id for p in plan.preemptions if p.for_job_id == job_id]
     if not victims:
-        return _hosts_for(state, job, request.nodes, set(), None) < request.nodes
+        return state.needs.hosts(job, request.nodes, set(), None) < request.nodes
     if request.nodes > 1 or len(request.gpu_types or state.types) > 1:
         return False
     if any(_cost(state, views, v, at) != 0.0 for v in victims):
         return False
-    return _hosts_for(state, job, 1, first, len(victims) - 1) == 0
-
-
-def _hosts_for(state: ClusterState, job: Job, enough: int, skip: set[str], stopping: int | None) -> int:
-    """How many nodes (up to ``enough``) outside ``skip`` could hold a share of the job once at most
-    ``stopping`` (None: any number of) running jobs below its level in the index are gone."""
-    request = job.request
-    slots, level, below = request.gpu_slots_per_node, state.policy.level(job), state.running_level
-    found = 0
-    for gpu_type in request.gpu_types or state.types:
-        for name in state.hosts(gpu_type, slots):
-            if name in skip:
-                continue
-            room = state.free[name]
-            if room < slots:
-                sizes = [len(a.allocation.gpus) for j, a in state.live[name].items() if below[j] < level]
-                if stopping is not None and len(sizes) > stopping:
-                    sizes = sorted(sizes, reverse=True)[:stopping]
-                room += sum(sizes)
-            if room >= slots:
-                found += 1
-                if found >= enough:
-                    return found
-    return found
+    return state.needs.hosts(job, 1, first, len(victims) - 1) == 0
