@@ -1,4 +1,4 @@
-"""What the simulator keeps between cycles (``corral.sim.needs``) against it made afresh."""
+"""What the simulator keeps between cycles (``corral.sim.needs``, ``hosting_below``) against it made afresh."""
 
 from __future__ import annotations
 
@@ -134,3 +134,36 @@ def test_hosts_are_the_hosts_counted_afresh(policy: str, monkeypatch: pytest.Mon
     result = simulate(prepare(Trace(tuple(jobs)), nodes), nodes, get_policy(policy), spec.gpu_speed)
     assert result.preemptions > 0
     assert len(checked) > 20 and 0 in checked and max(checked) > 0
+
+
+@pytest.mark.parametrize("policy", ["default", "tiresias"])
+def test_nodes_hosting_jobs_below_a_level_are_those_found_afresh(policy: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(9)
+    jobs = [
+        TraceJob(
+            id=f"j{i:03d}",
+            submit_s=float(rng.randrange(0, 20_000, 50)),
+            duration_s=float(rng.choice([30, 600, 3_000, 9_000, 40_000])),
+            gpus=rng.choice([1, 1, 2, 4, 8, 16]),
+        )
+        for i in range(200)
+    ]
+    hosting_below = ClusterState.hosting_below
+    tops: set[int] = set()
+
+    def compared(self: ClusterState, top: int) -> list[str]:
+        found = list(hosting_below(self, top))
+        level = self.running_level
+        assert found == [name for name, here in self.live.items() if any(level[j] < top for j in here)]
+        for other in {*self.levels, *self.pending_levels}:
+            tops.add(other)
+            assert list(hosting_below(self, other)) == [
+                name for name, here in self.live.items() if any(level[j] < other for j in here)
+            ]
+        return found
+
+    monkeypatch.setattr(ClusterState, "hosting_below", compared)
+    spec = ClusterSpec(node_groups=[NodeGroupSpec(name="g", count=16, gpus_per_node=8, gpu_type="V100")])
+    nodes = build_nodes(spec)
+    result = simulate(prepare(Trace(tuple(jobs)), nodes), nodes, get_policy(policy), spec.gpu_speed)
+    assert result.preemptions > 0 and len(tops) > 1

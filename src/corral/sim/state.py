@@ -27,6 +27,7 @@ Everything is indexed so that each cycle's Snapshot holds only what can change i
 
 from __future__ import annotations
 
+import heapq
 import math
 from bisect import bisect_left, insort
 from collections import Counter
@@ -84,6 +85,9 @@ class ClusterState:
         self.pending_timed = 0  # pending jobs with a time limit: placed in a cycle, they join its timeline
         self._hosts: dict[tuple[str, int], dict[str, int]] = {}
         self._watchers: list[set[str]] = []  # sets of nodes changed since their owner last looked
+        self._lows: dict[str, int] = {}  # node -> the lowest level of a job running there, in the index
+        self._by_low: dict[int, list[str]] = {}  # that level -> those nodes, sorted
+        self._lows_changed: set[str] | None = None  # watched from the first ``hosting_below``
         self.needs = NodeNeeds(self)
 
     @property
@@ -214,6 +218,26 @@ class ClusterState:
                 if self.node_type.get(name) == gpu_type and len(node.gpus) >= slots
             }
         return found
+
+    def hosting_below(self, top: int) -> Iterable[str]:
+        """The nodes where a job runs below level ``top`` in the index, in name order (under a preemptive
+        policy); each node's lowest level is kept, and counted again only where something changed."""
+        changed = self._lows_changed
+        if changed is None:
+            changed = self._lows_changed = self.watch()
+            changed.update(self.nodes)
+        lows, by_low = self._lows, self._by_low
+        for name in changed:
+            old = lows.pop(name, None)
+            if old is not None:
+                names = by_low[old]
+                del names[bisect_left(names, name)]
+            if here := self.live[name]:
+                low = lows[name] = min(self.running_level[j] for j in here)
+                insort(by_low.setdefault(low, []), name)
+        changed.clear()
+        below = [names for low, names in by_low.items() if low < top and names]
+        return below[0] if len(below) == 1 else heapq.merge(*below)
 
     def top_pending(self) -> int | None:
         """The highest level of a pending job, under a preemptive policy."""

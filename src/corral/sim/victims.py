@@ -241,8 +241,8 @@ def _first_free(
     passed: set[str] = set()  # nodes whose victims all cost something: later in the order
     touched: set[str] = set()  # nodes the chosen victims run on
     chosen: list[str] = []
-    for name, here in live.items():  # name order
-        victims = [j for j in here if level[j] < top]
+    for name in state.hosting_below(top):  # name order
+        victims = [j for j in live[name] if level[j] < top]
         if not victims:
             continue
         if not any(_cost(state, views, j, at) == 0.0 for j in victims):
