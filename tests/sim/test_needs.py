@@ -40,11 +40,17 @@ def afresh(state: ClusterState, job: Job) -> list[tuple[int, str]]:
     return sorted(out)
 
 
-@pytest.mark.parametrize("policy", ["default", "tiresias"])
+@pytest.mark.parametrize("policy", ["default", "tiresias", "srpt-oracle"])
 @pytest.mark.parametrize("seed", [1, 2])
-def test_kept_counts_are_the_counts_made_afresh(policy: str, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("kept", [(64, 4), (2, 1)])
+def test_kept_counts_are_the_counts_made_afresh(
+    policy: str, seed: int, kept: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Overloaded, victims lose nothing: many cycles get the nodes where a search could do better, between
-    # which jobs start, stop and (under tiresias) change level by crossing a threshold.
+    # which jobs start, stop and (under tiresias) change level by crossing a threshold. With few tables and
+    # changes kept, tables are dropped and made again, and changes forgotten, so every node counted again.
+    monkeypatch.setattr("corral.sim.needs.TABLES", kept[0])
+    monkeypatch.setattr("corral.sim.state.CHANGES_KEPT", kept[1])
     monkeypatch.setattr("corral.sim.victims.FIRST_NODES", (1,))
     monkeypatch.setattr("corral.sim.victims.BETTER_NODES", 2)
     rng = random.Random(seed)
@@ -136,8 +142,12 @@ def test_hosts_are_the_hosts_counted_afresh(policy: str, monkeypatch: pytest.Mon
     assert len(checked) > 20 and 0 in checked and max(checked) > 0
 
 
-@pytest.mark.parametrize("policy", ["default", "tiresias"])
-def test_nodes_hosting_jobs_below_a_level_are_those_found_afresh(policy: str, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("policy", ["default", "tiresias", "srpt-oracle"])
+@pytest.mark.parametrize("kept", [4, 1])
+def test_nodes_hosting_jobs_below_a_level_are_those_found_afresh(
+    policy: str, kept: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("corral.sim.state.CHANGES_KEPT", kept)
     rng = random.Random(9)
     jobs = [
         TraceJob(

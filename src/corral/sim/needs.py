@@ -23,14 +23,19 @@ if TYPE_CHECKING:
 _Key = tuple[int, tuple[str, ...], int]  # level, GPU types, GPUs per node
 
 
+TABLES = 64
+"""Tables kept (the latest used): a policy whose levels change with every job's service (``srpt-oracle``)
+asks for many levels, each a few times."""
+
+
 class _Table:
     """One level and shape: each node's count, and ``(count, node)`` sorted, fewest first, then by name."""
 
-    __slots__ = ("counts", "dirty", "hosts", "order")
+    __slots__ = ("counts", "hosts", "order", "seen")
 
-    def __init__(self, hosts: frozenset[str], dirty: set[str]) -> None:
+    def __init__(self, hosts: frozenset[str]) -> None:
         self.hosts = hosts  # the nodes of a type the request accepts, with GPUs enough for a share
-        self.dirty = dirty  # nodes changed since last counted (the state adds to it)
+        self.seen = -1  # the state's changes counted in (``ClusterState.changed_since``)
         self.counts: dict[str, int] = {}
         self.order: list[tuple[int, str]] = []
 
@@ -84,22 +89,25 @@ class NodeNeeds:
         state, request = self._state, job.request
         level, slots = state.policy.level(job), request.gpu_slots_per_node
         key = (level, request.gpu_types, slots)
-        table = self._tables.get(key)
+        tables = self._tables
+        table = tables.pop(key, None)
         if table is None:
             hosts = frozenset(name for t in request.gpu_types or state.types for name in state.hosts(t, slots))
-            table = self._tables[key] = _Table(hosts, state.watch())
-            table.dirty.update(hosts)
-        if table.dirty:
-            counts, order = table.counts, table.order
-            for name in table.dirty & table.hosts:
-                old = counts.pop(name, None)
-                if old is not None:
-                    del order[bisect_left(order, (old, name))]
-                new = self._count(name, level, slots)
-                if new is not None:
-                    counts[name] = new
-                    insort(order, (new, name))
-            table.dirty.clear()
+            table = _Table(hosts)
+            if len(tables) >= TABLES:
+                del tables[next(iter(tables))]  # the least recently used
+        tables[key] = table
+        changed, table.seen = state.changed_since(table.seen)
+        hosts = table.hosts
+        counts, order = table.counts, table.order
+        for name in hosts if changed is None or len(changed) > len(hosts) else changed & hosts:
+            old = counts.pop(name, None)
+            if old is not None:
+                del order[bisect_left(order, (old, name))]
+            new = self._count(name, level, slots)
+            if new is not None:
+                counts[name] = new
+                insort(order, (new, name))
         return table
 
     def _count(self, name: str, level: int, slots: int) -> int | None:

@@ -40,6 +40,10 @@ from corral.sim.needs import NodeNeeds
 
 _QueueEntry = tuple[tuple[int, ...], str, Job]
 
+CHANGES_KEPT = 4
+"""Node changes kept (``ClusterState.changed_since``), per node and 16 more: who asks after older ones counts
+every node again."""
+
 
 class ClusterState:
     """What the engine changes between cycles; ``snapshot`` builds the next cycle's input."""
@@ -84,10 +88,13 @@ class ClusterState:
         self.timed: set[str] = set()  # running jobs with a time limit: the timeline's releases
         self.pending_timed = 0  # pending jobs with a time limit: placed in a cycle, they join its timeline
         self._hosts: dict[tuple[str, int], dict[str, int]] = {}
-        self._watchers: list[set[str]] = []  # sets of nodes changed since their owner last looked
+        # Nodes whose free GPUs, running jobs or their levels changed, in turn; the oldest are dropped.
+        self._changes: list[str] = []
+        self._dropped = 0
+        self._keep = CHANGES_KEPT * (len(self.nodes) + 16)
         self._lows: dict[str, int] = {}  # node -> the lowest level of a job running there, in the index
         self._by_low: dict[int, list[str]] = {}  # that level -> those nodes, sorted
-        self._lows_changed: set[str] | None = None  # watched from the first ``hosting_below``
+        self._lows_seen = -1  # changes counted into ``_lows``
         self.needs = NodeNeeds(self)
 
     @property
@@ -144,8 +151,7 @@ class ClusterState:
         level = self.policy.level(running)
         self.running_level[job_id] = level
         self.levels.setdefault(level, set()).add(job_id)
-        for watcher in self._watchers:
-            watcher.update(self.running_nodes.get(job_id, ()))
+        self._changed(self.running_nodes.get(job_id, ()))
 
     def _unlevel(self, job_id: str, level: int) -> None:
         ids = self.levels[level]
@@ -163,14 +169,23 @@ class ClusterState:
         del bucket[bisect_left(bucket, name)]
         self.free[name] = free + change
         insort(self.buckets.setdefault((shape, free + change), []), name)
-        for watcher in self._watchers:
-            watcher.add(name)
+        self._changed((name,))
 
-    def watch(self) -> set[str]:
-        """A set the state adds each node to whenever its free GPUs, its running jobs or their levels change."""
-        watcher: set[str] = set()
-        self._watchers.append(watcher)
-        return watcher
+    def _changed(self, names: Iterable[str]) -> None:
+        changes = self._changes
+        changes.extend(names)
+        if len(changes) > self._keep:
+            drop = len(changes) // 2
+            del changes[:drop]
+            self._dropped += drop
+
+    def changed_since(self, seen: int) -> tuple[set[str] | None, int]:
+        """The nodes whose free GPUs, running jobs or their levels changed since ``seen`` (a count this
+        returned before), None when no longer known (count every node again); and the count now."""
+        now = self._dropped + len(self._changes)
+        if seen < self._dropped:
+            return None, now
+        return set(self._changes[seen - self._dropped :]), now
 
     def victims(self) -> list[str]:
         """Running jobs some pending job outranks (a superset of the possible victims), by id."""
@@ -222,21 +237,19 @@ class ClusterState:
     def hosting_below(self, top: int) -> Iterable[str]:
         """The nodes where a job runs below level ``top`` in the index, in name order (under a preemptive
         policy); each node's lowest level is kept, and counted again only where something changed."""
-        changed = self._lows_changed
-        if changed is None:
-            changed = self._lows_changed = self.watch()
-            changed.update(self.nodes)
+        changed, self._lows_seen = self.changed_since(self._lows_seen)
         lows, by_low = self._lows, self._by_low
-        for name in changed:
+        for name in self.nodes if changed is None else changed:
             old = lows.pop(name, None)
             if old is not None:
                 names = by_low[old]
                 del names[bisect_left(names, name)]
+                if not names:
+                    del by_low[old]
             if here := self.live[name]:
                 low = lows[name] = min(self.running_level[j] for j in here)
                 insort(by_low.setdefault(low, []), name)
-        changed.clear()
-        below = [names for low, names in by_low.items() if low < top and names]
+        below = [names for low, names in by_low.items() if low < top]
         return below[0] if len(below) == 1 else heapq.merge(*below)
 
     def top_pending(self) -> int | None:
