@@ -268,3 +268,40 @@ def test_the_help_says_the_target_counts_time_queued_after_preemptions() -> None
     text = " ".join(result.output.split())
     assert "start - submit" not in text
     assert "after each preemption until the next" in text
+
+
+# 60 one-GPU jobs of 95 years, all submitted at 0: one after another on one GPU they take 5,700 years,
+# past the simulated clock's limit; on two, 2,850 years. Under fifo job k waits floor(k / g) × 3e9 s on
+# g GPUs, so the p95 (rank 59 × 0.95 = 56.05) is 0 from g = 58 on, and 0.05 × 3e9 s on 57.
+DECADES = "job_id,submit_time_s,duration_s,num_gpus\n" + "".join(f"j{k:02d},0,3000000000,1\n" for k in range(60))
+
+
+def test_a_size_whose_jobs_run_past_the_clock_misses_and_the_search_goes_on(tmp_path: Path) -> None:
+    spec = ClusterSpec(node_groups=[NodeGroupSpec(count=1, gpus_per_node=1, gpu_type="T4", price_per_gpu_hour=1.0)])
+    trace = Trace(jobs=tuple(job(f"j{k:02d}", 0, 3e9, 1) for k in range(60)))
+    family = type_family(spec, "T4", trace)
+    heard: list[int] = []
+    result = plan(trace, [family], get_policy("fifo"), 0.0, on_trial=lambda name, gpus: heard.append(gpus))
+    assert heard[0] == 1  # the first size simulated overran the clock, and the search went on
+    assert result.recommended is not None and result.recommended.trial is not None
+    assert result.recommended.trial.size == 58
+    trace_file, cluster = tmp_path / "decades.csv", tmp_path / "t4.yaml"
+    trace_file.write_text(DECADES)
+    cluster.write_text(T4_NODES)
+    assert recommended((trace_file, cluster), "--target-p95-wait", "0")["gpus"] == 58
+
+
+def test_a_largest_size_whose_jobs_run_past_the_clock_is_listed_as_missing(tmp_path: Path) -> None:
+    trace_file, cluster = tmp_path / "decades.csv", tmp_path / "t4.yaml"
+    trace_file.write_text(DECADES)
+    cluster.write_text(T4_NODES)
+    document, error = failed((trace_file, cluster), "--target-p95-wait", "0", "--max-gpus", "1")
+    assert "no candidate cluster meets" in error
+    (t4,) = document["candidates"]
+    assert (t4["meets_target"], t4["gpus"], t4["simulations"]) == (False, 1, 1)
+    assert "past the simulated clock's 5,000-year limit" in t4["reason"]
+    assert (t4["p95_wait_s"], t4["avg_wait_s"], t4["avg_jct_s"], t4["utilization"]) == (None, None, None, None)
+    code, out = run((trace_file, cluster), "--target-p95-wait", "0", "--max-gpus", "1")
+    assert code == 1
+    row = next(line for line in out.splitlines() if line.startswith("T4"))
+    assert row.split()[6:8] == ["-", "-"] and "5,000-year limit" in row

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 
 MISSES = "misses at the largest size searched"  # why a candidate that could run the trace does not meet it
+# Why it does not when its largest size searched is too small to replay the trace within the clock.
+OVERRUNS = "misses at the largest size searched: its jobs run past the simulated clock's 5,000-year limit"
 
 
 @click.command()
@@ -76,7 +78,7 @@ def plan(
     from corral.client.errors import CorralError
     from corral.sched import get_policy
     from corral.sim import Trace, build_nodes, prepare
-    from corral.sim.engine import PreemptionLoopError, SimulationError
+    from corral.sim.engine import PreemptionLoopError
     from corral.sim.families import PlanError, families
     from corral.sim.plan import plan as search
     from corral.sim.report import skipped_reasons
@@ -117,8 +119,6 @@ def plan(
                 checkpoint_s=checkpoint_interval,
                 on_trial=on_trial,
             )
-        except SimulationError as exc:
-            raise click.BadParameter(str(exc), param_hint="--trace") from None
         except PreemptionLoopError as exc:
             raise CorralError(str(exc)) from None
     document = plan_document(result, policy, len(jobs.jobs), reference.skipped_total)
@@ -205,15 +205,16 @@ def plan_document(result: PlanResult, policy: str, jobs: int, skipped: int) -> d
 def _outcome(outcome: Outcome) -> dict[str, Any]:
     from corral.sim.report import cluster_document
 
+    trial = outcome.trial
     entry: dict[str, Any] = {
         "candidate": outcome.family,
         "meets_target": outcome.meets,
-        "reason": outcome.reason if outcome.reason or outcome.meets else MISSES,
+        "reason": outcome.reason if outcome.reason or outcome.meets else _misses(outcome),
         "simulations": outcome.simulations,
     }
-    trial = outcome.trial
     if trial is None:
         return entry
+    summary = trial.summary
     cluster = cluster_document(trial.spec)
     entry.update(
         node_groups=[
@@ -223,12 +224,17 @@ def _outcome(outcome: Outcome) -> dict[str, Any]:
         nodes=cluster["nodes"],
         gpus=cluster["gpus"],
         cost_per_hour=trial.cost_per_hour,
-        p95_wait_s=trial.summary.p95_wait_s,
-        avg_wait_s=trial.summary.avg_wait_s,
-        avg_jct_s=trial.summary.avg_jct_s,
-        utilization=trial.summary.utilization,
+        p95_wait_s=summary.p95_wait_s if summary else None,
+        avg_wait_s=summary.avg_wait_s if summary else None,
+        avg_jct_s=summary.avg_jct_s if summary else None,
+        utilization=summary.utilization if summary else None,
     )
     return entry
+
+
+def _misses(outcome: Outcome) -> str:
+    """Why a candidate that could run the trace misses the target at its largest size searched."""
+    return OVERRUNS if outcome.trial is not None and outcome.trial.overrun else MISSES
 
 
 def _print(document: dict[str, Any], result: PlanResult) -> None:
@@ -244,15 +250,16 @@ def _print(document: dict[str, Any], result: PlanResult) -> None:
         if "gpus" not in entry:
             rows.append([entry["candidate"], "-", "-", "-", "-", "-", f"cannot: {entry['reason']}"])
             continue
-        verdict = "meets" if entry["meets_target"] else MISSES
+        verdict = "meets" if entry["meets_target"] else entry["reason"]
+        ran = entry["p95_wait_s"] is not None  # None: the simulation ran past the clock's limit
         rows.append(
             [
                 entry["candidate"],
                 _groups_text(entry),
                 str(entry["gpus"]),
                 f"{entry['cost_per_hour']:,.2f}",
-                duration(entry["p95_wait_s"]),
-                duration(entry["avg_jct_s"]),
+                duration(entry["p95_wait_s"]) if ran else "-",
+                duration(entry["avg_jct_s"]) if ran else "-",
                 verdict,
             ]
         )

@@ -6,7 +6,9 @@ the search first finds the smallest ``n`` on which every job fits (no simulation
 ``n`` until the p95 wait meets the target and bisects back to the smallest ``n`` that does, as if
 more nodes never raised the p95 wait (true in practice, not guaranteed). The search stops at the
 family's zero-wait size, where every job can start on arrival, or at ``max_gpus``. Each ``n``
-simulated counts once; the cheapest meeting configuration per hour wins (ties: fewer GPUs).
+simulated counts once; the cheapest meeting configuration per hour wins (ties: fewer GPUs). A size
+so small that its simulated clock runs past the engine's limit (``SimulationError``) misses the
+target: it has no figures, and the search goes on with larger sizes.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 from corral.sched import Policy
 from corral.sim.cluster import build_nodes
 from corral.sim.costs import cost_per_hour, group_rates
-from corral.sim.engine import simulate
+from corral.sim.engine import SimulationError, simulate
 from corral.sim.families import Family
 from corral.sim.metrics import Summary, summarize
 from corral.sim.trace import Trace
@@ -29,13 +31,15 @@ TOLERANCE_S = 1e-6  # a p95 wait this close above the target still meets it (flo
 
 @dataclass(frozen=True)
 class Trial:
-    """One simulated size of a family."""
+    """One simulated size of a family; ``summary`` is None when its simulated clock ran past the engine's
+    limit (``overrun`` says so), which misses the target."""
 
     size: int
     spec: ClusterSpec
-    summary: Summary
+    summary: Summary | None
     cost_per_hour: float
     meets: bool
+    overrun: str | None = None  # the engine's message when the simulation ran past its clock limit
 
 
 @dataclass(frozen=True)
@@ -135,15 +139,19 @@ class _Search:
                 self.on_trial(self.family.name, spec.total_gpus)
             nodes = build_nodes(spec)
             workload = prepare(self.trace, nodes)
-            result = simulate(
-                workload,
-                nodes,
-                self.policy,
-                spec.gpu_speed,
-                checkpoint_s=self.checkpoint_s,
-                cross_rack_slowdown=spec.cross_rack_slowdown,
-            )
             rates = group_rates(spec)
+            try:
+                result = simulate(
+                    workload,
+                    nodes,
+                    self.policy,
+                    spec.gpu_speed,
+                    checkpoint_s=self.checkpoint_s,
+                    cross_rack_slowdown=spec.cross_rack_slowdown,
+                )
+            except SimulationError as exc:  # too small to replay the trace within the clock: it misses
+                self.trials[size] = Trial(size, spec, None, cost_per_hour(rates), False, str(exc))
+                return self.trials[size]
             summary = summarize(result, rates)
             meets = summary.p95_wait_s <= self.target_s + TOLERANCE_S and result.unfinished == 0
             self.trials[size] = Trial(size, spec, summary, cost_per_hour(rates), meets)
