@@ -11,6 +11,29 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from corral.sim import trace_fields as fields
+from corral.sim.trace_fields import MAX_SECONDS, TraceError, plain_float
+
+__all__ = [  # with what ``trace_fields`` holds that callers import from here
+    "COLUMNS",
+    "EXTRA_FIELDS",
+    "KNOWN_COLUMNS",
+    "MAX_SECONDS",
+    "NEVER_RAN",
+    "NO_GPUS",
+    "OPTIONAL_COLUMNS",
+    "REQUIRED_COLUMNS",
+    "Trace",
+    "TraceError",
+    "TraceJob",
+    "header_columns",
+    "ignored_column",
+    "load_trace",
+    "parse_window",
+    "plain_float",
+    "read_trace",
+]
+
 COLUMNS = ("job_id", "submit_time_s", "duration_s", "num_gpus", "gpu_type", "user", "vc", "status")
 OPTIONAL_COLUMNS = ("checkpoint_interval_s", "time_limit_s")  # read when present: a job's own values
 REQUIRED_COLUMNS = ("job_id", "submit_time_s", "duration_s", "num_gpus")
@@ -19,14 +42,6 @@ EXTRA_FIELDS = "\0extra"  # a row with fields past the header's columns: how man
 
 NEVER_RAN = "never ran (no duration)"
 NO_GPUS = "CPU-only (0 GPUs)"
-
-MAX_SECONDS = 100 * 365 * 86_400
-"""The largest time a trace may give (submit time after ``--scale-load``, duration, checkpoint interval,
-time limit): 100 years, 3,153,600,000 s, which keeps the simulated clock within what dates can hold."""
-
-
-class TraceError(ValueError):
-    """A trace file that does not follow the common schema; the message names the line."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,12 +263,12 @@ def _load(
     for line, row in rows:
         if limit is not None and len(seen) >= limit:
             break
-        submit = _seconds(row, "submit_time_s", line, source, signed=True)
+        submit = fields.seconds(row, "submit_time_s", line, source, signed=True)
         if not start <= submit < end:
             outside, low, high = outside + 1, min(low, submit), max(high, submit)
             continue
         _check_width(row, line, source)
-        job = _job(row, line, submit, scale_load, _job_id(row, line, seen, source), source)
+        job = _job(row, line, submit, scale_load, fields.job_id(row, line, seen, source), source)
         if isinstance(job, str):
             skipped[job] += 1
         else:
@@ -267,10 +282,10 @@ def _job(
     row: Mapping[str, str | None], line: int, submit: float, scale_load: float, job_id: str, source: str
 ) -> TraceJob | str:
     """The row's job, or why it is skipped."""
-    gpus = _gpus(row, line, source)
+    gpus = fields.gpus(row, line, source)
     if not (row.get("duration_s") or "").strip():
         return NEVER_RAN
-    duration = _seconds(row, "duration_s", line, source)
+    duration = fields.seconds(row, "duration_s", line, source)
     if gpus == 0:
         return NO_GPUS
     if abs(submit / scale_load) > MAX_SECONDS:
@@ -283,11 +298,11 @@ def _job(
         submit_s=submit / scale_load,
         duration_s=duration,
         gpus=gpus,
-        gpu_types=_gpu_types(row, line, source),
+        gpu_types=fields.gpu_types(row, line, source),
         user=(row.get("user") or "").strip(),
         vc=(row.get("vc") or "").strip(),
-        checkpoint_s=_checkpoint(row, line, source),
-        time_limit_s=_time_limit(row, line, source),
+        checkpoint_s=fields.checkpoint(row, line, source),
+        time_limit_s=fields.time_limit(row, line, source),
     )
 
 
@@ -300,90 +315,3 @@ def _check_width(row: Mapping[str, str | None], line: int, source: str) -> None:
             f"{source}, line {line}: {given} fields, but the header names {columns}"
             f" {'column' if columns == 1 else 'columns'} (a field with a comma in it needs quotes)"
         )
-
-
-def _gpu_types(row: Mapping[str, str | None], line: int, source: str) -> tuple[str, ...]:
-    """Acceptable GPU types, ``|``-separated; empty means any type, but an empty name among others is an error."""
-    text = (row.get("gpu_type") or "").strip()
-    if not text:
-        return ()
-    names = [name.strip() for name in text.split("|")]
-    if not all(names):
-        raise TraceError(
-            f"{source}, line {line}: gpu_type has an empty type name in {text!r}; separate names with |, as in"
-            " V100|P100, or leave gpu_type empty for any type"
-        )
-    return tuple(dict.fromkeys(names))
-
-
-def _job_id(row: Mapping[str, str | None], line: int, seen: dict[str, int], source: str) -> str:
-    """The row's job_id, or ``line-N`` when it has none; a repeat names the line it repeats."""
-    given = (row.get("job_id") or "").strip()
-    name = given or f"line-{line}"
-    where = f"{source}, line {line}"
-    if given and given in seen:
-        raise TraceError(
-            f"{where}: job_id {given!r} is already the job on line {seen[given]}; every job_id must be unique"
-        )
-    if not given and name in seen:
-        raise TraceError(f"{where}: job_id is empty, and its name {name!r} is already the job on line {seen[name]}")
-    seen[name] = line
-    return name
-
-
-def _gpus(row: Mapping[str, str | None], line: int, source: str) -> int:
-    gpus = _number(row, "num_gpus", line, source)
-    if gpus < 0 or not gpus.is_integer():
-        text = (row.get("num_gpus") or "").strip()
-        raise TraceError(
-            f"{source}, line {line}: num_gpus must be a whole number, 0 or more (0 = CPU-only), got {text!r}"
-        )
-    return int(gpus)
-
-
-def _checkpoint(row: Mapping[str, str | None], line: int, source: str) -> float | None:
-    if not (row.get("checkpoint_interval_s") or "").strip():
-        return None
-    return _seconds(row, "checkpoint_interval_s", line, source)
-
-
-def _time_limit(row: Mapping[str, str | None], line: int, source: str) -> float | None:
-    if not (row.get("time_limit_s") or "").strip():
-        return None
-    limit = _seconds(row, "time_limit_s", line, source)
-    if not limit > 0:
-        text = (row.get("time_limit_s") or "").strip()
-        raise TraceError(f"{source}, line {line}: time_limit_s must be above 0 (empty = no time limit), got {text!r}")
-    return limit
-
-
-def _seconds(row: Mapping[str, str | None], column: str, line: int, source: str, *, signed: bool = False) -> float:
-    """A time in seconds: 0 or more unless ``signed``, and at most ``MAX_SECONDS`` either way."""
-    value = _number(row, column, line, source)
-    text = (row.get(column) or "").strip()
-    if value < 0 and not signed:
-        above = " (empty = no time limit)" if column == "time_limit_s" else ""
-        wanted = "above 0" if column == "time_limit_s" else "0 or more"
-        raise TraceError(f"{source}, line {line}: {column} must be {wanted}{above}, got {text!r}")
-    if abs(value) > MAX_SECONDS:
-        raise TraceError(f"{source}, line {line}: {column} {text!r} is beyond the limit of {MAX_SECONDS} s (100 years)")
-    return value
-
-
-def plain_float(text: str) -> float:
-    """A number as people and CSV writers write it: ``float()`` less Python's own ``1_000`` and the digits of
-    other scripts (``٥``, ``５``), which ``float()`` takes too."""
-    if "_" in text or not text.isascii():
-        raise ValueError(f"could not convert string to float: {text!r}")
-    return float(text)
-
-
-def _number(row: Mapping[str, str | None], column: str, line: int, source: str) -> float:
-    text = (row.get(column) or "").strip()
-    try:
-        value = plain_float(text)
-    except ValueError:
-        raise TraceError(f"{source}, line {line}: {column} must be a number, got {text!r}") from None
-    if not math.isfinite(value):
-        raise TraceError(f"{source}, line {line}: {column} must be a finite number, got {text!r}")
-    return value

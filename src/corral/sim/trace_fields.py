@@ -1,0 +1,104 @@
+"""One trace row's fields, each read and checked: GPUs, GPU types, job id, times; errors name the line."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+MAX_SECONDS = 100 * 365 * 86_400
+"""The largest time a trace may give (submit time after ``--scale-load``, duration, checkpoint interval,
+time limit): 100 years, 3,153,600,000 s, which keeps the simulated clock within what dates can hold."""
+
+
+class TraceError(ValueError):
+    """A trace file that does not follow the common schema; the message names the line."""
+
+
+Row = Mapping[str, str | None]
+
+
+def gpus(row: Row, line: int, source: str) -> int:
+    value = number(row, "num_gpus", line, source)
+    if value < 0 or not value.is_integer():
+        text = (row.get("num_gpus") or "").strip()
+        raise TraceError(
+            f"{source}, line {line}: num_gpus must be a whole number, 0 or more (0 = CPU-only), got {text!r}"
+        )
+    return int(value)
+
+
+def gpu_types(row: Row, line: int, source: str) -> tuple[str, ...]:
+    """Acceptable GPU types, ``|``-separated; empty means any type, but an empty name among others is an error."""
+    text = (row.get("gpu_type") or "").strip()
+    if not text:
+        return ()
+    names = [name.strip() for name in text.split("|")]
+    if not all(names):
+        raise TraceError(
+            f"{source}, line {line}: gpu_type has an empty type name in {text!r}; separate names with |, as in"
+            " V100|P100, or leave gpu_type empty for any type"
+        )
+    return tuple(dict.fromkeys(names))
+
+
+def job_id(row: Row, line: int, seen: dict[str, int], source: str) -> str:
+    """The row's job_id, or ``line-N`` when it has none; a repeat names the line it repeats."""
+    given = (row.get("job_id") or "").strip()
+    name = given or f"line-{line}"
+    where = f"{source}, line {line}"
+    if given and given in seen:
+        raise TraceError(
+            f"{where}: job_id {given!r} is already the job on line {seen[given]}; every job_id must be unique"
+        )
+    if not given and name in seen:
+        raise TraceError(f"{where}: job_id is empty, and its name {name!r} is already the job on line {seen[name]}")
+    seen[name] = line
+    return name
+
+
+def checkpoint(row: Row, line: int, source: str) -> float | None:
+    if not (row.get("checkpoint_interval_s") or "").strip():
+        return None
+    return seconds(row, "checkpoint_interval_s", line, source)
+
+
+def time_limit(row: Row, line: int, source: str) -> float | None:
+    if not (row.get("time_limit_s") or "").strip():
+        return None
+    limit = seconds(row, "time_limit_s", line, source)
+    if not limit > 0:
+        text = (row.get("time_limit_s") or "").strip()
+        raise TraceError(f"{source}, line {line}: time_limit_s must be above 0 (empty = no time limit), got {text!r}")
+    return limit
+
+
+def seconds(row: Row, column: str, line: int, source: str, *, signed: bool = False) -> float:
+    """A time in seconds: 0 or more unless ``signed``, and at most ``MAX_SECONDS`` either way."""
+    value = number(row, column, line, source)
+    text = (row.get(column) or "").strip()
+    if value < 0 and not signed:
+        above = " (empty = no time limit)" if column == "time_limit_s" else ""
+        wanted = "above 0" if column == "time_limit_s" else "0 or more"
+        raise TraceError(f"{source}, line {line}: {column} must be {wanted}{above}, got {text!r}")
+    if abs(value) > MAX_SECONDS:
+        raise TraceError(f"{source}, line {line}: {column} {text!r} is beyond the limit of {MAX_SECONDS} s (100 years)")
+    return value
+
+
+def plain_float(text: str) -> float:
+    """A number as people and CSV writers write it: ``float()`` less Python's own ``1_000`` and the digits of
+    other scripts (``٥``, ``５``), which ``float()`` takes too."""
+    if "_" in text or not text.isascii():
+        raise ValueError(f"could not convert string to float: {text!r}")
+    return float(text)
+
+
+def number(row: Row, column: str, line: int, source: str) -> float:
+    text = (row.get(column) or "").strip()
+    try:
+        value = plain_float(text)
+    except ValueError:
+        raise TraceError(f"{source}, line {line}: {column} must be a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise TraceError(f"{source}, line {line}: {column} must be a finite number, got {text!r}")
+    return value
