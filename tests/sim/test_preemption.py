@@ -268,3 +268,14 @@ def test_a_job_preempts_on_its_gpu_type_when_the_first_nodes_hold_only_other_typ
     pruned = run([*long, short], policy, spec)
     assert times(pruned)["new"] == (4_000, 4_100)
     assert pruned.records == run([*long, short], policy, spec, prune=False).records
+
+
+@pytest.mark.parametrize("prune", [True, False])
+def test_a_job_the_scheduler_already_sees_past_a_threshold_can_be_preempted(prune: bool) -> None:
+    # A 3-GPU job reaches 3,250 GPU-seconds at 3,250 / 3 s, its crossing event. The scheduler counts a threshold
+    # as reached a millionth of a GPU-second early, so for a job arriving 0.1 µs before that event it is demoted
+    # already, and the new job preempts it on arrival, with pruned snapshots as with full ones.
+    jobs = [job("long", 0, 5_000, gpus=3), job("new", 1083.3333332, 100)]
+    result = run(jobs, "tiresias", cluster(gpus=3), prune=prune)
+    assert times(result)["new"] == (1083.3333332, 1183.3333332)
+    assert result.preemptions == 1

@@ -29,6 +29,12 @@ from corral.sim.workload import EPOCH, Workload
 ROUNDS_PER_MOMENT = 10_000
 """Cycles at one moment after which a policy that keeps preempting is reported as looping."""
 
+MARK_LEAD_S = 1.0
+"""Before each moment's cycle, a running job due to cross a service threshold within this many seconds is
+indexed by its level now: the scheduler counts a threshold as crossed a little early (``corral.sched.las``),
+and the crossing time computed from a GPU count that does not divide exactly (3 GPUs, or a fraction of one)
+may fall a rounding error after the moment the job's view shows it crossed."""
+
 CLOCK_LIMIT_S = 5_000 * 365 * 86_400
 """The simulated clock stops here (5,000 years after the trace's origin), well before dates overflow."""
 
@@ -132,6 +138,8 @@ class _Engine:
                 self._finish(heapq.heappop(self.finishes)[2], now)
             while self._next(self.marks) <= now:
                 self._cross(heapq.heappop(self.marks)[2], now)
+            if self.marks and self.marks[0][0] <= now + MARK_LEAD_S:
+                self._relevel_soon(now)
             while i < n and arrivals[i].trace.submit_s <= now:
                 self.state.add(self._pending(self.runs[arrivals[i].job.id]))
                 i += 1
@@ -301,6 +309,23 @@ class _Engine:
         run = self.runs[job_id]
         self.state.relevel(job_id, self._running((job_id,), now)[0])
         self._mark(run, now)
+
+    def _relevel_soon(self, now: float) -> None:
+        """Index the running jobs due to cross a threshold within ``MARK_LEAD_S`` by their level now (the
+        scheduler's view of them), so that the index never shows a level above the one the cycle reads."""
+        marks, bound = self.marks, now + MARK_LEAD_S
+        soon: set[str] = set()
+        stack = [0]
+        while stack:  # the heap's entries up to ``bound``: a child is never due before its parent
+            at = stack.pop()
+            when, _, job_id, run_no = marks[at]
+            if when > bound:
+                continue
+            if run_no == self.runs[job_id].run_no:
+                soon.add(job_id)
+            stack.extend(child for child in (2 * at + 1, 2 * at + 2) if child < len(marks))
+        for job_id in sorted(soon):
+            self.state.relevel(job_id, self._running((job_id,), now)[0])
 
     def _mark(self, run: JobRun, now: float) -> None:
         """Schedule the moment the running job crosses its next service threshold, if any."""
