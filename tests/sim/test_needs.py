@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Collection
 
 import pytest
 
@@ -81,9 +82,11 @@ def test_kept_counts_are_the_counts_made_afresh(
     assert len(checked) > 20 and max(checked) > 1
 
 
-def hosts_afresh(state: ClusterState, job: Job, enough: int, skip: set[str], stopping: int | None) -> int:
+def hosts_afresh(
+    state: ClusterState, job: Job, enough: int, skip: set[str], stopping: int | None, stopped: Collection[str] = ()
+) -> int:
     """The nodes outside ``skip`` (up to ``enough``) that could hold a share once at most ``stopping`` running
-    jobs below the job's level are gone, counted from every node's running jobs."""
+    jobs below the job's level, or of ``stopped``, are gone, counted from every node's running jobs."""
     request = job.request
     slots, level, below = request.gpu_slots_per_node, state.policy.level(job), state.running_level
     found = 0
@@ -94,7 +97,8 @@ def hosts_afresh(state: ClusterState, job: Job, enough: int, skip: set[str], sto
                 continue
             if room < slots:
                 sizes = sorted(
-                    (len(a.allocation.gpus) for j, a in state.live[name].items() if below[j] < level), reverse=True
+                    (len(a.allocation.gpus) for j, a in state.live[name].items() if below[j] < level or j in stopped),
+                    reverse=True,
                 )
                 room += sum(sizes if stopping is None else sizes[:stopping])
             if room >= slots:
@@ -120,15 +124,20 @@ def test_hosts_are_the_hosts_counted_afresh(policy: str, monkeypatch: pytest.Mon
     hosts = NodeNeeds.hosts
     checked: list[int] = []
 
-    def compared(self: NodeNeeds, job: Job, enough: int, skip: set[str], stopping: int | None) -> int:
-        found = hosts(self, job, enough, skip, stopping)
+    def compared(
+        self: NodeNeeds, job: Job, enough: int, skip: set[str], stopping: int | None, stopped: Collection[str] = ()
+    ) -> int:
+        found = hosts(self, job, enough, skip, stopping, stopped)
         state, names = self._state, sorted(self._state.nodes)
+        some = set(sorted(state.running_level)[::3])  # running jobs of any level, as a plan's victims
         for other in [
-            (enough, skip, stopping),
-            (1, set(), 0),
-            (3, set(names[:3]), 1),
-            (16, set(), 2),
-            (16, set(), None),
+            (enough, skip, stopping, stopped),
+            (1, set(), 0, ()),
+            (3, set(names[:3]), 1, ()),
+            (16, set(), 2, ()),
+            (16, set(), None, ()),
+            (16, set(), None, some),
+            (16, set(names[:3]), 1, some),
         ]:
             assert hosts(self, job, *other) == hosts_afresh(state, job, *other)
         checked.append(found)

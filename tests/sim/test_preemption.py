@@ -279,3 +279,31 @@ def test_a_job_the_scheduler_already_sees_past_a_threshold_can_be_preempted(prun
     result = run(jobs, "tiresias", cluster(gpus=3), prune=prune)
     assert times(result)["new"] == (1083.3333332, 1183.3333332)
     assert result.preemptions == 1
+
+
+def test_a_gang_counts_the_room_a_victim_stopped_for_an_earlier_job_leaves(monkeypatch: pytest.MonkeyPatch) -> None:
+    # g-0000 runs v (3 GPUs) and z (1), g-0001 runs w (4); all lose nothing when stopped. At t=100 a (1 GPU)
+    # and g (6 GPUs: 2 × 3) arrive; srpt-oracle ranks a above v, v not below g, z and w below g. The full cycle
+    # stops v for a, then gives g the 2 GPUs v leaves over, z's and w's. A cycle passed the first node's
+    # victims alone (v and z) finds nothing for g: it must not take that as final because only g-0001 could
+    # hold a share once every job below g is gone, since v's room counts too.
+    monkeypatch.setattr("corral.sim.victims.FIRST_NODES", (1,))
+    plans: list[tuple[datetime, set[tuple[str, str]]]] = []
+    cycle = victims.plan_cycle
+
+    def spy(state: Any, policy: Policy, views: Any, at: datetime) -> Plan | None:
+        plan = cycle(state, policy, views, at)
+        if plan is not None and plan.preemptions:
+            plans.append((at, {(p.victim_job_id, p.for_job_id) for p in plan.preemptions}))
+        return plan
+
+    monkeypatch.setattr("corral.sim.engine.plan_cycle", spy)
+    jobs = [
+        TraceJob(id="v", submit_s=0, duration_s=1_000, gpus=3),
+        TraceJob(id="z", submit_s=0, duration_s=100_000, gpus=1),
+        TraceJob(id="w", submit_s=0, duration_s=50_000, gpus=4),
+        TraceJob(id="a", submit_s=100, duration_s=10, gpus=1),
+        TraceJob(id="g", submit_s=100, duration_s=500, gpus=6),
+    ]
+    run(jobs, "srpt-oracle", cluster(count=2, gpus=4))
+    assert plans[0][1] == {("v", "a"), ("z", "g"), ("w", "g")}

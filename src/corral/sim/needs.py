@@ -13,6 +13,7 @@ the nodes where a job started, stopped or changed level since are counted again.
 from __future__ import annotations
 
 from bisect import bisect_left, insort
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
 from corral.model import Job
@@ -63,12 +64,18 @@ class NodeNeeds:
                 break
         return out
 
-    def hosts(self, job: Job, enough: int, skip: set[str], stopping: int | None) -> int:
+    def hosts(self, job: Job, enough: int, skip: set[str], stopping: int | None, stopped: Collection[str] = ()) -> int:
         """How many nodes (up to ``enough``) outside ``skip`` could hold a share of the job once at most
-        ``stopping`` (None: any number of) running jobs below its level are gone: those with the room now,
-        and those where that many would have to stop."""
+        ``stopping`` (None: any number of) running jobs below its level, or of ``stopped`` (whatever their
+        level), are gone: those with the room now, and those where that many would have to stop."""
         table, state = self._table(job), self._state
         slots, found = job.request.gpu_slots_per_node, 0
+        if stopped:  # the nodes they run on are counted one by one; the kept counts do not know them
+            touched = {name for v in stopped for name in state.running_nodes.get(v, ())} - skip
+            found = self._hosts_among(job, table.hosts, enough, sorted(touched), stopping, stopped)
+            if found >= enough:
+                return found
+            skip = skip | touched
         for (_, free), names in state.buckets.items():
             if free >= slots:
                 for name in names:
@@ -80,6 +87,34 @@ class NodeNeeds:
         end = len(order) if stopping is None else bisect_left(order, (stopping + 1, ""))
         for at in range(bisect_left(order, (1, "")), end):
             if order[at][1] not in skip:
+                found += 1
+                if found >= enough:
+                    return found
+        return found
+
+    def _hosts_among(
+        self,
+        job: Job,
+        hosts: frozenset[str],
+        enough: int,
+        names: Sequence[str],
+        stopping: int | None,
+        stopped: Collection[str],
+    ) -> int:
+        """``hosts``, counted from the jobs running on each of ``names`` now."""
+        state, slots, level = self._state, job.request.gpu_slots_per_node, self._state.policy.level(job)
+        below, found = state.running_level, 0
+        for name in names:
+            if name not in hosts:
+                continue
+            room = state.free[name]
+            if room < slots:
+                live = state.live[name].items()
+                sizes = [len(a.allocation.gpus) for j, a in live if below[j] < level or j in stopped]
+                if stopping is not None and len(sizes) > stopping:
+                    sizes = sorted(sizes, reverse=True)[:stopping]
+                room += sum(sizes)
+            if room >= slots:
                 found += 1
                 if found >= enough:
                     return found

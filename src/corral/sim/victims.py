@@ -336,7 +336,8 @@ def _settled(state: ClusterState, views: Views, plan: Plan, job_id: str, first: 
         return False
     victims = [p.victim_job_id for p in plan.preemptions if p.for_job_id == job_id]
     if not victims:
-        return state.needs.hosts(job, request.nodes, set(), None) < request.nodes
+        stopped = {p.victim_job_id for p in plan.preemptions}
+        return state.needs.hosts(job, request.nodes, set(), None, stopped) < request.nodes
     if request.nodes > 1 or len(request.gpu_types or state.types) > 1:
         return False
     if any(_cost(state, views, v, at) != 0.0 for v in victims):
