@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from corral.model import Job, Node, Quotas, RunningJob
 from corral.sched import Placement, Plan, Policy, schedule
 from corral.sched.history import FinishedJobs
-from corral.sim.progress import JobRun
+from corral.sim.progress import JobRun, held_gpus
 from corral.sim.result import JobRecord, Sample, SimResult, Unfinished
 from corral.sim.state import ClusterState
 from corral.sim.victims import plan_cycle
@@ -112,7 +112,7 @@ class _Engine:
         # Each node's rack, read only when a gang across racks runs slower.
         self.rack = {n.name: n.labels.get("rack", "") for n in nodes} if cross_rack_slowdown != 1.0 else {}
         self.busy_by_group: dict[str, float] = {}
-        self.busy_gpus = 0
+        self.busy_gpus: float = 0  # fractional jobs count their fractions
         self.samples: list[Sample] | None = [] if timeline else None
         self.on_finish = on_finish
         self.views: dict[str, tuple[int, float, RunningJob]] = {}  # job → (run, start, view) at ``views_at``
@@ -244,7 +244,7 @@ class _Engine:
             run.first_start = now
         else:  # queued again since it was preempted
             run.requeued += now - run.stopped
-        self.busy_gpus += run.gpus
+        self.busy_gpus = _exact(self.busy_gpus + run.gpus)
         self.state.start(job, placement, self._running((job.id,), now)[0])
         heapq.heappush(self.finishes, (now + run.work_left / run.speed, job.seq, job.id, run.run_no))
         self._mark(run, now)
@@ -300,9 +300,9 @@ class _Engine:
         """Free a run's GPUs and count the GPU-seconds it held against each node group."""
         for alloc in placement.allocations:
             group = self.group[alloc.node]
-            gpus = len(alloc.gpus)
+            gpus = held_gpus(alloc)
             self.busy_by_group[group] = self.busy_by_group.get(group, 0.0) + elapsed * gpus
-            self.busy_gpus -= gpus
+            self.busy_gpus = _exact(self.busy_gpus - gpus)
         self.state.release(placement)
 
     def _cross(self, job_id: str, now: float) -> None:
@@ -381,3 +381,9 @@ class _Engine:
             self.views[job_id] = (run.run_no, run.started, view)
             views.append(view)
         return tuple(views)
+
+
+def _exact(gpus: float) -> float:
+    """A count of busy GPUs without the rounding error that adding and taking fractions leaves
+    (a whole count, an ``int`` while no fraction ran, stays as it is)."""
+    return gpus if isinstance(gpus, int) else round(gpus, 9)

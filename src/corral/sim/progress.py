@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from datetime import timedelta
 
+from corral.model import FULL_GPU, Allocation
 from corral.sched import Placement
 from corral.sim.workload import EPOCH, SimJob
 
@@ -44,13 +45,13 @@ class JobRun:
         self.started = 0.0
         self.stopped = 0.0  # when it was last preempted
         self.started_at = EPOCH  # ``started`` as the scheduler's datetime
-        self.held = 0  # GPUs its current run holds
+        self.held: float = 0  # GPUs its current run holds (a fraction of one for a fractional job)
         self.speed = 1.0
         self.run_no = 0
         self.expected: float | None = None  # history's estimate when it last queued
 
     @property
-    def gpus(self) -> int:
+    def gpus(self) -> float:
         return self.held if self.placement else 0
 
     def place(self, placement: Placement | None, now: float) -> None:
@@ -59,7 +60,7 @@ class JobRun:
         if placement is not None:
             self.started = now
             self.started_at = EPOCH + timedelta(seconds=now)
-            self.held = sum(len(a.gpus) for a in placement.allocations)
+            self.held = sum(held_gpus(a) for a in placement.allocations)
 
     def saved_s(self, now: float, default_interval: float) -> float:
         """Seconds of this run kept by its last checkpoint (all of them when checkpoints are continuous)."""
@@ -69,3 +70,10 @@ class JobRun:
         if not math.isfinite(periods):  # continuous, or so frequent that nothing is lost
             return elapsed
         return min(elapsed, math.floor(periods) * interval)  # never more than ran, whatever the rounding
+
+
+def held_gpus(allocation: Allocation) -> float:
+    """The GPUs an allocation holds: its whole GPUs (an ``int``), or its fraction of each GPU it shares."""
+    if allocation.gpu_fraction >= FULL_GPU:
+        return len(allocation.gpus)
+    return len(allocation.gpus) * allocation.gpu_fraction

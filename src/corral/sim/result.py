@@ -15,7 +15,7 @@ class JobRecord:
     submit_s: float
     start_s: float
     finish_s: float
-    gpus: int
+    gpus: float  # GPUs its last run held: whole GPUs (an int), or its fraction of one shared GPU
     gpu_type: str
     nodes: tuple[str, ...]
     busy_gpu_s: float = 0.0  # GPU-seconds held over all its runs, lost work included
@@ -46,7 +46,7 @@ class Unfinished:
 
     id: str
     submit_s: float
-    gpus: int  # GPUs it asked for
+    gpus: float  # GPUs it asked for (a fraction below 1 shares one GPU)
     start_s: float | None = None
     preemptions: int = 0
     lost_gpu_s: float = 0.0
@@ -57,7 +57,7 @@ class Sample(NamedTuple):
     """The cluster just after everything that happened at one moment."""
 
     time_s: float
-    busy_gpus: int
+    busy_gpus: float  # a fractional job counts its fraction
     pending_jobs: int
 
 

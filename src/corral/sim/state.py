@@ -2,12 +2,17 @@
 
 Everything is indexed so that each cycle's Snapshot holds only what can change its plan:
 
-- Nodes are bucketed by shape (their GPUs) and free-GPU count, names sorted. Rankers see
-  only a node's own free capacity, so nodes in one bucket rank equally and the scheduler
+- Nodes are bucketed by shape (their GPUs) and free-GPU count, names sorted; a free GPU is an
+  empty one (a GPU that holds a fraction of a fractional job is not free). Rankers see only a
+  node's own free capacity (its empty GPUs), so nodes in one bucket rank equally and the scheduler
   takes them in name order: when the cycle's jobs need at most N nodes in all, the first N
   of each bucket are all it can pick. Not so for a gang packed by topology (a rack): which
   domain holds it whole depends on every node with room, so with one pending, every node with
   free GPUs is passed.
+- Fractional jobs go first to the shared GPU (partly held by fractions) with the least room
+  that fits, on any node: so when a fractional job is passed, so is every node with a shared GPU
+  that has room for the smallest fraction passed, besides the buckets (each fractional job takes
+  at most one node from those).
 - Pending jobs are grouped by request, in policy order; a group passes only as many jobs as
   the free GPUs could take (one more under a policy that starts jobs strictly in order: the first
   that cannot start holds back the rest), plus (under a preemptive policy) every job whose level is
@@ -31,10 +36,10 @@ import heapq
 import math
 from bisect import bisect_left, insort
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import islice
 
-from corral.model import Job, LiveAllocation, Node, Quotas, Request, RunningJob
+from corral.model import EPSILON, FULL_GPU, Allocation, Job, LiveAllocation, Node, Quotas, Request, RunningJob
 from corral.sched import Placement, Policy, Snapshot
 from corral.sim.needs import NodeNeeds
 
@@ -43,6 +48,9 @@ _QueueEntry = tuple[tuple[int, ...], str, Job]
 CHANGES_KEPT = 4
 """Node changes kept (``ClusterState.changed_since``), per node and 16 more: who asks after older ones counts
 every node again."""
+
+_DIGITS = 12  # fractions held on a GPU are rounded so, as the scheduler rounds them (``NodeCapacity``)
+_ROOM_SLACK = 1e-6  # counting how many fractions fit, a little more room than there is: never too few
 
 
 class ClusterState:
@@ -66,7 +74,8 @@ class ClusterState:
         self.reads_running = policy.preemption or policy.backfill or bool(self.gpu_speed) or bool(self.quotas)
         self.nodes = {n.name: n for n in sorted(nodes, key=lambda n: n.name)}
         self.live: dict[str, dict[str, LiveAllocation]] = {name: {} for name in self.nodes}
-        self.free = {name: len(n.gpus) for name, n in self.nodes.items()}
+        self.free = {name: len(n.gpus) for name, n in self.nodes.items()}  # empty GPUs
+        self.shares: dict[str, dict[int, float]] = {}  # node -> GPU index -> fraction held there by fractional jobs
         shapes: dict[tuple[object, ...], int] = {}
         self.shape = {
             name: shapes.setdefault((n.gpus, n.cpus, n.memory_mb), len(shapes)) for name, n in self.nodes.items()
@@ -87,6 +96,7 @@ class ClusterState:
         self.levels: dict[int, set[str]] = {}  # level -> running job ids
         self.timed: set[str] = set()  # running jobs with a time limit: the timeline's releases
         self.pending_timed = 0  # pending jobs with a time limit: placed in a cycle, they join its timeline
+        self.pending_fractional = 0  # pending jobs asking for a fraction of a GPU
         self._hosts: dict[tuple[str, int], dict[str, int]] = {}
         # Nodes whose free GPUs, running jobs or their levels changed, in turn; the oldest are dropped.
         self._changes: list[str] = []
@@ -108,6 +118,8 @@ class ClusterState:
         self.keys[job.id] = entry
         if job.time_limit_s is not None:
             self.pending_timed += 1
+        if job.request.fractional:
+            self.pending_fractional += 1
         if self.policy.preemption:
             level = self.policy.level(job)
             self.pending_levels[level] += 1
@@ -119,6 +131,8 @@ class ClusterState:
         del queue[bisect_left(queue, _entry_key(entry), key=_entry_key)]
         if job.time_limit_s is not None:
             self.pending_timed -= 1
+        if job.request.fractional:
+            self.pending_fractional -= 1
         if self.policy.preemption:
             level = self.policy.level(job)
             for counts in (self.pending_levels, self.queue_levels[job.request]):
@@ -131,7 +145,10 @@ class ClusterState:
             self.timed.add(job.id)
         for alloc in placement.allocations:
             self.live[alloc.node][job.id] = LiveAllocation(job.id, alloc)
-            self._move(alloc.node, -len(alloc.gpus))
+            if alloc.gpu_fraction < FULL_GPU:
+                self._share(alloc, +1)
+            else:
+                self._move(alloc.node, -len(alloc.gpus))
 
     def release(self, placement: Placement) -> None:
         """A running job ends (finished or preempted): its GPUs are free now."""
@@ -142,7 +159,10 @@ class ClusterState:
             self._unlevel(job_id, level)
         for alloc in placement.allocations:
             del self.live[alloc.node][job_id]
-            self._move(alloc.node, len(alloc.gpus))
+            if alloc.gpu_fraction < FULL_GPU:
+                self._share(alloc, -1)
+            else:
+                self._move(alloc.node, len(alloc.gpus))
 
     def relevel(self, job_id: str, running: RunningJob) -> None:
         """Index a running job by its level now (at its start, and when it crosses a threshold)."""
@@ -186,6 +206,29 @@ class ClusterState:
         if seen < self._dropped:
             return None, now
         return set(self._changes[seen - self._dropped :]), now
+
+    def _share(self, alloc: Allocation, sign: int) -> None:
+        """Take (+1) or give back (-1) a fractional allocation's share of its GPUs: a GPU is free only
+        while no fraction is held on it."""
+        shares = self.shares.setdefault(alloc.node, {})
+        for index in alloc.gpus:
+            before = shares.get(index, 0.0)
+            after = round(before + sign * alloc.gpu_fraction, _DIGITS)
+            if after > EPSILON:
+                shares[index] = after
+                if before <= EPSILON:
+                    self._move(alloc.node, -1)
+            else:
+                shares.pop(index, None)
+                if before > EPSILON:
+                    self._move(alloc.node, +1)
+        if not shares:
+            del self.shares[alloc.node]
+
+    def fits_shared(self, name: str, fraction: float) -> bool:
+        """Whether a shared GPU on the node has room for ``fraction`` (above 0) now, or a little less."""
+        shares = self.shares.get(name) if fraction else None
+        return shares is not None and any(FULL_GPU - held >= fraction - _ROOM_SLACK for held in shares.values())
 
     def victims(self) -> list[str]:
         """Running jobs some pending job outranks (a superset of the possible victims), by id."""
@@ -326,6 +369,8 @@ class ClusterState:
         domains = any(j.request.nodes > 1 and j.request.topology is not None for j in jobs)
         wanted = None if domains else sum(j.request.nodes for j in jobs)
         names = {n for (_, free), names in self.buckets.items() if free > 0 for n in names[:wanted]}
+        if self.pending_fractional and self.shares:
+            names.update(self._shared_room(jobs))
         names.update(n for v in victims for n in self.running_nodes[v])
         if strict:  # a job waiting for busy nodes must still be seen to fit the cluster, so that it holds back the rest
             for request in {j.request for j in jobs}:
@@ -350,8 +395,18 @@ class ClusterState:
                 slots[self.node_type[names[0]]][free] += len(names)
         return slots
 
+    def _shared_room(self, jobs: Iterable[Job]) -> Iterator[str]:
+        """The nodes with a shared GPU that has room for the smallest fraction among the jobs (none without one)."""
+        smallest = min((j.request.gpus_per_node for j in jobs if j.request.fractional), default=None)
+        if smallest is None:
+            return
+        yield from (name for name in self.shares if self.fits_shared(name, smallest))
+
     def _room(self, request: Request, slots: Mapping[str, Counter[int]]) -> int:
-        """At most how many jobs with this request the free GPUs could take now."""
+        """At most how many jobs with this request the free GPUs (and shared GPUs' room, for a fraction)
+        could take now."""
+        if request.fractional:
+            return self._fraction_room(request, slots)
         per_node = math.ceil(request.gpus_per_node)
         room = 0
         for gpu_type in request.gpu_types or self.types:
@@ -361,6 +416,17 @@ class ClusterState:
             gpus = sum(free * nodes for free, nodes in counts.items())
             places = sum((free // per_node) * nodes for free, nodes in counts.items())
             room += min(gpus // (per_node * request.nodes), places // request.nodes)
+        return room
+
+    def _fraction_room(self, request: Request, slots: Mapping[str, Counter[int]]) -> int:
+        """At most how many jobs of this fraction of one GPU the free GPUs and the shared GPUs' room could take."""
+        fraction = request.gpus_per_node
+        types = request.gpu_types or self.types
+        per_gpu = math.floor((FULL_GPU + _ROOM_SLACK) / fraction)
+        room = sum(free * nodes * per_gpu for t in types for free, nodes in slots.get(t, Counter()).items())
+        for name, shares in self.shares.items():
+            if self.node_type.get(name) in types:
+                room += sum(math.floor((FULL_GPU - held + _ROOM_SLACK) / fraction) for held in shares.values())
         return room
 
 

@@ -35,7 +35,7 @@ __all__ = [  # with what ``trace_fields`` holds that callers import from here
 ]
 
 COLUMNS = ("job_id", "submit_time_s", "duration_s", "num_gpus", "gpu_type", "user", "vc", "status")
-OPTIONAL_COLUMNS = ("checkpoint_interval_s", "time_limit_s")  # read when present: a job's own values
+OPTIONAL_COLUMNS = ("checkpoint_interval_s", "time_limit_s", "gpu_milli")  # read when present: a job's own values
 REQUIRED_COLUMNS = ("job_id", "submit_time_s", "duration_s", "num_gpus")
 KNOWN_COLUMNS = COLUMNS + OPTIONAL_COLUMNS
 EXTRA_FIELDS = "\0extra"  # a row with fields past the header's columns: how many fields it has
@@ -51,7 +51,7 @@ class TraceJob:
     id: str
     submit_s: float
     duration_s: float
-    gpus: int
+    gpus: float  # whole GPUs (an int), or a fraction below 1 of one GPU, which it shares
     gpu_types: tuple[str, ...] = ()  # acceptable types; empty = any
     user: str = ""
     vc: str = ""

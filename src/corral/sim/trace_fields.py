@@ -5,9 +5,20 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+from corral.spec.resources import MIN_GPU_FRACTION
+
 MAX_SECONDS = 100 * 365 * 86_400
 """The largest time a trace may give (submit time after ``--scale-load``, duration, checkpoint interval,
 time limit): 100 years, 3,153,600,000 s, which keeps the simulated clock within what dates can hold."""
+
+MILLI = 1000
+"""``gpu_milli`` of a whole GPU."""
+
+GPUS_VALID = (
+    f"a whole number, 0 or more (0 = CPU-only), or a fraction of one GPU from {MIN_GPU_FRACTION} to below 1"
+    " (such as 0.5 or 0.25: fractions share a GPU)"
+)
+"""What ``num_gpus`` may be: what a job submitted to the head may ask for (``corral.spec.ResourcesSpec.gpus``)."""
 
 
 class TraceError(ValueError):
@@ -17,14 +28,44 @@ class TraceError(ValueError):
 Row = Mapping[str, str | None]
 
 
-def gpus(row: Row, line: int, source: str) -> int:
+def gpus(row: Row, line: int, source: str) -> float:
+    """GPUs the job asks for: a whole number (an ``int``), or a fraction of one GPU below 1 that shares it,
+    given by ``num_gpus`` or, when the row has one, by ``gpu_milli`` below 1000 (thousandths of one GPU)."""
     value = number(row, "num_gpus", line, source)
-    if value < 0 or not value.is_integer():
+    whole = value.is_integer()
+    if value < 0 or (value >= 1 and not whole) or 0 < value < MIN_GPU_FRACTION:
         text = (row.get("num_gpus") or "").strip()
+        raise TraceError(f"{source}, line {line}: num_gpus must be {GPUS_VALID}, got {text!r}")
+    if (row.get("gpu_milli") or "").strip():
+        return _milli(row, value, line, source)
+    return int(value) if whole else value
+
+
+def _milli(row: Row, num_gpus: float, line: int, source: str) -> float:
+    """``num_gpus`` as ``gpu_milli`` qualifies it: 1000 (or any value for a CPU-only row) leaves it as it is;
+    from 10 to 999 with ``num_gpus`` 1, the job asks for that many thousandths of one GPU."""
+    milli = number(row, "gpu_milli", line, source)
+    text = (row.get("gpu_milli") or "").strip()
+    least = round(MIN_GPU_FRACTION * MILLI)
+    if not (milli.is_integer() and 0 <= milli <= MILLI):
         raise TraceError(
-            f"{source}, line {line}: num_gpus must be a whole number, 0 or more (0 = CPU-only), got {text!r}"
+            f"{source}, line {line}: gpu_milli must be a whole number from 0 to {MILLI} (thousandths of one GPU;"
+            f" empty = whole GPUs), got {text!r}"
         )
-    return int(value)
+    if num_gpus == 0 or milli == MILLI:
+        return int(num_gpus) if num_gpus.is_integer() else num_gpus
+    if num_gpus != 1:
+        given = (row.get("num_gpus") or "").strip()
+        raise TraceError(
+            f"{source}, line {line}: gpu_milli {text} (below {MILLI}) shares one GPU, so num_gpus must be 1,"
+            f" got {given!r}"
+        )
+    if milli < least:
+        raise TraceError(
+            f"{source}, line {line}: gpu_milli must be from {least} to {MILLI} on a row with GPUs ({MILLI} = whole"
+            f" GPUs; empty = num_gpus alone), got {text!r}"
+        )
+    return milli / MILLI
 
 
 def gpu_types(row: Row, line: int, source: str) -> tuple[str, ...]:

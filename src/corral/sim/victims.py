@@ -332,7 +332,7 @@ def _settled(state: ClusterState, views: Views, plan: Plan, job_id: str, first: 
     other way round."""
     job = state.keys[job_id][2]
     request = job.request
-    if request.fractional or request.gpus_per_node <= 0:
+    if request.gpus_per_node <= 0 or request.fractional:  # the kept counts know whole GPUs only
         return False
     victims = [p.victim_job_id for p in plan.preemptions if p.for_job_id == job_id]
     if not victims:

@@ -40,9 +40,12 @@ class Workload:
 
 def gang_request(job: TraceJob, max_per_node: int, gpu_types: tuple[str, ...] | None = None) -> Request:
     """A request for the job: one node, or the fewest nodes of ``max_per_node`` GPUs that hold it;
-    ``gpu_types`` in place of the job's own (spelled as the cluster spells them)."""
-    nodes = max(1, math.ceil(job.gpus / max_per_node)) if max_per_node > 0 else 1
+    ``gpu_types`` in place of the job's own (spelled as the cluster spells them). A fraction below one
+    GPU is a fractional request: it shares a GPU with other fractions, as on the head."""
     types = job.gpu_types if gpu_types is None else gpu_types
+    if 0 < job.gpus < 1:
+        return interned(Request(nodes=1, gpus_per_node=float(job.gpus), gpu_types=types))
+    nodes = max(1, math.ceil(job.gpus / max_per_node)) if max_per_node > 0 else 1
     return interned(Request(nodes=nodes, gpus_per_node=float(math.ceil(job.gpus / nodes)), gpu_types=types))
 
 
