@@ -6,7 +6,8 @@ start at the same moment on the same nodes in both. The second scenario mixes GP
 speed table (the head's config, the simulator's cluster file): jobs wait for a faster type they
 prefer when the running jobs' time limits say it frees up soon enough. The third has users whose
 finished jobs were short or long, and a job that passes 2 GPU-hours of service and is preempted by
-a newer one under ``default``. Jobs are preemptible (as every traced job is to the simulator); a
+a newer one under ``default``. The fourth has jobs on fractions of a GPU, which share GPUs, among
+whole-GPU jobs. Jobs are preemptible (as every traced job is to the simulator); a
 stopped task exits at once, and a cycle runs whenever a running job crosses one of the policy's
 service thresholds, as the simulator re-plans then."""
 
@@ -30,9 +31,9 @@ USER, TEAM = "ann", "default"  # a job's owner, unless the scenario names anothe
 @dataclass(frozen=True)
 class Scenario:
     groups: tuple[tuple[str, int, str], ...]  # name, nodes, GPU type (GPUS_PER_NODE GPUs each)
-    # id, submit (s), duration (s) at speed 1.0, GPUs, GPU types ("A|B"), time limit (s, 0 = none);
-    # distinct moments, so no two events tie
-    jobs: tuple[tuple[str, int, int, int, str, int], ...]
+    # id, submit (s), duration (s) at speed 1.0, GPUs (a fraction below 1 shares a GPU), GPU types ("A|B"),
+    # time limit (s, 0 = none); distinct moments, so no two events tie
+    jobs: tuple[tuple[str, int, int, float, str, int], ...]
     speed: tuple[tuple[str, float], ...] = ()
     owners: tuple[tuple[str, str], ...] = ()  # job id → its user, where not USER (all in one team)
 
@@ -91,6 +92,22 @@ HISTORY = Scenario(  # under default: finished jobs make estimates, and a long j
     owners=(("s1", "sam"), ("l1", "lou"), ("d", "lou"), ("p1", "sam"), ("p2", "sam"), ("q", "lou"), ("r", "sam")),
 )
 
+SHARED = Scenario(  # fractions pack onto shared GPUs; a GPU holding one is not free for a whole-GPU job
+    groups=(("g", 2, "H100"),),
+    jobs=(
+        ("a", 0, 100, 4, "", 0),  # g-0000
+        ("b", 10, 203, 0.5, "", 0),  # an empty GPU of g-0001
+        ("c", 20, 151, 0.25, "", 0),  # shares b's GPU
+        ("d", 30, 121, 3, "", 0),  # the other three of g-0001
+        ("e", 40, 93, 0.5, "", 0),  # b's GPU has 0.25 left: waits for an empty one
+        ("f", 55, 67, 1, "", 0),
+        ("g", 65, 81, 0.25, "", 0),  # fills b's GPU, unless the order is strict
+        ("h", 75, 107, 2, "", 0),
+        ("i", 85, 53, 0.5, "", 0),
+        ("j", 95, 71, 0.75, "", 0),
+    ),
+)
+
 
 def simulated(tmp_path: Any, scenario: Scenario, policy: str) -> dict[str, tuple[float, tuple[str, ...]]]:
     cluster = tmp_path / "cluster.yaml"
@@ -139,7 +156,7 @@ class Runs:
         first, nodes = self.started[job]
         self.started[job] = (first, tuple(sorted({*nodes, node})))
 
-    def stop(self, job: str, now: float, gpus: int, speed: float) -> None:
+    def stop(self, job: str, now: float, gpus: float, speed: float) -> None:
         """Preempted: the work done so far is kept (continuous checkpoints, as the simulator's default)."""
         if job in self.ends:
             elapsed = now - self.run_start.pop(job)
@@ -147,7 +164,7 @@ class Runs:
             self.work[job] -= elapsed * speed
             self.attained[job] = self.attained.get(job, 0.0) + elapsed * gpus
 
-    def crossings(self, gpus: dict[str, int], thresholds: tuple[float, ...]) -> list[float]:
+    def crossings(self, gpus: dict[str, float], thresholds: tuple[float, ...]) -> list[float]:
         """When running jobs cross the policy's service thresholds (the simulator re-plans then)."""
         out = []
         for job, began in self.run_start.items():
@@ -182,8 +199,8 @@ def on_the_head(head: Any, scenario: Scenario, policy: str) -> dict[str, tuple[f
             del runs.ends[job], runs.run_start[job]
         while waiting and waiting[0][1] == now:
             trace_id, _, _, count, types, limit = waiting.pop(0)
-            nodes = -(-count // GPUS_PER_NODE)
-            resources: dict[str, Any] = {"gpus": count // nodes}
+            nodes = max(1, -(-int(count) // GPUS_PER_NODE))
+            resources: dict[str, Any] = {"gpus": count // nodes if count >= 1 else count}
             if types:
                 resources["gpu_type"] = types.split("|")
             spec = {"name": trace_id, "command": "x", "nodes": nodes, "resources": resources, "preemptible": True}
@@ -203,7 +220,7 @@ def sync(
     ids: dict[str, str],
     runs: Runs,
     scenario: Scenario,
-    gpus: dict[str, int],
+    gpus: dict[str, float],
     now: float,
 ) -> bool:
     """Agents start the tasks they are given and stop those taken away (at once); True if any stopped."""
@@ -254,3 +271,11 @@ def test_the_same_with_finished_jobs_and_a_demotion(head, tmp_path, policy):
         # r (sam: short jobs) went ahead of q (lou: long ones), preempting d once d passed 2 GPU-hours.
         assert expected["r"] == (1910, ("g-0000",)) and expected["q"][0] == 2200
         assert expected["d"] == (110, ("g-0002",))
+
+
+@pytest.mark.parametrize("policy", ["fifo", "priority", "default"])
+def test_the_same_with_jobs_sharing_gpus(head, tmp_path, policy):
+    expected = simulated(tmp_path, SHARED, policy)
+    assert len(expected) == len(SHARED.jobs)
+    assert on_the_head(head, SHARED, policy) == expected
+    assert expected["c"] == (20, ("g-0001",))  # on b's GPU, though the GPUs d takes at 30 were free
