@@ -307,3 +307,23 @@ def test_a_gang_counts_the_room_a_victim_stopped_for_an_earlier_job_leaves(monke
     ]
     run(jobs, "srpt-oracle", cluster(count=2, gpus=4))
     assert plans[0][1] == {("v", "a"), ("z", "g"), ("w", "g")}
+
+
+def test_a_cycle_whose_first_nodes_hold_every_possible_victim_is_planned_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # On 8 nodes the first 8 nodes of the victim search's order hold every possible victim: that cycle is the
+    # one with all of them, so it is not tried with "the first nodes' victims" before.
+    from corral.sim.state import ClusterState
+
+    given: list[tuple[int, int]] = []
+    with_victims = ClusterState.with_victims
+
+    def spy(state: ClusterState, chosen: Any, lowest: int, views: Any) -> Snapshot | None:
+        given.append((len(chosen), len(state.victims())))
+        return with_victims(state, chosen, lowest, views)
+
+    monkeypatch.setattr(ClusterState, "with_victims", spy)
+    jobs, spec = random_jobs(5, count=120), cluster(count=8, gpus=4)
+    result = run(jobs, "tiresias", spec)
+    assert result.preemptions > 0
+    assert all(passed < possible for passed, possible in given)
+    assert result.records == run(jobs, "tiresias", spec, prune=False).records

@@ -222,12 +222,15 @@ def _first_victims(
     if found is None:
         return None
     chosen, first = found
+    unique = sorted(set(chosen))
+    if len(unique) == sum(len(ids) for level, ids in state.levels.items() if level < top):
+        return None  # every possible victim (few nodes host them): that cycle is the one with all of them
     # The index may hold a level from the job's start, below its level now (see ``ClusterState``): the
     # lowest of all possible victims is at least ``lowest``, and the search reads the chosen ones' levels now.
     reached = min(state.policy.level(view) for view in views(chosen))
     if reached > lowest and any(lowest < pending <= reached for pending in state.pending_levels):
         return None
-    return sorted(set(chosen)), lowest, first
+    return unique, lowest, first
 
 
 def _first_free(
