@@ -33,15 +33,15 @@ Everything is indexed so that each cycle's Snapshot holds only what can change i
 from __future__ import annotations
 
 import heapq
-import math
 from bisect import bisect_left, insort
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import islice
 
 from corral.model import EPSILON, FULL_GPU, Allocation, Job, LiveAllocation, Node, Quotas, Request, RunningJob
 from corral.sched import Placement, Policy, Snapshot
 from corral.sim.needs import NodeNeeds
+from corral.sim.room import free_slots, room_for, shared_with_room
 
 _QueueEntry = tuple[tuple[int, ...], str, Job]
 
@@ -50,7 +50,6 @@ CHANGES_KEPT = 4
 every node again."""
 
 _DIGITS = 12  # fractions held on a GPU are rounded so, as the scheduler rounds them (``NodeCapacity``)
-_ROOM_SLACK = 1e-6  # counting how many fractions fit, a little more room than there is: never too few
 
 
 class ClusterState:
@@ -225,11 +224,6 @@ class ClusterState:
         if not shares:
             del self.shares[alloc.node]
 
-    def fits_shared(self, name: str, fraction: float) -> bool:
-        """Whether a shared GPU on the node has room for ``fraction`` (above 0) now, or a little less."""
-        shares = self.shares.get(name) if fraction else None
-        return shares is not None and any(FULL_GPU - held >= fraction - _ROOM_SLACK for held in shares.values())
-
     def victims(self) -> list[str]:
         """Running jobs some pending job outranks (a superset of the possible victims), by id."""
         if not self.policy.preemption or not self.pending_count:
@@ -339,9 +333,9 @@ class ClusterState:
     ) -> Snapshot | None:
         if lowest is None:
             lowest = min((self.running_level[v] for v in victims), default=None)
-        slots = self._slots()
+        slots = free_slots(self)
         jobs: list[Job] = []
-        rooms = {request: self._room(request, slots) if queue else 0 for request, queue in self.queues.items()}
+        rooms = {request: room_for(self, request, slots) if queue else 0 for request, queue in self.queues.items()}
         # Under a strict order the first job that cannot start holds back the rest, so it is passed too:
         # one job past the room of each request. With no room for any request, nothing starts.
         strict = self.policy.strict_order
@@ -370,7 +364,7 @@ class ClusterState:
         wanted = None if domains else sum(j.request.nodes for j in jobs)
         names = {n for (_, free), names in self.buckets.items() if free > 0 for n in names[:wanted]}
         if self.pending_fractional and self.shares:
-            names.update(self._shared_room(jobs))
+            names.update(shared_with_room(self, jobs))
         names.update(n for v in victims for n in self.running_nodes[v])
         if strict:  # a job waiting for busy nodes must still be seen to fit the cluster, so that it holds back the rest
             for request in {j.request for j in jobs}:
@@ -386,48 +380,6 @@ class ClusterState:
             running=running(victims) if victims else (),
             gpu_speed=self.gpu_speed,
         )
-
-    def _slots(self) -> dict[str, Counter[int]]:
-        """Per GPU type: how many nodes have each count of free GPUs."""
-        slots: dict[str, Counter[int]] = {t: Counter() for t in self.types}
-        for (_, free), names in self.buckets.items():
-            if free > 0 and names:
-                slots[self.node_type[names[0]]][free] += len(names)
-        return slots
-
-    def _shared_room(self, jobs: Iterable[Job]) -> Iterator[str]:
-        """The nodes with a shared GPU that has room for the smallest fraction among the jobs (none without one)."""
-        smallest = min((j.request.gpus_per_node for j in jobs if j.request.fractional), default=None)
-        if smallest is None:
-            return
-        yield from (name for name in self.shares if self.fits_shared(name, smallest))
-
-    def _room(self, request: Request, slots: Mapping[str, Counter[int]]) -> int:
-        """At most how many jobs with this request the free GPUs (and shared GPUs' room, for a fraction)
-        could take now."""
-        if request.fractional:
-            return self._fraction_room(request, slots)
-        per_node = math.ceil(request.gpus_per_node)
-        room = 0
-        for gpu_type in request.gpu_types or self.types:
-            counts = slots.get(gpu_type)
-            if not counts:
-                continue
-            gpus = sum(free * nodes for free, nodes in counts.items())
-            places = sum((free // per_node) * nodes for free, nodes in counts.items())
-            room += min(gpus // (per_node * request.nodes), places // request.nodes)
-        return room
-
-    def _fraction_room(self, request: Request, slots: Mapping[str, Counter[int]]) -> int:
-        """At most how many jobs of this fraction of one GPU the free GPUs and the shared GPUs' room could take."""
-        fraction = request.gpus_per_node
-        types = request.gpu_types or self.types
-        per_gpu = math.floor((FULL_GPU + _ROOM_SLACK) / fraction)
-        room = sum(free * nodes * per_gpu for t in types for free, nodes in slots.get(t, Counter()).items())
-        for name, shares in self.shares.items():
-            if self.node_type.get(name) in types:
-                room += sum(math.floor((FULL_GPU - held + _ROOM_SLACK) / fraction) for held in shares.values())
-        return room
 
 
 def _entry_key(entry: _QueueEntry) -> tuple[tuple[int, ...], str]:
