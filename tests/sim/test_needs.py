@@ -9,7 +9,7 @@ import pytest
 
 from corral.model import Job
 from corral.sched import get_policy
-from corral.sim import Trace, TraceJob, build_nodes, prepare, simulate
+from corral.sim import SimResult, Trace, TraceJob, build_nodes, prepare, simulate
 from corral.sim.needs import NodeNeeds, _Table
 from corral.sim.state import ClusterState
 from corral.spec import ClusterSpec, NodeGroupSpec
@@ -41,6 +41,27 @@ def afresh(state: ClusterState, job: Job) -> list[tuple[int, str]]:
     return sorted(out)
 
 
+def random_jobs(seed: int, sizes: list[int]) -> list[TraceJob]:
+    """200 jobs over the first 20,000 s, short to very long, of the given GPU counts (chosen at random)."""
+    rng = random.Random(seed)
+    return [
+        TraceJob(
+            id=f"j{i:03d}",
+            submit_s=float(rng.randrange(0, 20_000, 50)),
+            duration_s=float(rng.choice([30, 600, 3_000, 9_000, 40_000])),
+            gpus=rng.choice(sizes),
+        )
+        for i in range(200)
+    ]
+
+
+def run(jobs: list[TraceJob], policy: str) -> SimResult:
+    """The jobs on 16 nodes × 8 GPUs of one type."""
+    spec = ClusterSpec(node_groups=[NodeGroupSpec(name="g", count=16, gpus_per_node=8, gpu_type="V100")])
+    nodes = build_nodes(spec)
+    return simulate(prepare(Trace(tuple(jobs)), nodes), nodes, get_policy(policy), spec.gpu_speed)
+
+
 @pytest.mark.parametrize("policy", ["default", "tiresias", "srpt-oracle"])
 @pytest.mark.parametrize("seed", [1, 2])
 @pytest.mark.parametrize("kept", [(64, 4), (2, 1)])
@@ -54,16 +75,7 @@ def test_kept_counts_are_the_counts_made_afresh(
     monkeypatch.setattr("corral.sim.state.CHANGES_KEPT", kept[1])
     monkeypatch.setattr("corral.sim.victims.FIRST_NODES", (1,))
     monkeypatch.setattr("corral.sim.victims.BETTER_NODES", 2)
-    rng = random.Random(seed)
-    jobs = [
-        TraceJob(
-            id=f"j{i:03d}",
-            submit_s=float(rng.randrange(0, 20_000, 50)),
-            duration_s=float(rng.choice([30, 600, 3_000, 9_000, 40_000])),
-            gpus=rng.choice([1, 1, 1, 2, 4, 8]),
-        )
-        for i in range(200)
-    ]
+    jobs = random_jobs(seed, [1, 1, 1, 2, 4, 8])
     table = NodeNeeds._table
     checked: list[int] = []
 
@@ -75,9 +87,7 @@ def test_kept_counts_are_the_counts_made_afresh(
         return kept
 
     monkeypatch.setattr(NodeNeeds, "_table", compared)
-    spec = ClusterSpec(node_groups=[NodeGroupSpec(name="g", count=16, gpus_per_node=8, gpu_type="V100")])
-    nodes = build_nodes(spec)
-    result = simulate(prepare(Trace(tuple(jobs)), nodes), nodes, get_policy(policy), spec.gpu_speed)
+    result = run(jobs, policy)
     assert result.preemptions > 0
     assert len(checked) > 20 and max(checked) > 1
 
@@ -111,16 +121,7 @@ def hosts_afresh(
 @pytest.mark.parametrize("policy", ["default", "tiresias"])
 def test_hosts_are_the_hosts_counted_afresh(policy: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("corral.sim.victims.FIRST_NODES", (2,))
-    rng = random.Random(5)
-    jobs = [
-        TraceJob(
-            id=f"j{i:03d}",
-            submit_s=float(rng.randrange(0, 20_000, 50)),
-            duration_s=float(rng.choice([30, 600, 3_000, 9_000, 40_000])),
-            gpus=rng.choice([1, 1, 2, 4, 8, 16]),
-        )
-        for i in range(200)
-    ]
+    jobs = random_jobs(5, [1, 1, 2, 4, 8, 16])
     hosts = NodeNeeds.hosts
     checked: list[int] = []
 
@@ -144,9 +145,7 @@ def test_hosts_are_the_hosts_counted_afresh(policy: str, monkeypatch: pytest.Mon
         return found
 
     monkeypatch.setattr(NodeNeeds, "hosts", compared)
-    spec = ClusterSpec(node_groups=[NodeGroupSpec(name="g", count=16, gpus_per_node=8, gpu_type="V100")])
-    nodes = build_nodes(spec)
-    result = simulate(prepare(Trace(tuple(jobs)), nodes), nodes, get_policy(policy), spec.gpu_speed)
+    result = run(jobs, policy)
     assert result.preemptions > 0
     assert len(checked) > 20 and 0 in checked and max(checked) > 0
 
@@ -157,16 +156,7 @@ def test_nodes_hosting_jobs_below_a_level_are_those_found_afresh(
     policy: str, kept: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("corral.sim.state.CHANGES_KEPT", kept)
-    rng = random.Random(9)
-    jobs = [
-        TraceJob(
-            id=f"j{i:03d}",
-            submit_s=float(rng.randrange(0, 20_000, 50)),
-            duration_s=float(rng.choice([30, 600, 3_000, 9_000, 40_000])),
-            gpus=rng.choice([1, 1, 2, 4, 8, 16]),
-        )
-        for i in range(200)
-    ]
+    jobs = random_jobs(9, [1, 1, 2, 4, 8, 16])
     hosting_below = ClusterState.hosting_below
     tops: set[int] = set()
 
@@ -182,7 +172,5 @@ def test_nodes_hosting_jobs_below_a_level_are_those_found_afresh(
         return found
 
     monkeypatch.setattr(ClusterState, "hosting_below", compared)
-    spec = ClusterSpec(node_groups=[NodeGroupSpec(name="g", count=16, gpus_per_node=8, gpu_type="V100")])
-    nodes = build_nodes(spec)
-    result = simulate(prepare(Trace(tuple(jobs)), nodes), nodes, get_policy(policy), spec.gpu_speed)
+    result = run(jobs, policy)
     assert result.preemptions > 0 and len(tops) > 1

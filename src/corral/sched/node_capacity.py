@@ -73,7 +73,7 @@ class NodeCapacity:
     def shared_gpus(self, gpu_type: str) -> list[tuple[float, int]]:
         """``(remaining, index)`` of the partly allocated GPUs of this type."""
         return [
-            (_round(FULL_GPU - u), i)
+            (rounded(FULL_GPU - u), i)
             for i in self.indices(gpu_type)
             if EPSILON < (u := self.used[i]) < FULL_GPU - EPSILON
         ]
@@ -109,11 +109,12 @@ class NodeCapacity:
             if index not in self.used:
                 continue  # a stale allocation on a GPU the node no longer reports
             was_empty = self.used[index] <= EPSILON
-            self.used[index] = max(0.0, _round(self.used[index] + sign * alloc.gpu_fraction))
+            self.used[index] = max(0.0, rounded(self.used[index] + sign * alloc.gpu_fraction))
             self.free_gpus += (self.used[index] <= EPSILON) - was_empty
-        self.free_cpus = _round(self.free_cpus - sign * alloc.cpus)
+        self.free_cpus = rounded(self.free_cpus - sign * alloc.cpus)
         self.free_memory_mb -= sign * alloc.memory_mb
 
 
-def _round(value: float) -> float:
+def rounded(value: float) -> float:
+    """A share of GPUs or CPUs as capacity keeps it (so that sums of fractions compare exactly)."""
     return round(value, _DIGITS)

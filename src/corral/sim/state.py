@@ -40,6 +40,7 @@ from itertools import islice
 
 from corral.model import EPSILON, FULL_GPU, Allocation, Job, LiveAllocation, Node, Quotas, Request, RunningJob
 from corral.sched import Placement, Policy, Snapshot
+from corral.sched.node_capacity import rounded
 from corral.sim.needs import NodeNeeds
 from corral.sim.room import free_slots, room_for, shared_with_room
 
@@ -48,8 +49,6 @@ _QueueEntry = tuple[tuple[int, ...], str, Job]
 CHANGES_KEPT = 4
 """Node changes kept (``ClusterState.changed_since``), per node and 16 more: who asks after older ones counts
 every node again."""
-
-_DIGITS = 12  # fractions held on a GPU are rounded so, as the scheduler rounds them (``NodeCapacity``)
 
 
 class ClusterState:
@@ -144,10 +143,7 @@ class ClusterState:
             self.timed.add(job.id)
         for alloc in placement.allocations:
             self.live[alloc.node][job.id] = LiveAllocation(job.id, alloc)
-            if alloc.gpu_fraction < FULL_GPU:
-                self._share(alloc, +1)
-            else:
-                self._move(alloc.node, -len(alloc.gpus))
+            self._hold(alloc, +1)
 
     def release(self, placement: Placement) -> None:
         """A running job ends (finished or preempted): its GPUs are free now."""
@@ -158,10 +154,7 @@ class ClusterState:
             self._unlevel(job_id, level)
         for alloc in placement.allocations:
             del self.live[alloc.node][job_id]
-            if alloc.gpu_fraction < FULL_GPU:
-                self._share(alloc, -1)
-            else:
-                self._move(alloc.node, len(alloc.gpus))
+            self._hold(alloc, -1)
 
     def relevel(self, job_id: str, running: RunningJob) -> None:
         """Index a running job by its level now (at its start, and when it crosses a threshold)."""
@@ -206,13 +199,20 @@ class ClusterState:
             return None, now
         return set(self._changes[seen - self._dropped :]), now
 
+    def _hold(self, alloc: Allocation, sign: int) -> None:
+        """Take (+1) or give back (-1) an allocation's GPUs, whole or a fraction of them."""
+        if alloc.gpu_fraction < FULL_GPU:
+            self._share(alloc, sign)
+        else:
+            self._move(alloc.node, -sign * len(alloc.gpus))
+
     def _share(self, alloc: Allocation, sign: int) -> None:
         """Take (+1) or give back (-1) a fractional allocation's share of its GPUs: a GPU is free only
         while no fraction is held on it."""
         shares = self.shares.setdefault(alloc.node, {})
         for index in alloc.gpus:
             before = shares.get(index, 0.0)
-            after = round(before + sign * alloc.gpu_fraction, _DIGITS)
+            after = rounded(before + sign * alloc.gpu_fraction)  # as the scheduler's capacity rounds it
             if after > EPSILON:
                 shares[index] = after
                 if before <= EPSILON:
