@@ -74,6 +74,13 @@ def test_different_idempotency_keys_make_different_jobs(head):
     assert job_count(head) == 3
 
 
+def test_an_empty_idempotency_key_is_no_key(head):
+    spec = {"command": "python train.py"}
+    answers = [head.client.post("/v1/jobs", json=spec, headers={**head.admin, "Idempotency-Key": ""}) for _ in "ab"]
+    assert [a.status_code for a in answers] == [201, 201]
+    assert len({a.json()["id"] for a in answers}) == 2
+
+
 def test_idempotency_keys_are_per_user(head):
     spec = {"command": "x"}
     mine = head.client.post("/v1/jobs", json=spec, headers={**head.admin, "Idempotency-Key": "k"})

@@ -42,8 +42,10 @@ def new_job_id() -> str:
 def submit(rt: HeadRuntime, who: Principal, spec: JobSpec, idempotency_key: str | None = None) -> tuple[JobOut, bool]:
     """Accept one job; a repeated idempotency key returns the first submission's job (created=False).
 
-    Reusing a key for a different job is refused (409): it is a client bug, not a retry.
+    Reusing a key for a different job is refused (409): it is a client bug, not a retry. An empty key is
+    no key (stored as none, so that two jobs without one never collide).
     """
+    idempotency_key = idempotency_key or None
     try:
         return _submit_once(rt, who, spec, idempotency_key)
     except IntegrityError:
