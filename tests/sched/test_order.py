@@ -73,6 +73,8 @@ def test_the_carried_order_equals_a_fresh_sort_through_many_cycles(slack: int, m
         assert list(map(order.id_of, items)) == [job.id for job in got]
         assert requests == [job.request for job in got]
         assert len({id(r) for r in requests}) == len(set(requests))  # equal requests: one object
+        again = order.ordered_in_two(jobs, key, inputs, borrows if with_borrowing else None)
+        assert again[0] == items and again[2] == set(requests), f"step {step}"
 
 
 def cluster() -> tuple[Node, ...]:

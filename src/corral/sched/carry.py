@@ -35,11 +35,11 @@ class _Kept:
     nodes: tuple[Node, ...]
     live: tuple[LiveAllocation, ...]
     view: CapacityView
-    live_set: frozenset[LiveAllocation] | None = None
+    live_set: set[LiveAllocation] | None = None  # brought up to date in place: see ``pristine_view``
 
-    def live_now(self) -> frozenset[LiveAllocation]:
+    def live_now(self) -> set[LiveAllocation]:
         if self.live_set is None:
-            self.live_set = frozenset(self.live)
+            self.live_set = set(self.live)
         return self.live_set
 
 
@@ -83,7 +83,11 @@ def pristine_view(snapshot: Snapshot, gpu_ranker: NodeRanker, cpu_ranker: NodeRa
             if distinct and len(gone) + len(new) <= _CHANGED_AT_MOST * max(1, len(live)):
                 kept.view.release(a.allocation for a in sorted(gone, key=_order))
                 kept.view.take(a.allocation for a in sorted(new, key=_order))
-                kept.live, kept.live_set = snapshot.live, live
+                # The kept set changes in place rather than being replaced by ``live``: it then stays in the
+                # collector's old generation, and the young collection after a cycle does not walk it.
+                before -= gone
+                before |= new
+                kept.live = snapshot.live
                 return kept.view.copy()
         view = _assembled(snapshot, gpu_ranker, cpu_ranker)
         _views[key] = _Kept(snapshot.nodes, snapshot.live, view)

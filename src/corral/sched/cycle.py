@@ -10,7 +10,7 @@ from corral.model import Allocation, Job, Request
 from corral.sched.backfill import blocked_reason, ends_by, find_reservation, guard_view, reserved_reason, when
 from corral.sched.fairshare import share_key_of, share_tables
 from corral.sched.feasibility import NodesAwaited, never_runs
-from corral.sched.order import Item, merged, ordered_in_two, request_of
+from corral.sched.order import Item, merged, ordered_in_two
 from corral.sched.placement import find_placement
 from corral.sched.plan import FASTER_GPU, IN_ORDER, QUOTA, Placement, Plan, Preemption, Reason, Reservation
 from corral.sched.policy import Policy
@@ -66,8 +66,8 @@ class _Cycle:
     gate: QuotaGate | None = None  # what the team quotas let each job do, with quotas
     fits: dict[tuple[int, Request], bool] = field(default_factory=dict)  # (view version, request) → fits the view
     placed_ends: list[tuple[datetime, Placement]] = field(default_factory=list)  # placed with a time limit: its end
-    queued_requests: set[Request] | None = None  # the requests of the queue, once asked for
-    queued_unfit: int = 0  # how many of ``queued_requests`` do not fit what is free now
+    queued_requests: set[Request] = field(default_factory=set)  # the requests of the queue
+    queued_unfit: int = -1  # how many of ``queued_requests`` do not fit what is free now, once asked for
     blocker: Job | None = None  # under a strict order: the job that did not start, holding back the rest
     seen: int = 0  # under a strict order: how many jobs of ``waiting`` were checked for being the blocker
     awaited: NodesAwaited | None = None  # with quotas: requests that wait for nodes to come back, whatever the quota
@@ -84,7 +84,7 @@ class _Cycle:
             else None
         )
         # Equal requests come as one object, so that the sets and dicts below find them by identity.
-        queue, split = self._queue(view.gpu_types)
+        queue, split, self.queued_requests = self._queue(view.gpu_types)
         self.queue = queue
         # Jobs that would borrow come after the others; a job of the first part that would borrow on some of
         # the types it accepts is tried there on the others only, and, if that leaves it waiting, again on all
@@ -105,7 +105,7 @@ class _Cycle:
             preemptions=tuple(self.preemptions),
             reservations=() if self.reservation is None else (self.reservation,),
             exhausted_searches=() if preemptor is None else tuple(preemptor.exhausted),
-            waiting=tuple(reasons),  # in the order of ``self.waiting``
+            waiting=reasons.ids(),  # in the order of ``self.waiting``
         )
 
     def _pass(
@@ -242,9 +242,7 @@ class _Cycle:
         and no victim search is left. Then the rest of the queue goes to waiting as a whole."""
         if preemptor is not None and preemptor.may_search():
             return False
-        if self.queued_requests is None:
-            requests = list(map(request_of, self.queue))  # one object per value: distinct by identity first
-            self.queued_requests = set(dict(zip(map(id, requests), requests, strict=True)).values())
+        if self.queued_unfit < 0:
             self.queued_unfit = len(self.queued_requests & unfit_now)
         return self.queued_unfit == len(self.queued_requests)
 
@@ -271,10 +269,10 @@ class _Cycle:
         unfit.add(key)
         if key[0] and key[1] not in unfit_now:
             unfit_now.add(key[1])
-            if self.queued_requests is not None and key[1] in self.queued_requests:
+            if self.queued_unfit >= 0 and key[1] in self.queued_requests:
                 self.queued_unfit += 1
 
-    def _queue(self, gpu_types: tuple[str, ...]) -> tuple[list[Item], int]:
+    def _queue(self, gpu_types: tuple[str, ...]) -> tuple[list[Item], int, set[Request]]:
         """The pending jobs in the policy's order; with fair share, the team's and user's share come right
         after priority. With quotas, jobs that would borrow come after all others (``QuotaGate.borrows``)."""
         policy, fair = self.policy, self.snapshot.fair_share

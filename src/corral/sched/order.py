@@ -57,8 +57,9 @@ def ordered(
 ) -> list[Item]:
     """The pending jobs as ``sorted(pending, key=key)`` orders them, each with its key and request
     (equal requests as one object); with ``borrows`` (a function of the job's ``Group`` only), those
-    for which it is true come after all the others, each part in that order. The list may be shared
-    with the next call, so leave it as it is.
+    for which it is true come after all the others, each part in that order. The list may be the one
+    kept for the next call, which brings it up to date in place: leave it as it is, and copy what must
+    outlive that call.
 
     ``inputs`` must be equal whenever ``key`` gives every job the same key, and differ otherwise."""
     return ordered_in_two(pending, key, inputs, borrows)[0]
@@ -66,8 +67,9 @@ def ordered(
 
 def ordered_in_two(
     pending: Sequence[Job], key: Callable[[Job], Key], inputs: Hashable, borrows: Callable[[Job], bool] | None
-) -> tuple[list[Item], int]:
-    """``ordered``, and how many items come before those for which ``borrows`` is true."""
+) -> tuple[list[Item], int, set[Request]]:
+    """``ordered``, how many items come before those for which ``borrows`` is true, and the requests of the
+    items (their distinct values, found from the groups rather than from every item)."""
     now = dict(zip(map(id, pending), pending, strict=True))
     with _lock:
         kept = _kept.pop(inputs, None)
@@ -80,7 +82,8 @@ def ordered_in_two(
         _kept[inputs] = kept
         if len(_kept) > 4:  # callers with other policies or share tables: keep the latest few
             del _kept[next(iter(_kept))]
-        return (kept.items, len(kept.items)) if borrows is None else _borrowers_last(kept, borrows)
+        items, split = (kept.items, len(kept.items)) if borrows is None else _borrowers_last(kept, borrows)
+        return items, split, kept.groups.requests()
 
 
 def forget() -> None:
@@ -119,7 +122,13 @@ def _update(kept: _Kept, now: dict[int, Job], key: Callable[[Job], Key]) -> bool
     if len(groups.members) > 2 * len(kept_items) + _SLACK:  # forget the groups of jobs gone
         kept.groups = groups = _Groups()
         kept_items = [(*item[:-2], groups.join(item[-4], item[-3]), item[-1]) for item in kept_items]
-    kept.jobs, kept.items = now, kept_items
+    # The kept dictionary and list are brought up to date in place rather than replaced: they then stay in
+    # the collector's old generation, and the young collection after a cycle does not walk their entries.
+    for i in gone:
+        del jobs[i]
+    jobs.update((i, now[i]) for i in new)
+    if kept_items is not items:
+        items[:] = kept_items
     return True
 
 
@@ -177,6 +186,10 @@ class _Groups:
             self.members.append(0)
         self.members[number] += 1
         return number
+
+    def requests(self) -> set[Request]:
+        """The requests of the groups with jobs now."""
+        return {group[0] for group, count in zip(self.number, self.members, strict=True) if count > 0}
 
     def leave(self, jobs: Iterable[Job]) -> None:
         for job in jobs:

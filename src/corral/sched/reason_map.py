@@ -9,8 +9,8 @@ ids, each one's group, and each group's reason; a lookup by id builds the index 
 
 from __future__ import annotations
 
-from collections.abc import ItemsView, Iterator, Mapping, Sequence
-from itertools import chain
+from collections.abc import ItemsView, Iterable, Iterator, Mapping, Sequence
+from itertools import chain, islice
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -20,20 +20,25 @@ if TYPE_CHECKING:
 class Reasons(Mapping[str, "Reason"]):
     """Job id → ``Reason``, in queue order: the jobs looked at one by one (``first``), then the rest."""
 
-    __slots__ = ("_first", "_index", "_rest_groups", "_rest_ids", "_said")
+    __slots__ = ("_first", "_ids", "_index", "_rest_at", "_rest_groups", "_said")
 
     def __init__(
         self,
         first: dict[str, Reason],
-        rest_ids: Sequence[str] = (),
+        rest_ids: Iterable[str] = (),
         rest_groups: Sequence[int] = (),
         said: Mapping[int, Reason] | None = None,
     ) -> None:
         self._first = first
-        self._rest_ids = rest_ids
+        self._ids = tuple(chain(first, rest_ids))  # every job, in order (``ids``)
+        self._rest_at = len(first)
         self._rest_groups = rest_groups
         self._said: Mapping[int, Reason] = said or {}
         self._index: dict[str, int] | None = None  # rest job id → its group, built on the first lookup
+
+    def ids(self) -> tuple[str, ...]:
+        """Every job's id, in queue order (kept, not copied: a plan's ``waiting`` is this tuple)."""
+        return self._ids
 
     def replace(self, job_id: str, reason: Reason) -> None:
         """Give a job looked at one by one another reason (the cycle's last word on it)."""
@@ -48,28 +53,31 @@ class Reasons(Mapping[str, "Reason"]):
         return self._said[self._groups()[job_id]]
 
     def __contains__(self, job_id: object) -> bool:
-        return job_id in self._first or (bool(self._rest_ids) and job_id in self._groups())
+        return job_id in self._first or (len(self._ids) > self._rest_at and job_id in self._groups())
 
     def __iter__(self) -> Iterator[str]:
-        return chain(self._first, self._rest_ids)
+        return iter(self._ids)
 
     def __len__(self) -> int:
-        return len(self._first) + len(self._rest_ids)
+        return len(self._ids)
 
     def items(self) -> ItemsView[str, Reason]:
         return _Items(self)
 
     def in_order(self) -> Iterator[tuple[str, Reason]]:
         """(job id, reason) in queue order, without building the index."""
-        rest = zip(self._rest_ids, map(self._said.__getitem__, self._rest_groups), strict=True)
+        rest = zip(self._rest_ids(), map(self._said.__getitem__, self._rest_groups), strict=True)
         return chain(self._first.items(), rest)
 
     def __repr__(self) -> str:
         return f"Reasons({dict(self.in_order())!r})"
 
+    def _rest_ids(self) -> Iterator[str]:
+        return islice(self._ids, self._rest_at, None)
+
     def _groups(self) -> dict[str, int]:
         if self._index is None:
-            self._index = dict(zip(self._rest_ids, self._rest_groups, strict=True))
+            self._index = dict(zip(self._rest_ids(), self._rest_groups, strict=True))
         return self._index
 
 

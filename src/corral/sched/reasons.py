@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
 from collections.abc import Callable, Container, Mapping, Sequence
 from itertools import islice
@@ -76,7 +77,9 @@ def explain(
             reasons[job.id] = base
     if not rest:
         return Reasons(reasons)
-    groups = list(map(group_of, rest))
+    # Kept by the plan: an array of group numbers (which the collector does not walk, as it walks a list's
+    # items after each cycle) and the ids in one tuple with the others (``Reasons.ids``).
+    groups = array("l", map(group_of, rest))
     said: dict[int, Reason] = {}
     for group, item in dict(zip(groups, rest, strict=True)).items():  # one job per group
         request = item[-3]
@@ -85,7 +88,7 @@ def explain(
             said[group] = behind
         else:
             said[group] = unchecked_reason(item[-4], request, base, teams)
-    return Reasons(reasons, list(map(id_of, rest)), groups, said)
+    return Reasons(reasons, map(id_of, rest), groups, said)
 
 
 def _reason(
