@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 from corral.model import Allocation, Job, Request
 from corral.sched.backfill import blocked_reason, ends_by, find_reservation, guard_view, reserved_reason, when
-from corral.sched.fairshare import share_key_of, share_tables
+from corral.sched.fairshare import share_tables
 from corral.sched.feasibility import NodesAwaited, never_runs
 from corral.sched.order import Item, merged, ordered_in_two
 from corral.sched.placement import find_placement
@@ -393,5 +393,5 @@ def _order_key(
     which compares faster than nested ones (a policy's order has the same length for every job)."""
     if tables is None:
         return lambda job: (*order(job), job.id)
-    share = share_key_of(*tables)
-    return lambda job: (-job.priority, *share(job), *order(job), job.id)
+    teams, users = tables  # lower shares go first (``share_tables``); built inline, as it keys every pending job
+    return lambda job: (-job.priority, teams.get(job.team, 0.0), users.get(job.user, 0.0), *order(job), job.id)

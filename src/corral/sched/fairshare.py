@@ -8,9 +8,9 @@ Users are ranked the same way within their team, without weights.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
-from corral.model import FairShare, Job
+from corral.model import FairShare
 from corral.sched import carry
 from corral.sched.snapshot import Snapshot
 
@@ -29,13 +29,3 @@ def share_tables(snapshot: Snapshot, fair: FairShare) -> tuple[dict[str, float],
     }
     users = {user: round(dominant_share(usage, capacity), 9) for user, usage in fair.users.items()}
     return teams, users
-
-
-def share_key_of(teams: Mapping[str, float], users: Mapping[str, float]) -> Callable[[Job], tuple[float, float]]:
-    """A sort key from the tables of ``share_tables``: (team's weighted dominant share, user's dominant
-    share); lower goes first."""
-
-    def key(job: Job) -> tuple[float, float]:
-        return (teams.get(job.team, 0.0), users.get(job.user, 0.0))
-
-    return key

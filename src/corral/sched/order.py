@@ -166,7 +166,12 @@ def _borrowers_last(kept: _Kept, borrows: Callable[[Job], bool]) -> tuple[list[I
 
 def _item(job: Job, key: Callable[[Job], Key], same: dict[Request, Request], groups: _Groups) -> Item:
     request = same.setdefault(job.request, job.request)
-    return (*key(job), job, request, groups.join(job, request), job.id)
+    number = groups.number.get((request, job.team))  # ``groups.join``, the common case inline
+    if number is None:
+        number = groups.join(job, request)
+    else:
+        groups.members[number] += 1
+    return (*key(job), job, request, number, job.id)
 
 
 class _Groups:
