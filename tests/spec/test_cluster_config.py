@@ -221,3 +221,32 @@ def test_numbers_yaml_reads_as_text_and_the_largest_quotas_still_load():
     assert config.teams["a"].quotas["H100"].borrowing_limit == 1_000_000
     assert (config.priority_classes["top"].value, config.priority_classes["bottom"].preemptible) == (1_000_000, True)
     assert config.gpu_speed == {"H100": 1000.0, "L4": 0.2}
+
+
+def test_a_priority_value_or_a_duration_yaml_reads_as_text_counts_as_a_number():
+    config = load_cluster_config_yaml(
+        "priority_classes: {high: {value: 1e3}, low: {value: -2E2}, mid: {value: 1.0e2}}\n"
+        "queues: {q: {time_limit: 1e3}}\n"
+        "fair_share: {half_life: 2e3}"
+    )
+    values = {name: c.value for name, c in config.priority_classes.items()}
+    assert values == {"high": 1000, "low": -200, "mid": 100}
+    assert all(type(v) is int for v in values.values())
+    assert (config.queues["q"].time_limit_s, config.fair_share.half_life_s) == (1000.0, 2000.0)
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "message"),
+    [
+        ("priority_classes: {high: {value: 1e7}}", "priority_classes.high.value", "got '1e7'"),
+        ("priority_classes: {high: {value: 1.5e0}}", "priority_classes.high.value", "got '1.5e0'"),
+        ("queues: {q: {time_limit: -1e3}}", "queues.q.time_limit", "must be positive"),
+        ("fair_share: {half_life: 1e999}", "fair_share.half_life", "ten years"),
+    ],
+)
+def test_numbers_read_as_text_are_still_checked(text, field, message):
+    with pytest.raises(SpecError) as refused:
+        load_cluster_config_yaml(text)
+    found = {e.field: e.message for e in refused.value.errors}
+    assert list(found) == [field], found
+    assert message in found[field]

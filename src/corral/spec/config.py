@@ -28,7 +28,13 @@ MAX_WEIGHT = 1_000_000.0
 MAX_GPU_SPEED = 1000.0  # the reference type's speed is 1.0; the slowest allowed is a thousandth of it
 
 
+# YAML 1.1 reads an exponent without a decimal point (1e3) as text: such text is still a number.
+_NUMBER_RE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
 def _duration(value: Any) -> Any:
+    if isinstance(value, str) and _NUMBER_RE.fullmatch(value.strip()):
+        value = float(value)  # seconds, as YAML 1.1 leaves 1e3 as text
     return None if value is None else parse_duration_s(value)
 
 
@@ -37,10 +43,6 @@ def _flag(value: Any) -> Any:
     if isinstance(value, bool):
         return value
     raise ValueError(f"expected true or false, got {_shown(value)}")
-
-
-# YAML 1.1 reads an exponent without a decimal point (1e3) as text: such text is still a number.
-_NUMBER_RE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 def _number(expected: str, most: float) -> Callable[[Any], Any]:
@@ -60,8 +62,11 @@ def _number(expected: str, most: float) -> Callable[[Any], Any]:
 
 
 def _priority(value: Any) -> Any:
-    if isinstance(value, int) and not isinstance(value, bool) and -MAX_PRIORITY <= value <= MAX_PRIORITY:
-        return value
+    exponent = isinstance(value, str) and "e" in value.lower() and _NUMBER_RE.fullmatch(value.strip())
+    number = float(value) if exponent else value  # 1e3, which YAML 1.1 reads as text (a quoted '10' stays text)
+    number = int(number) if isinstance(number, float) and number.is_integer() else number
+    if isinstance(number, int) and not isinstance(number, bool) and -MAX_PRIORITY <= number <= MAX_PRIORITY:
+        return number
     raise ValueError(f"must be {PRIORITY_HELP}, got {_shown(value)}")
 
 
