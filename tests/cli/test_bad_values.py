@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -111,3 +112,25 @@ def test_an_empty_name_is_bad_usage_naming_the_argument(tmp_path, args, named):
     result = corral(*args, home=tmp_path)
     assert result.returncode == 2, result.stderr
     assert f"Invalid value for '{named}" in result.stderr and "is needed" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "text", "expected"),
+    [
+        (["submit", "-"], "command: [true\n", "standard input is not valid YAML at line 2"),
+        (["submit", "-"], "", "standard input must be a mapping of fields"),
+        (["submit", "-"], "command: true\nresources: {gpus: 1.5}\n", "resources.gpus: must be a whole number"),
+        (["serve", "-"], "kind: service\nname: [x\n", "standard input is not valid YAML at line 3"),
+    ],
+)
+def test_a_bad_spec_on_standard_input_is_named_as_such(tmp_path, args, text, expected):
+    import corral
+
+    env = {"CORRAL_HOME": str(tmp_path), "CORRAL_HEAD": "http://127.0.0.1:9", "PATH": "/usr/bin:/bin"}
+    env["PYTHONPATH"] = str(Path(corral.__file__).parents[1])  # the code under test
+    command = [sys.executable, "-m", "corral", *args]
+    result = subprocess.run(command, input=text, capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert expected in result.stderr
+    assert "- is not" not in result.stderr and "- must" not in result.stderr
+    assert "Traceback" not in result.stderr

@@ -10,7 +10,7 @@ import click
 
 from corral.cli import names
 from corral.cli.context import api
-from corral.cli.files import read_input
+from corral.cli.files import input_name, read_input
 from corral.cli.jobspec import spec_error, submitted, submitted_all, validated
 from corral.cli.numbers import FiniteFloatRange
 from corral.cli.render import (
@@ -44,12 +44,12 @@ def submit(file: str, array: str | None, after_ok: tuple[str, ...], after_any: t
 
     text = read_input(file, "job file")
     try:
-        data = load_yaml_document(text, source=file)
+        data = load_yaml_document(text, source=input_name(file))
     except SpecError as exc:
         raise spec_error(exc) from None
     if isinstance(data, dict):
         data = _with_options(data, array, after_ok, after_any)
-    spec = validated(data, file)
+    spec = validated(data, input_name(file))
     if spec.get("array") is not None:
         submitted_all(api().submit_batch([spec]), output)
         return

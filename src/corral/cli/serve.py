@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from corral.cli import names
-from corral.cli.files import read_input
+from corral.cli.files import input_name, read_input
 from corral.cli.render import ago, emit_json, output_option, render, styled_state, table
 from corral.client.errors import InvalidRequest
 
@@ -32,8 +32,8 @@ def _read_spec(file: str) -> dict[str, Any]:
 
     text = read_input(file, "service file")
     try:
-        data = load_yaml_document(text, source=file)
-        parse_service_spec(data, file)
+        data = load_yaml_document(text, source=input_name(file))
+        parse_service_spec(data, input_name(file))
         if data.get("kind") != "service":  # a job file served by mistake would become a service
             raise SpecError(
                 [FieldError("kind", "a service file needs `kind: service` (a batch job goes to `corral submit`)")]
