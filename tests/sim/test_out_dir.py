@@ -100,3 +100,25 @@ def test_same_file(tmp_path: Path) -> None:
     assert same_file(tmp_path / "a", tmp_path / "sub" / ".." / "a")
     assert same_file(tmp_path / "a", tmp_path / "b")
     assert not same_file(tmp_path / "a", tmp_path / "missing")
+
+
+@pytest.mark.parametrize("name", ["summary.json", "jobs-fifo.csv", "report.html", "utilization.png"])
+def test_a_folder_where_the_report_writes_a_file_is_refused_before_simulating(tmp_path: Path, name: str) -> None:
+    trace, cluster, _ = inputs(tmp_path, "t.csv", "cl.yaml", "unused.yaml")
+    out_dir = tmp_path / "out"
+    (out_dir / name).mkdir(parents=True)
+    code, out = run("--trace", trace, "--cluster", cluster, "--policy", "fifo", "--out", out_dir, "-o", "json")
+    assert code == 2, out
+    assert '"policies"' not in out
+    assert f"--out: {out_dir}: {out_dir / name} is a folder" in out
+    assert sorted(p.name for p in out_dir.iterdir()) == [name]  # nothing half written
+
+
+def test_a_folder_named_as_a_stale_job_file_is_left_alone(tmp_path: Path) -> None:
+    trace, cluster, _ = inputs(tmp_path, "t.csv", "cl.yaml", "unused.yaml")
+    out_dir = tmp_path / "out"
+    (out_dir / "jobs-tiresias.csv").mkdir(parents=True)
+    code, out = run("--trace", trace, "--cluster", cluster, "--policy", "fifo", "--out", out_dir, "-o", "json")
+    assert code == 0, out
+    assert (out_dir / "jobs-tiresias.csv").is_dir()
+    assert (out_dir / "jobs-fifo.csv").is_file() and (out_dir / "report.html").is_file()

@@ -20,6 +20,7 @@ from corral.cli.simargs import (
     HeadConfig,
     check_out_dir,
     check_out_spares_inputs,
+    check_out_targets,
     check_policies,
     input_options,
     load_head_config,
@@ -180,6 +181,7 @@ def _run(
     if out_dir is not None:
         check_out_spares_inputs(out_dir, names, inputs)
         check_out_dir(out_dir)
+        check_out_targets(out_dir, names)
     nodes = build_nodes(spec)
     workload = prepare(trace, nodes)
     if not workload.jobs and not workload.skipped:

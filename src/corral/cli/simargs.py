@@ -167,6 +167,28 @@ def check_out_spares_inputs(out_dir: Path, policies: Sequence[str], inputs: Mapp
                 )
 
 
+def check_out_targets(out_dir: Path, policies: Sequence[str]) -> None:
+    """Refuse an ``--out`` folder holding a folder, or a file that cannot be written, where the report
+    writes one of its files: found before anything is simulated, not once half the report is written."""
+    import os
+
+    from corral.sim.htmlreport import out_files
+
+    for name in out_files(policies):
+        target = out_dir / name
+        if target.is_dir():
+            problem = "is a folder"
+        elif target.exists() and not os.access(target, os.W_OK):
+            problem = "is a file that cannot be written"
+        else:
+            continue
+        raise click.BadParameter(
+            f"{out_dir}: {target} {problem}, where the report writes its {name}; remove or rename it,"
+            " or choose another folder",
+            param_hint="--out",
+        )
+
+
 def check_policies(names: list[str]) -> None:
     """An unknown policy name is a usage error that lists the valid ones."""
     from corral.sched import POLICIES

@@ -206,7 +206,8 @@ def write_out(
 ) -> list[Path]:
     """``summary.json`` and one ``jobs-POLICY.csv`` per policy: a row per finished job (by finish), then
     one per unfinished job (by submit, no finish). A ``jobs-POLICY.csv`` of a policy not in ``results``
-    is removed, so the folder shows one run, unless it is one of ``keep`` (the files the run read)."""
+    is removed, so the folder shows one run, unless it is one of ``keep`` (the files the run read) or a
+    folder."""
     from corral.sched import POLICIES
 
     directory.mkdir(parents=True, exist_ok=True)
@@ -215,8 +216,8 @@ def write_out(
     written = [summary]
     for name in POLICIES:
         stale = directory / jobs_file(name)
-        if name not in results and not any(same_file(stale, path) for path in keep):
-            stale.unlink(missing_ok=True)
+        if name not in results and not stale.is_dir() and not any(same_file(stale, path) for path in keep):
+            stale.unlink(missing_ok=True)  # a folder of that name is no report file: left alone
     for name, result in results.items():
         path = directory / jobs_file(name)
         with path.open("w", newline="") as stream:
