@@ -166,3 +166,11 @@ def test_a_misspelled_column_is_named_on_stderr_and_its_fields_not_read(tmp_path
     result = simulated(tmp_path, write(tmp_path, "job_id,submit_time_s,duration_s,num_gpus,gpu_typ\na,0,10,1,T4\n"))
     assert "column 'gpu_typ' (did you mean gpu_type?) not read" in result.stderr
     assert json.loads(result.stdout)["policies"]["default"]["jobs"] == 1  # T4 was not read: it ran on the V100
+
+
+def test_a_column_without_a_name_is_named_once_on_stderr(tmp_path: Path) -> None:
+    result = simulated(tmp_path, write(tmp_path, ",job_id,submit_time_s,duration_s,num_gpus\n0,a,0,10,1\n"))
+    assert "trace.csv: column 1 (no name) not read;" in result.stderr
+    assert "column column" not in result.stderr
+    result = simulated(tmp_path, write(tmp_path, ",job_id,submit_time_s,duration_s,num_gpus,x\n0,a,0,10,1,\n"))
+    assert "trace.csv: columns 1 (no name), 'x' not read;" in result.stderr

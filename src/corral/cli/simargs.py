@@ -102,7 +102,9 @@ def load_inputs(
     if trace.ignored_columns:
         from corral.sim.trace import KNOWN_COLUMNS
 
-        ignored, count = ", ".join(trace.ignored_columns), len(trace.ignored_columns)
+        # a column without a name reads "column 3 (no name)": the note's own "column" word names it once
+        ignored = ", ".join(text.removeprefix("column ") for text in trace.ignored_columns)
+        count = len(trace.ignored_columns)
         click.echo(
             f"note: {trace_path}: {'column' if count == 1 else 'columns'} {ignored} not read; the columns read are"
             f" {', '.join(KNOWN_COLUMNS)}",
