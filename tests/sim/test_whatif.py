@@ -210,6 +210,9 @@ def test_the_json_and_the_table_show_the_simulated_cluster(files: tuple[Path, Pa
         (["--cluster-scale", "-1"], "--cluster-scale"),
         (["--cluster-scale", "\uff12"], "'--cluster-scale': '\uff12' is not a number"),
         (["--limit", "10_0"], "'--limit': '10_0' is not a whole number written with the digits 0-9"),
+        (["--add", "9" * 5000 + "xV100"], "N has 5,000 digits, more GPUs than a cluster holds (1,000,000 nodes"),
+        (["--remove", "1" * 5000 + "xV100"], "--remove 1111"),
+        (["--add", "0" * 5000 + "3xV100"], "have 8 GPUs; add a multiple of 8"),  # 3 GPUs, as 03xV100 would be
     ],
 )
 def test_bad_what_if_flags_exit_2_naming_the_flag(files: tuple[Path, Path], args: list[str], text: str) -> None:

@@ -18,9 +18,11 @@ from corral.sched.describe import plural
 from corral.sim.catalogue import GpuDefaults, known_types, lookup
 from corral.sim.cluster import MAX_NODES
 from corral.spec import ClusterSpec, NodeGroupSpec
+from corral.spec.quantities import MAX_GPUS_PER_NODE
 
 NEW_NODE_GPUS = 8
 MAX_GROUP_NODES = 100_000  # as a cluster file allows (NodeGroupSpec.count)
+_MAX_AMOUNT_DIGITS = 12  # N beyond 999,999,999,999 GPUs is refused before it is read as a number
 _AMOUNT_RE = re.compile(r"^\s*([0-9]+)\s*[xX×]\s*([A-Za-z0-9][A-Za-z0-9_.\-]*)\s*$")
 
 
@@ -31,9 +33,15 @@ class WhatIfError(ValueError):
 def parse_amount(text: str, flag: str) -> tuple[int, str]:
     """``8xH100`` into (8, "H100")."""
     match = _AMOUNT_RE.match(text)
-    if match is None or int(match[1]) < 1:
+    digits = match[1].lstrip("0") if match is not None else ""
+    if len(digits) > _MAX_AMOUNT_DIGITS:  # far past any cluster, and past what int() reads
+        raise WhatIfError(
+            f"{flag} {text}: N has {len(digits):,} digits, more GPUs than a cluster holds"
+            f" ({MAX_NODES:,} nodes of at most {MAX_GPUS_PER_NODE} GPUs)"
+        )
+    if match is None or not digits:
         raise WhatIfError(f"{flag} {text!r}: expected NxTYPE, N GPUs (a whole number above 0) of TYPE, such as 8xH100")
-    return int(match[1]), match[2]
+    return int(digits), match[2]
 
 
 def apply_what_if(
