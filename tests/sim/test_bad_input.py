@@ -202,3 +202,30 @@ def test_an_empty_gpu_type_name_names_the_line(tmp_path: Path, cluster: Path, ty
     code, out = sim_rows(tmp_path, cluster, f"a,0,10,1,{types},,,\n")
     assert code == 2, out
     assert "line 2: gpu_type has an empty type name" in out
+
+
+@pytest.mark.parametrize(
+    ("option", "text", "where"),
+    [
+        ("--cluster", "node_groups: [{count: NUMBER, gpus_per_node: 4, gpu_type: V100}]\n", "line 1, column 23"),
+        (
+            "--cluster",
+            "node_groups:\n- {count: 1, gpus_per_node: 4, gpu_type: V100}\ngpu_speed: {V100: NUMBER}\n",
+            "line 3, column 19",
+        ),
+        ("--config", "teams:\n  a:\n    quotas:\n      V100: {nominal: NUMBER}\n", "line 4, column 23"),
+    ],
+)
+def test_a_yaml_whole_number_of_thousands_of_digits_names_its_line(
+    tmp_path: Path, cluster: Path, option: str, text: str, where: str
+) -> None:
+    path = tmp_path / "big.yaml"
+    path.write_text(text.replace("NUMBER", "1" * 5000))
+    files = {"--cluster": cluster} | {option: path}
+    trace = tmp_path / "trace.csv"
+    trace.write_text(HEADER + "a,0,10,1,,,,\n")
+    code, out = run(
+        "--trace", trace, "--cluster", files["--cluster"], *(["--config", path] if option == "--config" else [])
+    )
+    assert code == 2, out
+    assert f"{option}: {path} is not valid YAML at {where}: a whole number of 5,000 digits" in out

@@ -30,6 +30,21 @@ class _NoDuplicateKeysLoader(yaml.SafeLoader):
             first_line[key] = key_node.start_mark.line
         return super().construct_mapping(node, deep)
 
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        """A whole number, except that one of more digits than Python reads (thousands) is an error
+        naming its line, not a ValueError from deep inside the loader."""
+        try:
+            value: int = super().construct_yaml_int(node)
+        except ValueError:
+            digits = sum(c.isdigit() for c in str(node.value))
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a whole number of {digits:,} digits, more than any field takes", node.start_mark
+            ) from None
+        return value
+
+
+_NoDuplicateKeysLoader.add_constructor("tag:yaml.org,2002:int", _NoDuplicateKeysLoader.construct_yaml_int)
+
 
 def load_yaml_document(text: str, source: str = "job file") -> Any:
     """Decode YAML text; syntax errors, and a key given twice in one mapping, name the line and column."""
