@@ -52,6 +52,14 @@ def test_scale_rounds_to_the_nearest_and_drops_empty_groups() -> None:
         scale_cluster(cluster, 0.01)
 
 
+def test_scale_rounds_halves_up_as_the_factor_is_written() -> None:
+    # 45 x 0.7 is 31.5, a half: 32 nodes, though 45 * 0.7 in binary floating point is 31.499999999999996
+    cluster = spec(("a", 45, 8, "V100"), ("b", 50, 8, "V100"), ("c", 30, 8, "V100"), ("d", 3, 8, "V100"))
+    assert [count for _, count, _, _ in shape(scale_cluster(cluster, 0.7))] == [32, 35, 21, 2]
+    assert [count for _, count, _, _ in shape(scale_cluster(cluster, 0.29))] == [13, 15, 9, 1]
+    assert [count for _, count, _, _ in shape(scale_cluster(cluster, 2.05))] == [92, 103, 62, 6]
+
+
 def test_scale_zero_then_add_replaces_the_cluster() -> None:
     cluster = spec(("a", 24, 8, "V100"))
     assert shape(apply_what_if(cluster, 0, add=["16xH100"])) == [("h100", 2, 8, "H100")]

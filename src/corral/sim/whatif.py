@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from decimal import ROUND_HALF_UP, Decimal
 
 from corral.sched.describe import plural
 from corral.sim.catalogue import GpuDefaults, known_types, lookup
@@ -67,9 +68,11 @@ def scale_cluster(spec: ClusterSpec, factor: float, then_added: bool = False) ->
     flag = f"--cluster-scale {factor:g}"
     if not (factor >= 0 and math.isfinite(factor)):
         raise WhatIfError(f"{flag}: expected a finite number 0 or above, such as 0.5 or 2")
+    # The factor as written (0.7, not the binary 0.6999…), so that a half is a half: 45 × 0.7 = 31.5 gives 32.
+    written = Decimal(repr(factor))
     groups = []
     for group in spec.node_groups:
-        count = math.floor(group.count * factor + 0.5)
+        count = int((group.count * written).to_integral_value(rounding=ROUND_HALF_UP))
         _check_group(f"node group {group.group_name}", count, flag)
         if count > 0:
             groups.append(group.model_copy(update={"count": count}))
