@@ -209,3 +209,17 @@ def test_the_out_files_are_written_even_when_stdout_closes_early(trace: Path, tm
     shell = " ".join(f"'{part}'" for part in [*command, "--out", str(out)]) + " | head -c 0"
     subprocess.run(shell, shell=True, timeout=120, env={**os.environ, "CORRAL_HOME": str(tmp_path / "home")})
     assert {"summary.json", "jobs-default.csv", "report.html"} <= {p.name for p in out.iterdir()}
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full, a device that is always full")
+@pytest.mark.parametrize("output", ["json", "table"])
+def test_a_stdout_that_cannot_be_written_is_an_error_without_a_traceback(
+    trace: Path, tmp_path: Path, output: str
+) -> None:
+    command = [sys.executable, "-m", "corral", "sim", "--trace", str(trace), "--cluster", str(one_node(tmp_path))]
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(
+            [*command, "-o", output], stdout=full, stderr=subprocess.PIPE, text=True, timeout=120, check=False
+        )
+    assert result.returncode == 1, result.stderr
+    assert result.stderr == "error: cannot write: No space left on device\n"

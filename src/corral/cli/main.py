@@ -6,7 +6,9 @@ click is imported up front; each command imports what it needs when it runs.
 
 from __future__ import annotations
 
+import errno
 import importlib
+import os
 import sys
 from typing import Any
 
@@ -95,3 +97,29 @@ def main(argv: list[str] | None = None) -> Any:
         sys.exit(2 if exc.exit_code in (1, 2) else exc.exit_code)
     except BrokenPipeError:
         sys.exit(0)
+    except OSError as exc:
+        if exc.errno not in _FULL_OUTPUT:
+            raise
+        _flush_or_drop_stdout()
+        where = f" {exc.filename}" if exc.filename else ""
+        click.echo(f"error: cannot write{where}: {exc.strerror}", err=True)
+        sys.exit(1)
+
+
+# What a write raises where there is no room (a full disk or quota, a file past its size limit) or the
+# device fails: to stdout (`corral sim -o json > /dev/full`) as to any file.
+_FULL_OUTPUT = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}
+
+
+def _flush_or_drop_stdout() -> None:
+    """Flush stdout, or when that fails too (it is what is full), point it at /dev/null, so that what is
+    still buffered for it does not fail again on exit, with a traceback of its own."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        except (OSError, ValueError):  # no real stdout (a test's capture): nothing will be flushed on exit
+            pass
