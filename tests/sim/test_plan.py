@@ -305,3 +305,21 @@ def test_a_largest_size_whose_jobs_run_past_the_clock_is_listed_as_missing(tmp_p
     assert code == 1
     row = next(line for line in out.splitlines() if line.startswith("T4"))
     assert row.split()[6:8] == ["-", "-"] and "5,000-year limit" in row
+
+
+def test_the_zero_wait_size_counts_gangs_slowed_across_racks(tmp_path: Path) -> None:
+    # Two 16-GPU gangs on 8-GPU nodes, one rack per node: each spans two racks and runs 100 x 100 s.
+    # On 2 nodes b waits for a (p95 wait 2h38m); from 4 nodes it starts on arrival, so the search
+    # must reach 4, though at traced speed a would be gone before b arrives.
+    trace = tmp_path / "trace.csv"
+    trace.write_text("job_id,submit_time_s,duration_s,num_gpus\na,0,100,16\nb,200,100,16\n")
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(
+        "node_groups: [{count: 2, gpus_per_node: 8, gpu_type: V100, nodes_per_rack: 1, price_per_gpu_hour: 1}]\n"
+        "cross_rack_slowdown: 100\n"
+    )
+    args = ["sim", "plan", "--trace", str(trace), "--cluster", str(cluster), "--target-p95-wait", "0", "-o", "json"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    recommended = json.loads(result.stdout)["recommended"]
+    assert (recommended["nodes"], recommended["p95_wait_s"]) == (4, 0)

@@ -9,8 +9,9 @@
 Each family knows two sizes: one from which every job that can ever fit it does (``fits_by``),
 and its zero-wait size, from which every job can start on arrival. The zero-wait size counts,
 at the busiest moment of the trace run with no waiting, the nodes the running jobs would hold
-(a job holds at most ceil(GPUs / GPUs per node) whole nodes, at the slowest speed of the family);
-with that many nodes in each group, a new job always finds enough nodes that are wholly free.
+(a job holds at most ceil(GPUs / GPUs per node) whole nodes, at the slowest speed of the family, and a
+gang that may span racks for ``cross_rack_slowdown`` times as long); with that many nodes in each group,
+a new job always finds enough nodes that are wholly free.
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ def type_family(spec: ClusterSpec, gpu_type: str, trace: Trace, flag: str | None
         name=shape.gpu_type,
         build=build,
         fits_by=max(1, _widest(trace, per_node)),
-        zero_wait=max(1, concurrent_nodes(trace, per_node, speed)),
+        zero_wait=max(1, concurrent_nodes(trace, per_node, speed, _gang_slowdown(spec, [shape]))),
         problem=problem,
     )
 
@@ -122,7 +123,7 @@ def mix_family(spec: ClusterSpec, trace: Trace) -> Family:
         name=MIX,
         build=build,
         fits_by=size_for(_widest(trace, per_node)),
-        zero_wait=size_for(concurrent_nodes(trace, per_node, speed)),
+        zero_wait=size_for(concurrent_nodes(trace, per_node, speed, _gang_slowdown(spec, groups))),
         problem=problem,
     )
 
@@ -132,12 +133,19 @@ def _widest(trace: Trace, gpus_per_node: int) -> int:
     return max((math.ceil(j.gpus / gpus_per_node) for j in trace.jobs), default=1)
 
 
-def concurrent_nodes(trace: Trace, gpus_per_node: int, speed: float) -> int:
-    """The most nodes the trace's jobs would hold at once if each started on arrival."""
+def _gang_slowdown(spec: ClusterSpec, groups: Sequence[NodeGroupSpec]) -> float:
+    """How much longer a gang may run on these groups: ``cross_rack_slowdown`` once nodes have racks (a gang
+    across racks runs that much longer), else 1."""
+    return spec.cross_rack_slowdown if any(g.nodes_per_rack for g in groups) else 1.0
+
+
+def concurrent_nodes(trace: Trace, gpus_per_node: int, speed: float, gang_slowdown: float = 1.0) -> int:
+    """The most nodes the trace's jobs would hold at once if each started on arrival; a job on more than
+    one node (a gang, which may span racks) runs ``gang_slowdown`` times as long."""
     events: list[tuple[float, int, int]] = []
     for job in trace.jobs:
         nodes = max(1, math.ceil(job.gpus / gpus_per_node))
-        end = job.submit_s + job.duration_s / speed
+        end = job.submit_s + job.duration_s / speed * (gang_slowdown if nodes > 1 else 1.0)
         events.append((job.submit_s, 1, nodes))
         events.append((end, 0 if end > job.submit_s else 2, -nodes))  # an empty job holds its nodes for its moment
     held = peak = 0
