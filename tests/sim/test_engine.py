@@ -85,6 +85,20 @@ def test_percentile_interpolates() -> None:
     assert percentile([], 50) == 0.0
 
 
+def test_a_gang_too_wide_for_the_largest_nodes_spreads_over_more_smaller_ones() -> None:
+    # 12 GPUs on one 8-GPU and two 4-GPU nodes: 2 x 6 never fits, 3 x 4 does.
+    spec = cluster((1, 8, "V100"), (2, 4, "V100"))
+    workload = prepare(Trace((job("g", 0, 10, gpus=12),)), build_nodes(spec))
+    assert workload.skipped == {}
+    request = workload.jobs[0].job.request
+    assert (request.nodes, request.gpus_per_node) == (3, 4)
+    result = run([job("g", 0, 10, gpus=12)], spec)
+    assert len(result.records[0].nodes) == 3 and result.records[0].gpus == 12
+    # 12 GPUs on one 8-GPU and one 4-GPU node: no even split fits two nodes; it is skipped.
+    workload = prepare(Trace((job("g", 0, 10, gpus=12),)), build_nodes(cluster((1, 8, "V100"), (1, 4, "V100"))))
+    assert workload.jobs == () and workload.skipped == {NEVER_FITS: 1}
+
+
 def test_gpu_speed_divides_the_run_time() -> None:
     result = run([job("a", 0, 100, types=("A100",))], cluster((1, 1, "A100"), speed={"A100": 2.0}))
     assert times(result) == {"a": (0, 50)}

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from corral.model import Job, Node, Request, interned
-from corral.sched import never_fits
+from corral.sched.feasibility import ClusterShapes
 from corral.sim.trace import Trace, TraceJob
 
 EPOCH = datetime(2020, 1, 1, tzinfo=UTC)
@@ -49,6 +49,21 @@ def gang_request(job: TraceJob, max_per_node: int, gpu_types: tuple[str, ...] | 
     return interned(Request(nodes=nodes, gpus_per_node=float(math.ceil(job.gpus / nodes)), gpu_types=types))
 
 
+def fitting_request(job: TraceJob, largest: int, gpu_types: tuple[str, ...], shapes: ClusterShapes) -> Request | None:
+    """The fewest nodes that can ever hold the job, its GPUs split evenly: on nodes of the ``largest``
+    number of GPUs its types have, else spread over more nodes with fewer GPUs each (12 GPUs on one
+    8-GPU and two 4-GPU nodes: 3 × 4); None when no such gang fits ``shapes``."""
+    request = gang_request(job, largest, gpu_types)
+    if shapes.never_fits(request) is None:
+        return request
+    for share in range(int(request.gpus_per_node) - 1, 0, -1) if request.nodes > 1 else ():
+        nodes = math.ceil(job.gpus / share)
+        thinner = interned(Request(nodes=nodes, gpus_per_node=float(math.ceil(job.gpus / nodes)), gpu_types=gpu_types))
+        if thinner.gpus_per_node == share and shapes.never_fits(thinner) is None:
+            return thinner
+    return None
+
+
 def cluster_spelling(gpu_types: Sequence[str], known: Collection[str]) -> tuple[str, ...]:
     """The trace's GPU types as the cluster spells them: an exact match, else one that differs only
     in case (``v100`` → ``V100``); a type the cluster does not have stays as it is."""
@@ -64,16 +79,18 @@ def prepare(trace: Trace, nodes: Sequence[Node]) -> Workload:
     for node in nodes:
         for gpu_type in node.gpu_types():
             most[gpu_type] = max(most.get(gpu_type, 0), node.count_of_type(gpu_type))
-    problems: dict[Request, str | None] = {}
+    shapes = ClusterShapes(nodes)
+    fitting: dict[tuple[float, tuple[str, ...]], Request | None] = {}  # by GPUs and types asked for
     skipped = Counter(trace.skipped)
     jobs: list[SimJob] = []
     for seq, item in enumerate(trace.jobs):
         asked = cluster_spelling(item.gpu_types, most)
-        types = [t for t in asked if t in most] if asked else list(most)
-        request = gang_request(item, max((most[t] for t in types), default=0), asked)
-        if request not in problems:
-            problems[request] = never_fits(request, nodes) if nodes else "no nodes"
-        if problems[request] is not None:
+        if (item.gpus, asked) not in fitting:
+            types = [t for t in asked if t in most] if asked else list(most)
+            largest = max((most[t] for t in types), default=0)
+            fitting[item.gpus, asked] = fitting_request(item, largest, asked, shapes) if nodes else None
+        request = fitting[item.gpus, asked]
+        if request is None:
             skipped[NEVER_FITS] += 1
             continue
         submitted = EPOCH + timedelta(seconds=item.submit_s)
