@@ -4,18 +4,34 @@ from __future__ import annotations
 
 import random
 
-from corral.model import Allocation, Gpu, LiveAllocation, Node, NodeState
+from corral.model import EPSILON, FULL_GPU, Allocation, Gpu, LiveAllocation, Node, NodeState
 from corral.sched import carry, get_policy
+from corral.sched.node_capacity import IndexEntries, NodeCapacity, rounded
 from corral.sched.snapshot import CapacityView, Snapshot
 
 
 def state(view: CapacityView) -> tuple[object, ...]:
+    for name, node in view.nodes.items():  # the node's own shortcuts agree with its GPUs, one by one
+        assert node.index_entries() == entries_one_by_one(node), name
     nodes = sorted(
         (name, dict(n.used), n.free_gpus, n.free_cpus, n.free_memory_mb, n.gpu_rank, n.cpu_rank)
         for name, n in view.nodes.items()
     )
     empty = {t: {count: entries for count, entries in sorted(b.items()) if entries} for t, b in view._empty.items()}
     return nodes, empty, view._shared, [n.name for n in view.hosts()], view.gpu_types
+
+
+def entries_one_by_one(node: NodeCapacity) -> IndexEntries:
+    """``index_entries`` from every GPU's use, without the node's counts."""
+    used = node.used
+    empty = ((t, n) for t in node.gpu_types if (n := sum(used[i] <= EPSILON for i in node.indices(t))))
+    shared = (
+        (t, rounded(FULL_GPU - used[i]), i)
+        for t in node.gpu_types
+        for i in node.indices(t)
+        if EPSILON < used[i] < FULL_GPU - EPSILON
+    )
+    return tuple(empty), tuple(shared)
 
 
 def cluster(rng: random.Random) -> tuple[Node, ...]:

@@ -34,6 +34,7 @@ class NodeCapacity:
         "gpu_types",
         "name",
         "node",
+        "partial",
         "used",
     )
 
@@ -46,6 +47,7 @@ class NodeCapacity:
             self._by_type[gpu.type] = (*self._by_type.get(gpu.type, ()), gpu.index)
         self.gpu_types = tuple(sorted(self._by_type))
         self.free_gpus = len(node.gpus)  # GPUs with nothing allocated, any type
+        self.partial = 0  # GPUs partly allocated (shared by fractional jobs), any type
         self.free_cpus = node.cpus
         self.free_memory_mb = node.memory_mb
         self.gpu_rank: Rank = ()
@@ -58,6 +60,7 @@ class NodeCapacity:
         twin.node, twin.name, twin._by_type, twin.gpu_types = self.node, self.name, self._by_type, self.gpu_types
         twin.used = dict(self.used)
         twin.free_gpus, twin.free_cpus, twin.free_memory_mb = self.free_gpus, self.free_cpus, self.free_memory_mb
+        twin.partial = self.partial
         twin.gpu_rank, twin.cpu_rank, twin.entries = self.gpu_rank, self.cpu_rank, self.entries
         return twin
 
@@ -72,6 +75,8 @@ class NodeCapacity:
 
     def shared_gpus(self, gpu_type: str) -> list[tuple[float, int]]:
         """``(remaining, index)`` of the partly allocated GPUs of this type."""
+        if not self.partial:  # no GPU here is shared: most nodes
+            return []
         return [
             (rounded(FULL_GPU - u), i)
             for i in self.indices(gpu_type)
@@ -96,6 +101,8 @@ class NodeCapacity:
     def index_entries(self) -> tuple[tuple[tuple[str, int], ...], tuple[tuple[str, float, int], ...]]:
         """What ``CapacityView`` indexes this node under: ``(type, empty GPUs)`` for each type with an
         empty GPU, and ``(type, remaining, index)`` for each partly allocated GPU."""
+        if len(self.gpu_types) == 1 and not self.partial:  # most nodes: its empty GPUs are all of its one type
+            return ((self.gpu_types[0], self.free_gpus),) if self.free_gpus else (), ()
         empty: list[tuple[str, int]] = []
         shared: list[tuple[str, float, int]] = []
         for gpu_type in self.gpu_types:
@@ -105,14 +112,23 @@ class NodeCapacity:
         return tuple(empty), tuple(shared)
 
     def _add(self, alloc: Allocation, sign: int) -> None:
+        used, fraction = self.used, alloc.gpu_fraction
+        whole = fraction == FULL_GPU
         for index in alloc.gpus:
-            if index not in self.used:
+            was = used.get(index)
+            if was is None:
                 continue  # a stale allocation on a GPU the node no longer reports
-            was_empty = self.used[index] <= EPSILON
-            self.used[index] = max(0.0, rounded(self.used[index] + sign * alloc.gpu_fraction))
-            self.free_gpus += (self.used[index] <= EPSILON) - was_empty
+            now = was + sign * fraction
+            # A whole GPU on a GPU empty or full gives a whole number, which rounding leaves as it is.
+            now = used[index] = max(0.0, now if whole and (was == 0.0 or was == FULL_GPU) else rounded(now))
+            self.free_gpus += (now <= EPSILON) - (was <= EPSILON)
+            self.partial += _partly(now) - _partly(was)
         self.free_cpus = rounded(self.free_cpus - sign * alloc.cpus)
         self.free_memory_mb -= sign * alloc.memory_mb
+
+
+def _partly(used: float) -> bool:
+    return EPSILON < used < FULL_GPU - EPSILON
 
 
 def rounded(value: float) -> float:
