@@ -38,8 +38,15 @@ class _Shape:
 
     @staticmethod
     def of(node: Node) -> _Shape:
-        groups = Counter((g.type, g.memory_mb) for g in node.gpus)
-        gpus = tuple(sorted((t, m, c) for (t, m), c in groups.items()))
+        gpus: tuple[tuple[str, int, int], ...] = ()
+        if node.gpus:
+            first = node.gpus[0]
+            gpu_type, memory_mb = first.type, first.memory_mb
+            if all(g.type == gpu_type and g.memory_mb == memory_mb for g in node.gpus):  # most nodes: one kind
+                gpus = ((gpu_type, memory_mb, len(node.gpus)),)
+            else:
+                groups = Counter((g.type, g.memory_mb) for g in node.gpus)
+                gpus = tuple(sorted((t, m, c) for (t, m), c in groups.items()))
         return _Shape(gpus, node.cpus, node.memory_mb, bool(node.container_runtime))
 
     def count(self, gpu_type: str) -> int:

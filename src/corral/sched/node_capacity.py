@@ -43,8 +43,12 @@ class NodeCapacity:
         self.name = node.name
         self.used: dict[int, float] = {g.index: 0.0 for g in node.gpus}  # allocated fraction per GPU index
         self._by_type: dict[str, tuple[int, ...]] = {}
-        for gpu in sorted(node.gpus, key=lambda g: g.index):
-            self._by_type[gpu.type] = (*self._by_type.get(gpu.type, ()), gpu.index)
+        types = {g.type for g in node.gpus}
+        if len(types) == 1:  # most nodes: one GPU type
+            self._by_type[types.pop()] = tuple(sorted(g.index for g in node.gpus))
+        else:
+            for gpu in sorted(node.gpus, key=lambda g: g.index):
+                self._by_type[gpu.type] = (*self._by_type.get(gpu.type, ()), gpu.index)
         self.gpu_types = tuple(sorted(self._by_type))
         self.free_gpus = len(node.gpus)  # GPUs with nothing allocated, any type
         self.partial = 0  # GPUs partly allocated (shared by fractional jobs), any type
