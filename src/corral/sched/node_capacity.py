@@ -14,6 +14,7 @@ NodeRanker = Callable[["NodeCapacity"], Rank]
 
 # Fractions are rounded so that apply/revert and summing in another order give equal floats.
 _DIGITS = 12
+_ALMOST_FULL = FULL_GPU - EPSILON  # a GPU used up to here (and past EPSILON) is partly allocated
 
 
 IndexEntries = tuple[tuple[tuple[str, int], ...], tuple[tuple[str, float, int], ...]]
@@ -122,17 +123,16 @@ class NodeCapacity:
             was = used.get(index)
             if was is None:
                 continue  # a stale allocation on a GPU the node no longer reports
-            now = was + sign * fraction
-            # A whole GPU on a GPU empty or full gives a whole number, which rounding leaves as it is.
-            now = used[index] = max(0.0, now if whole and (was == 0.0 or was == FULL_GPU) else rounded(now))
+            if whole and (was == 0.0 or was == FULL_GPU):
+                # A whole GPU on one empty or full: a whole number (which rounding would leave as it is), and
+                # the GPU is not partly allocated before or after.
+                now = used[index] = max(0.0, was + sign)
+            else:
+                now = used[index] = max(0.0, rounded(was + sign * fraction))
+                self.partial += (EPSILON < now < _ALMOST_FULL) - (EPSILON < was < _ALMOST_FULL)
             self.free_gpus += (now <= EPSILON) - (was <= EPSILON)
-            self.partial += _partly(now) - _partly(was)
         self.free_cpus = rounded(self.free_cpus - sign * alloc.cpus)
         self.free_memory_mb -= sign * alloc.memory_mb
-
-
-def _partly(used: float) -> bool:
-    return EPSILON < used < FULL_GPU - EPSILON
 
 
 def rounded(value: float) -> float:
