@@ -198,3 +198,33 @@ def test_a_head_that_stalled_counts_node_silence_again_from_when_it_runs(head):
 
     asyncio.run(stalled())
     assert head.nodes()["n1"]["state"] == "READY"
+
+
+def test_the_time_the_heads_event_loop_stalled_is_no_nodes_silence(head):
+    """A stall shorter than the liveness loop notices (the head held by a long computation) is
+    measured as it happens and taken off every node's silence; the agent's own silence still counts."""
+    import asyncio
+    import contextlib
+    import time
+
+    from corral.head.lateness import probe
+
+    head.register("n1")
+
+    async def stalled() -> None:
+        watch = asyncio.create_task(probe(head.rt.lateness))
+        await asyncio.sleep(0.3)
+        time.sleep(1.5)  # the event loop does not run
+        await asyncio.sleep(0.3)
+        watch.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watch
+
+    asyncio.run(stalled())
+    head.clock.advance(head.rt.settings.node_timeout_s + 1)  # 11 s, 1.5 of them the head's
+    assert head.check_nodes() == []
+    assert head.nodes()["n1"]["state"] == "READY"
+    head.clock.advance(1)  # 12 s, 10.5 of them the agent's
+    assert head.check_nodes() == ["n1"]
+    reason = head.nodes()["n1"]["reason"]
+    assert reason.startswith("no heartbeat for 12s, ") and "while the head itself stalled" in reason

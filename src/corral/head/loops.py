@@ -7,6 +7,7 @@ import contextlib
 import logging
 import time
 
+from corral.head import lateness
 from corral.head.runtime import HeadRuntime
 from corral.head.services.accounting import meter
 from corral.head.services.agents import write_heard
@@ -52,21 +53,26 @@ async def schedule_loop(rt: HeadRuntime, policy: Policy) -> None:
 async def liveness_loop(rt: HeadRuntime, interval_s: float = 1.0) -> None:
     """Runs while this head leads; nodes are judged on their silence since it began to, or since it
     last stalled: a head that was stopped or paused has not read the heartbeats sent meanwhile, and a
-    silence it did not hear is no node's."""
+    silence it did not hear is no node's. Shorter stalls of the event loop are measured as they happen
+    and taken off each node's silence (``corral.head.lateness``)."""
     watching_since = rt.clock.now()
     stall_s = interval_s + max(2.0, rt.settings.node_timeout_s / 4)
     last = time.monotonic()
-    while True:
-        if (gap := time.monotonic() - last) > stall_s:
-            log.warning("the head did not run for %.1fs: node silence counts again from now", gap)
-            watching_since = rt.clock.now()
-        try:
-            await asyncio.to_thread(check_nodes, rt, watching_since)
-            await asyncio.to_thread(check_time_limits, rt)
-        except Exception:
-            log.exception("liveness check failed")
-        last = time.monotonic()
-        await asyncio.sleep(interval_s)
+    probe = asyncio.create_task(lateness.probe(rt.lateness))  # shorter stalls are taken off each node's silence
+    try:
+        while True:
+            if (gap := time.monotonic() - last) > stall_s:
+                log.warning("the head did not run for %.1fs: node silence counts again from now", gap)
+                watching_since = rt.clock.now()
+            try:
+                await asyncio.to_thread(check_nodes, rt, watching_since)
+                await asyncio.to_thread(check_time_limits, rt)
+            except Exception:
+                log.exception("liveness check failed")
+            last = time.monotonic()
+            await asyncio.sleep(interval_s)
+    finally:
+        probe.cancel()
 
 
 async def heard_loop(rt: HeadRuntime) -> None:

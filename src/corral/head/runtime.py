@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from corral.clock import Clock
 from corral.head.config import ConfigHolder
 from corral.head.jobcache import JobCache
+from corral.head.lateness import Lateness
 from corral.head.nodecache import NodeModels
 from corral.head.notify import Notifier
 from corral.head.quiet import QuietBeats
@@ -52,6 +53,7 @@ class HeadRuntime:
     node_models: NodeModels = field(default_factory=NodeModels)
     samples: SampleStore = field(default_factory=SampleStore)
     quiet: QuietBeats = field(default_factory=QuietBeats)
+    lateness: Lateness = field(default_factory=Lateness)  # when the head itself did not run
     # Observers of what happens (metrics); each gets a number of seconds.
     on_job_start: Callable[[float], None] = field(default=_ignore)
     on_cycle: Callable[[float], None] = field(default=_ignore)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timedelta
 
 from sqlalchemy import or_, select
@@ -19,13 +20,18 @@ def check_nodes(rt: HeadRuntime, watching_since: datetime | None = None) -> list
     """Declare nodes without a heartbeat for the node timeout NOT_READY; their tasks are lost. Returns
     the nodes declared.
 
+    Only the agent's silence counts, never the head's: a node whose heartbeat the head holds and has
+    not answered yet (it waits for a thread or the database) is not silent, its silence counts from
+    when its last heartbeat arrived or was answered, whichever is later, and the spans in which the
+    head's event loop did not run (``corral.head.lateness``) are taken off it.
+
     ``watching_since``: when this head began to watch (it started, or took over the lead). Silence
     counts only from then: while no head ran, agents had no one to answer them, and a head that was
     down longer than the node timeout must not declare every node lost before they reach it again."""
     # The time is read first: a heartbeat that arrived by then, and waits with this check for the
     # write lock behind a long transaction, is written first (the lock is first come, first served)
     # and counts, however long the wait. The head's own stall is no node's silence.
-    now = rt.clock.now()
+    now, mono = rt.clock.now(), time.monotonic()
     write_heard(rt)  # quiet heartbeats this head answered from memory count too
     deadline = now - timedelta(seconds=rt.settings.node_timeout_s)
     if watching_since is not None and watching_since > deadline:
@@ -43,6 +49,7 @@ def check_nodes(rt: HeadRuntime, watching_since: datetime | None = None) -> list
                 )
             )
         )
+    late = [name for name in late if not rt.quiet.heard_after(name, deadline)]
     if not late:
         return []
     declared: list[str] = []
@@ -53,9 +60,16 @@ def check_nodes(rt: HeadRuntime, watching_since: datetime | None = None) -> list
             row = session.get(NodeRow, name)
             if row is None or row.last_heartbeat is None or row.last_heartbeat >= deadline:
                 continue  # heard from since it was read: not lost
-            declared.append(name)
             silent = (now - row.last_heartbeat).total_seconds()
+            deaf = rt.lateness.deaf_within(silent, mono)
+            if silent - deaf < rt.settings.node_timeout_s or rt.quiet.heard_after(name, deadline):
+                continue  # the head was late, not the agent silent
+            declared.append(name)
             why = f"no heartbeat for {silent:.0f}s (node timeout {rt.settings.node_timeout_s:.0f}s)"
+            if deaf >= 0.5:
+                why = f"no heartbeat for {silent:.0f}s, {deaf:.0f}s of it while the head itself stalled " + (
+                    f"(node timeout {rt.settings.node_timeout_s:.0f}s)"
+                )
             if row.state != NodeState.NOT_READY.value:
                 row.state = NodeState.NOT_READY.value
                 row.reason = why
