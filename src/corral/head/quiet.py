@@ -8,6 +8,12 @@ state that is still at the remembered version, gets the same answer at once; its
 ``heard`` and reaches the database with the next ``take_heard`` batch. Anything else, a changed
 report, a new version (every change of the node's tasks, registration, being declared lost bumps it),
 a different token, is handled in full.
+
+It also keeps what the liveness check needs to tell a silent agent from a late head: when each node
+was last heard (a heartbeat's arrival, and the moment its answer left), and which nodes have a
+heartbeat the head holds and has not answered yet (waiting for a thread or the database, or being
+handled). An agent sends its next heartbeat only once the last one is answered, so while the head
+holds one the node is not silent: the head is late.
 """
 
 from __future__ import annotations
@@ -48,6 +54,8 @@ class QuietBeats:
     def __init__(self) -> None:
         self._handled: dict[str, Handled] = {}
         self._heard: dict[str, datetime] = {}
+        self._last_heard: dict[str, datetime] = {}  # not taken by ``take_heard``: what the check reads
+        self._in_flight: dict[str, int] = {}
         self._lock = threading.Lock()
 
     def answer(self, node: str, token: str, req: HeartbeatRequest, version: int | None) -> bytes | None:
@@ -82,9 +90,41 @@ class QuietBeats:
     def forget(self, node: str) -> None:
         self._handled.pop(node, None)
 
+    def knows(self, node: str, token: str) -> bool:
+        """Whether ``token`` is the credential of the node's last heartbeat handled in full."""
+        handled = self._handled.get(node)
+        return handled is not None and same_token(token, handled.token_hash)
+
     def heard(self, node: str, when: datetime) -> None:
         with self._lock:
-            self._heard[node] = when
+            if node not in self._heard or self._heard[node] < when:
+                self._heard[node] = when
+            if node not in self._last_heard or self._last_heard[node] < when:
+                self._last_heard[node] = when
+
+    def arrived(self, node: str, when: datetime) -> None:
+        """A heartbeat with the node's credential arrived at ``when``; ``answered`` follows it."""
+        with self._lock:
+            self._in_flight[node] = self._in_flight.get(node, 0) + 1
+        self.heard(node, when)
+
+    def answered(self, node: str, when: datetime) -> None:
+        """The head is done with a heartbeat ``arrived`` announced (answered or refused) at ``when``."""
+        with self._lock:
+            left = self._in_flight.get(node, 0) - 1
+            if left > 0:
+                self._in_flight[node] = left
+            else:
+                self._in_flight.pop(node, None)
+        self.heard(node, when)
+
+    def heard_after(self, node: str, deadline: datetime) -> bool:
+        """Whether the head holds a heartbeat of the node, or heard one after ``deadline``."""
+        with self._lock:
+            if self._in_flight.get(node, 0) > 0:
+                return True
+            last = self._last_heard.get(node)
+        return last is not None and last > deadline
 
     def take_heard(self) -> dict[str, datetime]:
         """The nodes heard from since the last call, each with the time it was last heard."""

@@ -35,6 +35,18 @@ class QuietHeartbeats:
         if not node or "/" in node or not token:
             await self.app(scope, receive, send)
             return
+        # From its arrival until its answer leaves, the node's heartbeat is in the head's hands: however long
+        # it waits (for a thread, for the database), the node is not silent (``corral.head.quiet``).
+        known = self.rt.quiet.knows(node, token)
+        if known:
+            self.rt.quiet.arrived(node, self.rt.clock.now())
+        try:
+            await self._handle(scope, receive, send, node, token)
+        finally:
+            if known:
+                self.rt.quiet.answered(node, self.rt.clock.now())
+
+    async def _handle(self, scope: Scope, receive: Receive, send: Send, node: str, token: str) -> None:
         read = await _read(receive)
         if read is None:
             return  # the agent hung up
