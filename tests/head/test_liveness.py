@@ -228,3 +228,20 @@ def test_the_time_the_heads_event_loop_stalled_is_no_nodes_silence(head):
     assert head.check_nodes() == ["n1"]
     reason = head.nodes()["n1"]["reason"]
     assert reason.startswith("no heartbeat for 12s, ") and "while the head itself stalled" in reason
+
+
+def test_a_node_whose_heartbeat_the_head_holds_unanswered_is_not_silent(head):
+    """A heartbeat that waits in the head (for a worker thread, for the database) is the head's lateness:
+    the node counts as heard from its arrival until its answer leaves, and its silence runs from then."""
+    head.register("n1")
+    timeout = head.rt.settings.node_timeout_s
+    head.clock.advance(1)
+    head.rt.quiet.arrived("n1", head.rt.clock.now())
+    head.clock.advance(timeout + 5)  # held all along, unanswered
+    assert head.check_nodes() == []
+    head.rt.quiet.answered("n1", head.rt.clock.now())
+    head.clock.advance(timeout - 1)
+    assert head.check_nodes() == []
+    assert head.nodes()["n1"]["state"] == "READY"
+    head.clock.advance(2)  # silent past the timeout since its answer left
+    assert head.check_nodes() == ["n1"]

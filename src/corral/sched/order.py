@@ -171,7 +171,7 @@ def _item(job: Job, key: Callable[[Job], Key], same: dict[Request, Request], gro
         number = groups.join(job, request)
     else:
         groups.members[number] += 1
-    return key(job) + (job, request, number, job.id)  # (concatenating is cheaper than unpacking)
+    return key(job) + (job, request, number, job.id)  # noqa: RUF005 (joining is cheaper than unpacking)
 
 
 class _Groups:
