@@ -33,7 +33,7 @@ from corral.sched.policy import by_priority
 from corral.sched.quota import QuotaLedger
 from corral.sched.reclaim_limit import BorrowedOnly
 from corral.sched.snapshot import CapacityView, Snapshot
-from corral.sched.victim_scan import Cost, LossBounds, ScanOrder, VictimSets, cheapest_on_node, lost_gpu_seconds
+from corral.sched.victim_scan import Beat, Cost, LossBounds, NodeAnswers, ScanOrder, VictimSets, lost_gpu_seconds
 
 _NEAREST = 1 << 30  # the reach of a search open to any victim: after every narrower reach
 SEARCHES_PER_CYCLE = 64  # victim searches per cycle; jobs blocked after that wait for the next cycle
@@ -110,8 +110,7 @@ class Preemptor:
         self.exhausted: dict[str, None] = {}  # jobs whose search scanned every node it was given (in order)
         self._sets = VictimSets(self.cost)
         self._given: dict[str, str] = {}  # victim → the job it was first given to
-        # One node's answer, by all it depends on: searches for like jobs ask the same of the same nodes.
-        self._on_node: dict[tuple[object, ...], tuple[str, ...] | None] = {}
+        self._answers = NodeAnswers(held_by, self._sets)
         self._bounds = LossBounds(self.on_node, self.cost, held_by)
         self.taken: set[str] = set()
         self._borrowed_only = None if quota is None else BorrowedOnly(quota, self.jobs, self.taken)
@@ -341,27 +340,29 @@ class Preemptor:
         within = self.quota is None or self.quota.within_nominal(job, gpu_type)
         if self._own_team is not None and self.quota is not None:
             self._scope = self.quota.blocking_level(job, gpu_type)
-        nodes, need, last = view.nodes, request.nodes, -1
+        nodes, need, last, team = view.nodes, request.nodes, -1, job.team
+        beat = ranked[need - 1] if len(ranked) >= need else None  # the option to beat, once ``need`` are found
         scan = self._scan.every(view, gpu_type) if within else self._scan.below(view, gpu_type, level)
         for bound, name, of_type, at in scan:
-            if len(ranked) >= need and (bound, name) > ranked[need - 1]:
+            if beat is not None and (bound, name) > beat:
                 break  # an option here costs at least ``bound``: it loses to the options found, as do later ones
             last = at
             if of_type < slots or name in free or (node := nodes.get(name)) is None:
                 continue
-            if len(ranked) >= need and self._bounds.beyond(node, request, gpu_type, ranked[need - 1][0]):
+            if beat is not None and self._bounds.beyond(node, request, gpu_type, beat[0]):
                 continue
-            eligible = [v for v in self.on_node[name] if self._eligible(v, job.team, level, within)]
-            found = self._cheapest_on_node_kept(node, request, gpu_type, eligible, job.team) if eligible else None
+            eligible = [v for v in self.on_node[name] if self._eligible(v, team, level, within)]
+            found = self._cheapest_on_node_kept(node, request, gpu_type, eligible, team, beat) if eligible else None
             if found is not None:
                 total = self._sets.total(found)
                 options.append((total, name, found))
                 insort(ranked, (total, name))
+                beat = ranked[need - 1] if len(ranked) >= need else None
         else:
             # Reaching the end of the nodes passed over some (``below``) only: the scan stopped short
             # when the last of those left could not beat the options found (the order rises by cost).
             every = self._scan.every(view, gpu_type)
-            if not (last + 1 < len(every) and len(ranked) >= need and every[-1][:2] > ranked[need - 1]):
+            if not (last + 1 < len(every) and beat is not None and every[-1][:2] > beat):
                 self.exhausted[job.id] = None
         if len(options) < request.nodes:
             return None
@@ -371,17 +372,12 @@ class Preemptor:
         return victims if request.nodes == 1 or limit is None or limit.allows(job.team, victims) else None
 
     def _cheapest_on_node_kept(
-        self, node: NodeCapacity, request: Request, gpu_type: str | None, eligible: list[str], team: str
+        self, node: NodeCapacity, request: Request, gpu_type: str | None, eligible: list[str], team: str, beat: Beat
     ) -> tuple[str, ...] | None:
         allowed = self._allowed_for(team, eligible)
-        key = (node.name, *node.used.values(), node.free_cpus, node.free_memory_mb, request, gpu_type, *eligible)
-        if allowed is not None:  # its answer depends on the quota's usage, and on the job's team
-            key = (*key, team, self.quota.changes if self.quota is not None else 0)
-        if key in self._on_node:
-            return self._on_node[key]
-        found = cheapest_on_node(node, request, gpu_type, eligible, self.held, self._sets, allowed)
-        self._on_node[key] = found
-        return found
+        # With ``allowed``, the answer depends on the quota's usage, and on the job's team.
+        also = () if allowed is None else (team, self.quota.changes if self.quota is not None else 0)
+        return self._answers.cheapest(node, request, gpu_type, eligible, allowed, beat, also)
 
     def _allowed_for(self, team: str, eligible: Sequence[str]) -> Callable[[tuple[str, ...]], bool] | None:
         """Which victim sets take back from other teams only what they borrow; None where any set does."""

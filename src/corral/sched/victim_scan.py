@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from itertools import accumulate, combinations
 
@@ -18,6 +18,7 @@ EXHAUSTIVE = 8  # victims on one node up to which every subset is tried
 Cost = tuple[float, int]  # (GPU-seconds lost, jobs newly preempted)
 _SLACK_S = 1e-3  # GPU-seconds: lost work is rounded to 6 decimals, so compare with room to spare
 Scan = tuple[Cost, str, int, int]  # (its cheapest victim's cost, node, GPUs of the type there, place in the scan)
+Beat = tuple[Cost, str] | None  # the (cost, node) of the option a node's victims must beat, if any
 
 
 def lost_gpu_seconds(job: RunningJob, allocations: Sequence[Allocation], now: datetime) -> float:
@@ -123,7 +124,7 @@ class VictimSets:
 
     def __init__(self, cost: Mapping[str, Cost]) -> None:
         self._cost = cost
-        self._kept: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
+        self._kept: dict[tuple[str, ...], list[tuple[Cost, tuple[str, ...]]]] = {}
 
     def cost(self, victim: str) -> Cost:
         return self._cost[victim]
@@ -132,17 +133,25 @@ class VictimSets:
         cost = self._cost
         return (round(sum(cost[v][0] for v in victims), 6), sum(cost[v][1] for v in victims))
 
-    def cheapest_first(self, eligible: tuple[str, ...], smallest: int = 0) -> Iterable[tuple[str, ...]]:
-        """Every subset of ``eligible``, cheapest first, possibly without those of fewer than ``smallest``
-        victims. When the victims all cost the same, that order is by size, then by ids: ``combinations``
-        of the sorted ids yields it directly, one subset at a time, from ``smallest`` victims on."""
+    def cheapest_first(self, eligible: tuple[str, ...], smallest: int = 0) -> Iterable[tuple[Cost, tuple[str, ...]]]:
+        """Every subset of ``eligible`` with its cost, cheapest first, possibly without those of fewer than
+        ``smallest`` victims. When the victims all cost the same, that order is by size, then by ids:
+        ``combinations`` of the sorted ids yields it directly, one subset at a time, from ``smallest`` on."""
         if len({self._cost[v] for v in eligible}) <= 1 and list(eligible) == sorted(eligible):
-            return (s for k in range(smallest, len(eligible) + 1) for s in combinations(eligible, k))
+            return self._by_size(eligible, smallest)
         ordered = self._kept.get(eligible)
         if ordered is None:
-            subsets = [s for k in range(len(eligible) + 1) for s in combinations(eligible, k)]
-            ordered = self._kept[eligible] = sorted(subsets, key=lambda s: (self.total(s), s))
+            subsets = (s for k in range(len(eligible) + 1) for s in combinations(eligible, k))
+            ordered = self._kept[eligible] = sorted((self.total(s), s) for s in subsets)
         return ordered
+
+    def _by_size(self, eligible: tuple[str, ...], smallest: int) -> Iterator[tuple[Cost, tuple[str, ...]]]:
+        for k in range(smallest, len(eligible) + 1):
+            total: Cost | None = None
+            for subset in combinations(eligible, k):
+                if total is None:  # every subset of this size costs the same
+                    total = self.total(subset)
+                yield total, subset
 
 
 def cheapest_on_node(
@@ -153,11 +162,13 @@ def cheapest_on_node(
     held: Mapping[str, Sequence[Allocation]],
     sets: VictimSets,
     allowed: Callable[[tuple[str, ...]], bool] | None = None,
+    beat: Beat = None,
 ) -> tuple[str, ...] | None:
     """The cheapest subset of the node's eligible victims (holding ``held``) whose removal fits one share of
     the request there (and that ``allowed`` allows together), or None: every subset, cheapest first, for up
     to ``EXHAUSTIVE`` victims; past that, victims added cheapest first, then the costliest pruned while the
-    share still fits."""
+    share still fits. With ``beat`` (an option found elsewhere: its cost, node), None also where no subset
+    that costs no more than it, by cost then node name, will do: the search stops there."""
     freed = {v: [a for a in held[v] if a.node == node.name] for v in eligible}
     if len(eligible) <= EXHAUSTIVE:
         short, frees = gpus_short(node, request, gpu_type), emptied(node, gpu_type, freed)
@@ -170,7 +181,11 @@ def cheapest_on_node(
                 break
             left -= count
             smallest += 1
-        for subset in sets.cheapest_first(tuple(eligible), smallest):
+        # Past ``beat``'s cost, or at it on a later name, no subset can win: they come cheapest first.
+        cap, at_cap = (None, False) if beat is None else (beat[0], node.name < beat[1])
+        for total, subset in sets.cheapest_first(tuple(eligible), smallest):
+            if cap is not None and (total > cap or (total == cap and not at_cap)):
+                return None
             if (
                 sum(map(frees.__getitem__, subset)) >= short
                 and fits_without(node, request, gpu_type, [a for v in subset for a in freed[v]])
@@ -191,3 +206,31 @@ def cheapest_on_node(
             chosen = rest
     found = tuple(sorted(chosen))
     return found if allowed is None or allowed(found) else None
+
+
+class NodeAnswers:
+    """``cheapest_on_node``'s answers for the cycle, by all they depend on (searches for like jobs ask the same
+    of the same nodes); a None found short of ``beat`` holds for any option that beats that one."""
+
+    def __init__(self, held: Mapping[str, Sequence[Allocation]], sets: VictimSets) -> None:
+        self._held, self._sets = held, sets
+        self._kept: dict[tuple[object, ...], tuple[tuple[str, ...] | None, Beat]] = {}
+
+    def cheapest(
+        self,
+        node: NodeCapacity,
+        request: Request,
+        gpu_type: str | None,
+        eligible: list[str],
+        allowed: Callable[[tuple[str, ...]], bool] | None,
+        beat: Beat,
+        also: tuple[object, ...] = (),
+    ) -> tuple[str, ...] | None:
+        """``cheapest_on_node``; ``also``: what else its answer depends on (with ``allowed``)."""
+        key = (node.name, *node.used.values(), node.free_cpus, node.free_memory_mb, request, gpu_type, *eligible, *also)
+        kept = self._kept.get(key)
+        if kept is not None and (kept[0] is not None or kept[1] is None or (beat is not None and beat <= kept[1])):
+            return kept[0]
+        found = cheapest_on_node(node, request, gpu_type, eligible, self._held, self._sets, allowed, beat)
+        self._kept[key] = (found, beat)
+        return found
