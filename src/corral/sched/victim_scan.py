@@ -120,11 +120,10 @@ def _gpus_on(allocations: Sequence[Allocation], node: str) -> int:
 
 class VictimSets:
     """Victim sets on one node in the order a search tries them: cheapest first (costs do not change
-    within a cycle), each sorted order kept for the cycle."""
+    within a cycle), only those that may empty enough GPUs and do not lose too much."""
 
     def __init__(self, cost: Mapping[str, Cost]) -> None:
         self._cost = cost
-        self._kept: dict[tuple[str, ...], list[tuple[Cost, tuple[str, ...]]]] = {}
 
     def cost(self, victim: str) -> Cost:
         return self._cost[victim]
@@ -133,17 +132,43 @@ class VictimSets:
         cost = self._cost
         return (round(sum(cost[v][0] for v in victims), 6), sum(cost[v][1] for v in victims))
 
-    def cheapest_first(self, eligible: tuple[str, ...], smallest: int = 0) -> Iterable[tuple[Cost, tuple[str, ...]]]:
-        """Every subset of ``eligible`` with its cost, cheapest first, possibly without those of fewer than
-        ``smallest`` victims. When the victims all cost the same, that order is by size, then by ids:
-        ``combinations`` of the sorted ids yields it directly, one subset at a time, from ``smallest`` on."""
+    def cheapest_first(
+        self, eligible: tuple[str, ...], frees: Mapping[str, int], short: int, smallest: int, cap: float
+    ) -> Iterable[tuple[Cost, tuple[str, ...]]]:
+        """The subsets of ``eligible`` that may empty ``short`` GPUs (``frees``: at most how many each
+        victim's release empties) with their costs, cheapest first, leaving out some that lose more than
+        ``cap``. When the victims all cost the same, that order is by size, then by ids: ``combinations``
+        of the sorted ids yields it directly, one subset at a time, from ``smallest`` victims on."""
         if len({self._cost[v] for v in eligible}) <= 1 and list(eligible) == sorted(eligible):
             return self._by_size(eligible, smallest)
-        ordered = self._kept.get(eligible)
-        if ordered is None:
-            subsets = (s for k in range(len(eligible) + 1) for s in combinations(eligible, k))
-            ordered = self._kept[eligible] = sorted((self.total(s), s) for s in subsets)
-        return ordered
+        return sorted((self.total(s), s) for s in self._covering(eligible, frees, short, cap + _SLACK_S))
+
+    def _covering(
+        self, eligible: tuple[str, ...], frees: Mapping[str, int], short: int, cap: float
+    ) -> list[tuple[str, ...]]:
+        """Every subset of ``eligible`` (in its order) whose victims may empty ``short`` GPUs together and
+        lose at most ``cap`` (adding them up in any order: ``cap`` leaves room for the rounding): a walk
+        that drops a branch as soon as it loses too much, or what is left cannot empty enough."""
+        gpus = [frees[v] for v in eligible]
+        lost = [self._cost[v][0] for v in eligible]
+        left = [*reversed(list(accumulate(reversed(gpus)))), 0]  # what the victims from each one on empty
+        out: list[tuple[str, ...]] = []
+        chosen: list[str] = []
+
+        def walk(at: int, emptied: int, spent: float) -> None:
+            if emptied + left[at] < short:
+                return
+            if at == len(eligible):
+                out.append(tuple(chosen))
+                return
+            if spent + lost[at] <= cap:
+                chosen.append(eligible[at])
+                walk(at + 1, emptied + gpus[at], spent + lost[at])
+                chosen.pop()
+            walk(at + 1, emptied, spent)
+
+        walk(0, 0, 0.0)
+        return out
 
     def _by_size(self, eligible: tuple[str, ...], smallest: int) -> Iterator[tuple[Cost, tuple[str, ...]]]:
         for k in range(smallest, len(eligible) + 1):
@@ -183,7 +208,8 @@ def cheapest_on_node(
             smallest += 1
         # Past ``beat``'s cost, or at it on a later name, no subset can win: they come cheapest first.
         cap, at_cap = (None, False) if beat is None else (beat[0], node.name < beat[1])
-        for total, subset in sets.cheapest_first(tuple(eligible), smallest):
+        lost_cap = math.inf if cap is None else cap[0]
+        for total, subset in sets.cheapest_first(tuple(eligible), frees, short, smallest, lost_cap):
             if cap is not None and (total > cap or (total == cap and not at_cap)):
                 return None
             if (
