@@ -27,6 +27,7 @@ from itertools import islice
 from corral.model import Job, Request, RunningJob
 from corral.sched import describe
 from corral.sched.node_capacity import NodeCapacity
+from corral.sched.node_room import gpus_short
 from corral.sched.placement import candidates, find_placement
 from corral.sched.plan import PREEMPTING, Placement, Preemption, Reason
 from corral.sched.policy import by_priority
@@ -340,7 +341,7 @@ class Preemptor:
         within = self.quota is None or self.quota.within_nominal(job, gpu_type)
         if self._own_team is not None and self.quota is not None:
             self._scope = self.quota.blocking_level(job, gpu_type)
-        nodes, need, last, team = view.nodes, request.nodes, -1, job.team
+        nodes, need, last, bounds, team = view.nodes, request.nodes, -1, self._bounds, job.team
         beat = ranked[need - 1] if len(ranked) >= need else None  # the option to beat, once ``need`` are found
         scan = self._scan.every(view, gpu_type) if within else self._scan.below(view, gpu_type, level)
         for bound, name, of_type, at in scan:
@@ -349,7 +350,8 @@ class Preemptor:
             last = at
             if of_type < slots or name in free or (node := nodes.get(name)) is None:
                 continue
-            if beat is not None and self._bounds.beyond(node, request, gpu_type, beat[0]):
+            short = gpus_short(node, request, gpu_type)
+            if beat is not None and bounds.beyond_short(name, short, beat[0]):
                 continue
             eligible = [v for v in self.on_node[name] if self._eligible(v, team, level, within)]
             found = self._cheapest_on_node_kept(node, request, gpu_type, eligible, team, beat) if eligible else None

@@ -88,27 +88,34 @@ class LossBounds:
         self, on_node: Mapping[str, list[str]], cost: Mapping[str, Cost], held: Mapping[str, Sequence[Allocation]]
     ) -> None:
         self._on_node, self._cost, self._held = on_node, cost, held
-        self._by_node: dict[str, tuple[list[float], list[int]]] = {}  # running sums: losses up, GPUs held down
+        self._by_node: dict[str, list[float]] = {}  # the bound by GPUs short, up to all the victims hold
 
     def beyond(self, node: NodeCapacity, request: Request, gpu_type: str | None, best: Cost) -> bool:
         """Whether every victim set that could make room for a share here loses more than ``best`` (by more
         than rounding: a set that ties it may still win on fewer jobs or the node's name)."""
-        return self.least_lost(node, request, gpu_type) > best[0] + _SLACK_S
+        return self.beyond_short(node.name, gpus_short(node, request, gpu_type), best)
+
+    def beyond_short(self, name: str, short: int, best: Cost) -> bool:
+        """``beyond`` for a share ``short`` empty GPUs short on the node (``gpus_short``)."""
+        if short <= 1:
+            return False
+        bounds = self._by_node.get(name) or self._bounds(name)
+        return short >= len(bounds) or bounds[short] > best[0] + _SLACK_S
 
     def least_lost(self, node: NodeCapacity, request: Request, gpu_type: str | None) -> float:
         """0 where one victim may do; infinite where the node's victims together cannot empty enough."""
         short = gpus_short(node, request, gpu_type)
         if short <= 1:
             return 0.0
-        found = self._by_node.get(node.name)
-        if found is None:
-            name, victims = node.name, self._on_node[node.name]
-            losses = sorted(self._cost[v][0] for v in victims)
-            gpus = sorted(_gpus_on(self._held[v], name) for v in victims)
-            found = self._by_node[name] = (list(accumulate(losses)), list(accumulate(reversed(gpus))))
-        lost, emptied = found
-        fewest = bisect_left(emptied, short)
-        return math.inf if fewest == len(emptied) else lost[fewest]
+        bounds = self._by_node.get(node.name) or self._bounds(node.name)
+        return bounds[short] if short < len(bounds) else math.inf
+
+    def _bounds(self, name: str) -> list[float]:
+        victims = self._on_node[name]
+        lost = list(accumulate(sorted(self._cost[v][0] for v in victims)))
+        emptied = list(accumulate(sorted((_gpus_on(self._held[v], name) for v in victims), reverse=True)))
+        bounds = self._by_node[name] = [lost[bisect_left(emptied, held)] for held in range(emptied[-1] + 1)]
+        return bounds
 
 
 def _gpus_on(allocations: Sequence[Allocation], node: str) -> int:
