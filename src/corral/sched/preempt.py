@@ -208,8 +208,9 @@ class Preemptor:
         free, so a job waits for it rather than preempting more, and the job also waits for the given
         victims on its nodes."""
         given = list(self._given)
-        for v in given:
-            view.release(self.held[v])
+        held = [a for v in given for a in self.held[v]]  # in one change: each node re-indexed once
+        if held:
+            view.release(held)
         try:
             placement = find_placement(view, job) if given else None
             if placement is not None:
@@ -219,8 +220,8 @@ class Preemptor:
                 return found
             return found[0], tuple(sorted({*found[1], *self._given_on(found[0], given)}))
         finally:
-            for v in given:
-                view.take(self.held[v])
+            if held:
+                view.take(held)
 
     def _given_on(self, placement: Placement, given: Sequence[str]) -> tuple[str, ...]:
         placed_on = {a.node for a in placement.allocations}
@@ -316,13 +317,14 @@ class Preemptor:
         return Reason(PREEMPTING, f"{' and '.join(parts)}{then}", base.queued)
 
     def _what_if(self, view: CapacityView, job: Job, victims: Sequence[str]) -> Placement | None:
-        for v in victims:
-            view.release(self.held[v])
+        held = [a for v in victims for a in self.held[v]]
+        if held:
+            view.release(held)
         try:
             return find_placement(view, job)
         finally:
-            for v in victims:
-                view.take(self.held[v])
+            if held:
+                view.take(held)
 
     def _victims_for_type(self, view: CapacityView, job: Job, gpu_type: str | None) -> tuple[str, ...] | None:
         """The cheapest nodes' victims for one share each. Nodes are scanned by the cost of their cheapest
