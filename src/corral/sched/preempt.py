@@ -356,7 +356,9 @@ class Preemptor:
             if beat is not None and bounds.beyond_short(name, short, beat[0]):
                 continue
             eligible = [v for v in self.on_node[name] if self._eligible(v, team, level, within)]
-            found = self._cheapest_on_node_kept(node, request, gpu_type, eligible, team, beat) if eligible else None
+            if not eligible or bounds.too_few(name, short, eligible):
+                continue
+            found = self._cheapest_on_node_kept(node, request, gpu_type, eligible, team, beat)
             if found is not None:
                 total = self._sets.total(found)
                 options.append((total, name, found))

@@ -89,6 +89,7 @@ class LossBounds:
     ) -> None:
         self._on_node, self._cost, self._held = on_node, cost, held
         self._by_node: dict[str, list[float]] = {}  # the bound by GPUs short, up to all the victims hold
+        self._gpus: dict[str, dict[str, int]] = {}  # per node, the GPUs each victim holds there
 
     def beyond(self, node: NodeCapacity, request: Request, gpu_type: str | None, best: Cost) -> bool:
         """Whether every victim set that could make room for a share here loses more than ``best`` (by more
@@ -110,10 +111,23 @@ class LossBounds:
         bounds = self._by_node.get(node.name) or self._bounds(node.name)
         return bounds[short] if short < len(bounds) else math.inf
 
+    def too_few(self, name: str, short: int, eligible: Sequence[str]) -> bool:
+        """Whether the victims hold fewer than ``short`` GPUs on the node together: none of their sets
+        can empty enough there."""
+        if short <= 0:
+            return False
+        gpus = self._gpus.get(name) or self._held_on(name)
+        return sum(map(gpus.__getitem__, eligible)) < short
+
+    def _held_on(self, name: str) -> dict[str, int]:
+        held = self._held
+        gpus = self._gpus[name] = {v: _gpus_on(held[v], name) for v in self._on_node[name]}
+        return gpus
+
     def _bounds(self, name: str) -> list[float]:
-        victims = self._on_node[name]
-        lost = list(accumulate(sorted(self._cost[v][0] for v in victims)))
-        emptied = list(accumulate(sorted((_gpus_on(self._held[v], name) for v in victims), reverse=True)))
+        gpus = self._gpus.get(name) or self._held_on(name)
+        lost = list(accumulate(sorted(self._cost[v][0] for v in gpus)))
+        emptied = list(accumulate(sorted(gpus.values(), reverse=True)))
         bounds = self._by_node[name] = [lost[bisect_left(emptied, held)] for held in range(emptied[-1] + 1)]
         return bounds
 
