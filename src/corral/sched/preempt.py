@@ -13,7 +13,9 @@ of one GPU type (victims shared between nodes are counted once but not exploited
 skipped for a job whose priority has no eligible victim below it. Nodes are scanned by their cheapest
 victim's cost, then name, and the scan stops once no later node can beat the options found; a search
 that reaches the end of the nodes is named in the plan (``Plan.exhausted_searches``): a caller that
-passed only the victims on the first nodes of that order knows its answer may need the others.
+passed only the victims on the first nodes of that order knows its answer may need the others. On the
+way, a node whose victims cannot empty enough GPUs, or would lose more than the options found by a
+lower bound (``LossBounds``), is passed over unsearched, and a node's sets are tried up to that cost only.
 """
 
 from __future__ import annotations
