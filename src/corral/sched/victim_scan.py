@@ -174,21 +174,19 @@ class VictimSets:
         lost = [self._cost[v][0] for v in eligible]
         left = [*reversed(list(accumulate(reversed(gpus)))), 0]  # what the victims from each one on empty
         out: list[tuple[str, ...]] = []
-        chosen: list[str] = []
-
-        def walk(at: int, emptied: int, spent: float) -> None:
+        # Depth first, each victim taken before it is left out; a stack rather than a recursive closure,
+        # which would refer to itself and leave a reference cycle behind for the collector each time.
+        stack: list[tuple[int, int, float, tuple[str, ...]]] = [(0, 0, 0.0, ())]
+        while stack:
+            at, emptied, spent, chosen = stack.pop()
             if emptied + left[at] < short:
-                return
+                continue
             if at == len(eligible):
-                out.append(tuple(chosen))
-                return
+                out.append(chosen)
+                continue
+            stack.append((at + 1, emptied, spent, chosen))
             if spent + lost[at] <= cap:
-                chosen.append(eligible[at])
-                walk(at + 1, emptied + gpus[at], spent + lost[at])
-                chosen.pop()
-            walk(at + 1, emptied, spent)
-
-        walk(0, 0, 0.0)
+                stack.append((at + 1, emptied + gpus[at], spent + lost[at], (*chosen, eligible[at])))
         return out
 
     def _by_size(self, eligible: tuple[str, ...], smallest: int) -> Iterator[tuple[Cost, tuple[str, ...]]]:
