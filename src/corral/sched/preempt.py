@@ -210,7 +210,10 @@ class Preemptor:
         free, so a job waits for it rather than preempting more, and the job also waits for the given
         victims on its nodes."""
         given = list(self._given)
-        held = [a for v in given for a in self.held[v]]  # in one change: each node re-indexed once
+        # In one change (each node re-indexed once), on nodes with a type the job accepts (what is freed elsewhere
+        # changes neither where it fits nor its victims there).
+        types, on = frozenset(job.request.gpu_types or view.gpu_types), view.nodes.get
+        held = [a for v in given for a in self.held[v] if (n := on(a.node)) and not types.isdisjoint(n.gpu_types)]
         if held:
             view.release(held)
         try:
