@@ -38,7 +38,8 @@ def test_a_bad_run_spec_exits_2_even_with_no_head_configured(tmp_path):
     args = [sys.executable, "-m", "corral", "run", "--gpus", "0.001", "--", "true"]
     result = subprocess.run(args, capture_output=True, text=True, env=env, timeout=60)
     assert result.returncode == 2, result.stderr
-    assert "--gpus (resources.gpus): must be a whole number of GPUs or a fraction below 1" in result.stderr
+    said = "must be a whole number from 0 to 64 or a fraction from 0.01 to below 1"
+    assert f"--gpus (resources.gpus): {said}" in result.stderr
 
 
 def test_run_names_the_option_behind_each_bad_field(tmp_path):

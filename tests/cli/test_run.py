@@ -14,5 +14,5 @@ def test_run_refuses_gpus_no_job_can_have_naming_the_field(gpus, capsys, tmp_pat
         main(["run", "--gpus", gpus, "--", "true"])
     err = capsys.readouterr().err
     assert ended.value.code == 2, err
-    said = "must be a whole number of GPUs or a fraction below 1 (from 0.01, such as 0.5)"
+    said = "must be a whole number from 0 to 64 or a fraction from 0.01 to below 1"
     assert f"--gpus (resources.gpus): {said}" in err

@@ -99,7 +99,8 @@ def test_a_bad_spec_is_invalid_request_naming_the_field(live_head, api):
     with pytest.raises(InvalidRequest) as info:
         client.submit({"command": "x", "resources": {"gpus": 1.5}})
     assert info.value.status == 422
-    assert str(info.value).startswith("resources.gpus: must be a whole number of GPUs or a fraction below 1")
+    said = "must be a whole number from 0 to 64 or a fraction from 0.01 to below 1"
+    assert str(info.value).startswith(f"resources.gpus: {said}")
 
 
 def test_a_batch_error_names_the_job(live_head, api):

@@ -17,8 +17,8 @@ def fields(response) -> dict[str, str]:
 @pytest.mark.parametrize(
     ("body", "field", "words"),
     [
-        ({"command": "x", "resources": {"gpus": 1.5}}, "resources.gpus", "fraction below 1"),
-        ({"command": "x", "resources": {"gpus": -1}}, "resources.gpus", "greater than or equal to 0"),
+        ({"command": "x", "resources": {"gpus": 1.5}}, "resources.gpus", "a fraction from 0.01 to below 1"),
+        ({"command": "x", "resources": {"gpus": -1}}, "resources.gpus", "must be a whole number from 0 to 64"),
         ({"command": "x", "resources": {"memory": "lots"}}, "resources.memory", "expected a size such as"),
         ({"command": "x", "resources": {"gpu_type": ["A", "A"]}}, "resources.gpu_type", "twice"),
         ({"command": "x", "resources": {"gpu": 1}}, "resources.gpu", "unknown field"),

@@ -47,7 +47,11 @@ def test_a_full_config_loads():
         ("teams: {a: {quotas: {'': {nominal: 2}}}}", "teams.a.quotas", "GPU type '': give a type name such as H100"),
         ("teams: {a: {members: [x]}, b: {members: [x]}}", "teams.b.members[0]", "x is already in team a"),
         ("teams: {a: {quotas: {H100: {nominal: 2, lending_limit: 3}}}}", "teams.a.quotas.H100.lending_limit", "exceed"),
-        ("teams: {a: {quotas: {H100: {nominal: -1}}}}", "teams.a.quotas.H100.nominal", "greater than or equal to 0"),
+        (
+            "teams: {a: {quotas: {H100: {nominal: -1}}}}",
+            "teams.a.quotas.H100.nominal",
+            "must be a number from 0 to 1,000,000, got -1",
+        ),
         ("default_priority_class: gold", "default_priority_class", "unknown priority class 'gold'"),
         ("queues: {q: {priority_class: gold}}", "queues.q.priority_class", "unknown priority class 'gold'"),
         ("fair_share: {weights: {ghost: 1}}", "fair_share.weights.ghost", "unknown team 'ghost'"),
@@ -100,18 +104,23 @@ def test_the_head_refuses_to_start_on_a_bad_config(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("text", "field"),
+    ("text", "field", "valid"),
     [
-        ("teams: {p: {quotas: {H100: {nominal: .inf}}}}", "teams.p.quotas.H100.nominal"),
-        ("teams: {p: {quotas: {H100: {nominal: 2, borrowing_limit: .inf}}}}", "teams.p.quotas.H100.borrowing_limit"),
-        ("gpu_speed: {H100: .inf}", "gpu_speed.H100"),
-        ("fair_share: {weights: {x: .nan}}", "fair_share.weights.x"),
+        ("teams: {p: {quotas: {H100: {nominal: .inf}}}}", "teams.p.quotas.H100.nominal", "from 0 to 1,000,000"),
+        (
+            "teams: {p: {quotas: {H100: {nominal: 2, borrowing_limit: .inf}}}}",
+            "teams.p.quotas.H100.borrowing_limit",
+            "from 0 to 1,000,000",
+        ),
+        ("gpu_speed: {H100: .inf}", "gpu_speed.H100", "from 0.001 to 1,000"),
+        ("fair_share: {weights: {x: .nan}}", "fair_share.weights.x", "above 0 and at most 1,000,000"),
     ],
 )
-def test_infinite_or_nan_numbers_are_refused_with_their_path(text, field):
+def test_infinite_or_nan_numbers_are_refused_with_their_path(text, field, valid):
     with pytest.raises(SpecError) as refused:
         load_cluster_config_yaml(text)
-    assert str(refused.value) == f"{field}: Input should be a finite number"
+    got = "nan" if "nan" in text else "inf"
+    assert str(refused.value) == f"{field}: must be a finite number {valid}, got {got}"
 
 
 def test_field_errors_and_cross_field_errors_are_reported_together():
@@ -152,7 +161,11 @@ def test_a_cross_field_error_under_a_refused_value_is_not_reported_twice():
             "teams.a.quotas.H100.lending",
             "valid fields are nominal, borrowing_limit, lending_limit",
         ),
-        ("fair_share: {weights: {a: -2}}\n", "fair_share.weights.a", "greater than 0"),
+        (
+            "fair_share: {weights: {a: -2}}\n",
+            "fair_share.weights.a",
+            "must be a number above 0 and at most 1,000,000, got -2",
+        ),
     ],
 )
 def test_a_key_inside_a_named_section_is_named_with_what_is_valid(text, field, words):

@@ -137,7 +137,7 @@ def test_fractional_gpu_occupies_one_slot():
 def test_fractions_above_one_are_refused(gpus):
     error = the_error({"command": "x", "resources": {"gpus": gpus}})
     assert error.field == "resources.gpus"
-    assert "whole number of GPUs or a fraction below 1" in error.message
+    assert "whole number from 0 to 64 or a fraction from 0.01 to below 1" in error.message
     assert str(gpus) in error.message
 
 
@@ -145,9 +145,7 @@ def test_fractions_above_one_are_refused(gpus):
 def test_fractions_below_one_percent_are_refused(gpus):
     error = the_error({"command": "x", "resources": {"gpus": gpus}})
     assert error.field == "resources.gpus"
-    assert error.message == (
-        f"must be a whole number of GPUs or a fraction below 1 (from 0.01, such as 0.5), got {gpus}"
-    )
+    assert error.message == (f"must be a whole number from 0 to 64 or a fraction from 0.01 to below 1, got {gpus}")
 
 
 @pytest.mark.parametrize("gpus", [0.01, 0.015, 0.99])
@@ -355,7 +353,7 @@ def test_memory_under_a_megabyte_is_refused(memory):
 
 
 def test_gpus_must_be_a_number_not_a_boolean():
-    with pytest.raises(SpecError, match=r"resources\.gpus: must be a number of GPUs"):
+    with pytest.raises(SpecError, match=r"resources\.gpus: must be a whole number from 0 to 64 .*, not true"):
         load_job_yaml("command: x\nresources: {gpus: true}")
 
 

@@ -13,8 +13,9 @@ from corral.api import SubmitBatch
 from corral.head.services.common import Conflict, Infeasible, NotAllowed, NotFound
 from corral.spec import JobSpec
 from corral.spec.errors import field_names as _field_names
-from corral.spec.errors import field_path
+from corral.spec.errors import field_path, user_loc
 from corral.spec.errors import model_at as _model_at
+from corral.spec.wording import phrase
 
 
 def _clean(message: str) -> str:
@@ -45,7 +46,7 @@ def _validation(request: Request, exc: Exception) -> JSONResponse:
                 }
             )
             continue
-        message = _clean(str(err.get("msg", "")))
+        message = phrase(err, body_model, user_loc(body_loc)) or _clean(str(err.get("msg", "")))
         if kind == "extra_forbidden":
             parent = _model_at(body_model, body_loc[:-1]) if body_model is not None else None
             message = "unknown field" + (f"; valid fields are {', '.join(_field_names(parent))}" if parent else "")

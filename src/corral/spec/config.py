@@ -18,7 +18,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from corral.spec.errors import FieldError, SpecError, field_path, from_validation_error
 from corral.spec.job import MAX_PRIORITY, PRIORITY_HELP
-from corral.spec.quantities import check_gpu_speeds, parse_duration_s
+from corral.spec.quantities import MIN_GPU_SPEED, NUMBER_RE, check_gpu_speeds, parse_duration_s
 from corral.spec.yamldoc import load_yaml_document
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,62}$")
@@ -28,12 +28,8 @@ MAX_WEIGHT = 1_000_000.0
 MAX_GPU_SPEED = 1000.0  # the reference type's speed is 1.0; the slowest allowed is a thousandth of it
 
 
-# YAML 1.1 reads an exponent without a decimal point (1e3) as text: such text is still a number.
-_NUMBER_RE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-
-
 def _duration(value: Any) -> Any:
-    if isinstance(value, str) and _NUMBER_RE.fullmatch(value.strip()):
+    if isinstance(value, str) and NUMBER_RE.fullmatch(value.strip()):
         value = float(value)  # seconds, as YAML 1.1 leaves 1e3 as text
     return None if value is None else parse_duration_s(value)
 
@@ -50,7 +46,7 @@ def _number(expected: str, most: float) -> Callable[[Any], Any]:
     the rest: a boolean is not 1 or 0 GPUs."""
 
     def check(given: Any) -> Any:
-        value = float(given) if isinstance(given, str) and _NUMBER_RE.fullmatch(given.strip()) else given
+        value = float(given) if isinstance(given, str) and NUMBER_RE.fullmatch(given.strip()) else given
         if value is None:
             return value
         number = isinstance(value, int | float) and not isinstance(value, bool)
@@ -62,7 +58,7 @@ def _number(expected: str, most: float) -> Callable[[Any], Any]:
 
 
 def _priority(value: Any) -> Any:
-    exponent = isinstance(value, str) and "e" in value.lower() and _NUMBER_RE.fullmatch(value.strip())
+    exponent = isinstance(value, str) and "e" in value.lower() and NUMBER_RE.fullmatch(value.strip())
     number = float(value) if exponent else value  # 1e3, which YAML 1.1 reads as text (a quoted '10' stays text)
     number = int(number) if isinstance(number, float) and number.is_integer() else number
     if isinstance(number, int) and not isinstance(number, bool) and -MAX_PRIORITY <= number <= MAX_PRIORITY:
@@ -86,7 +82,7 @@ Flag = Annotated[bool, BeforeValidator(_flag), Field(strict=True)]
 GpuSpeed = Annotated[
     float,
     BeforeValidator(_number(f"a speed from 0.001 to {MAX_GPU_SPEED:g}, such as 1.0 or 0.2", MAX_GPU_SPEED)),
-    Field(strict=True, le=MAX_GPU_SPEED),
+    Field(strict=True, ge=MIN_GPU_SPEED, le=MAX_GPU_SPEED),
 ]
 """A GPU type's run-time speed (the cluster config's and the simulator's cluster file's ``gpu_speed``)."""
 

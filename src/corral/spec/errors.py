@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
+
+from corral.spec.wording import model_at, phrase
+
+__all__ = ["FieldError", "SpecError", "field_names", "field_path", "from_validation_error", "model_at", "user_loc"]
 
 
 @dataclass(frozen=True)
@@ -27,16 +30,24 @@ class SpecError(ValueError):
         super().__init__("; ".join(str(e) for e in errors))
 
 
+def _tag(part: int | str) -> bool:
+    """A part of a pydantic location that is not the user's: a validator's or a union branch's tag."""
+    return isinstance(part, str) and (
+        part.startswith(("function-", "constrained-")) or part in {"str", "list[str]", "int", "float"}
+    )
+
+
+def user_loc(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    """A pydantic location without the tags of validators and union branches: field names and indexes."""
+    return tuple(part for part in loc if not _tag(part))
+
+
 def field_path(loc: tuple[int | str, ...]) -> str:
     """Turn a pydantic location into ``resources.gpus`` or ``command[0]``."""
     path = ""
-    for part in loc:
+    for part in user_loc(loc):
         if isinstance(part, int):
             path += f"[{part}]"
-        elif part in ("function-after", "function-before", "function-plain", "function-wrap"):
-            continue
-        elif part.startswith(("function-", "constrained-")) or part in {"str", "list[str]", "int", "float"}:
-            continue  # union branch tags, not user field names
         else:
             part = part or '""'  # an empty key still gets a visible name
             path += f".{part}" if path else part
@@ -49,31 +60,6 @@ def _join(path: str, key: str) -> str:
 
 def field_names(model: type[BaseModel]) -> list[str]:
     return [info.alias or name for name, info in model.model_fields.items()]
-
-
-def model_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> type[BaseModel] | None:
-    """The nested model a location points into (through lists of models, and mappings of names to
-    models, too), if it is one."""
-    current: Any = model
-    for part in loc:
-        if isinstance(part, int):
-            args = get_args(current) if get_origin(current) is list else ()
-            if not args:
-                return None
-            current = args[0]
-            continue
-        if get_origin(current) is dict:  # a key of a mapping such as teams: {NAME: TeamConfig}
-            args = get_args(current)
-            current = args[1] if len(args) == 2 else None
-            continue
-        if not (isinstance(current, type) and issubclass(current, BaseModel)):
-            return None
-        by_alias = {info.alias or name: info for name, info in current.model_fields.items()}
-        info = by_alias.get(part)
-        if info is None:
-            return None
-        current = info.annotation
-    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
 
 
 def from_validation_error(exc: ValidationError, prefix: str = "", model: type[BaseModel] | None = None) -> SpecError:
@@ -89,6 +75,7 @@ def from_validation_error(exc: ValidationError, prefix: str = "", model: type[Ba
         message = str(err["msg"])
         if message.startswith("Value error, "):
             message = message[len("Value error, ") :]
+        message = phrase(err, model, user_loc(loc)) or message
         if err["type"] == "model_type":  # pydantic names its class: "… or instance of ResourcesSpec"
             got = err.get("input")
             kind = (

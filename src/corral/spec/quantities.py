@@ -39,6 +39,10 @@ MAX_MEMORY_MB = 2**31 - 1  # 2 PiB: more than any node has, and what the databas
 MAX_DURATION_S = 10 * 365 * 86400.0
 
 
+# YAML 1.1 reads an exponent without a decimal point (1e3) as text: such text is still a number.
+NUMBER_RE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
 def _kind(value: object) -> str:
     return "nothing" if value is None else f"a {type(value).__name__}"
 

@@ -7,7 +7,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from corral.spec.quantities import parse_memory_mb
+from corral.spec.quantities import NUMBER_RE, parse_memory_mb
+from corral.spec.wording import shown
 
 STORED = "stored"
 """Validation context key: the spec was accepted before, under rules that may since have become stricter."""
@@ -24,6 +25,8 @@ def _memory(value: Any) -> Any:
 
 MIN_GPU_FRACTION = 0.01
 """The smallest share of a GPU a job may ask for: its share of the SMs is a whole percent (CUDA MPS)."""
+MAX_GPUS = 64
+GPUS_HELP = f"a whole number from 0 to {MAX_GPUS} or a fraction from {MIN_GPU_FRACTION} to below 1"
 
 
 class ResourcesSpec(BaseModel):
@@ -31,7 +34,7 @@ class ResourcesSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    gpus: float = Field(default=0, ge=0, le=64, description="GPUs per node; a fraction below 1 shares one GPU")
+    gpus: float = Field(default=0, ge=0, le=MAX_GPUS, description="GPUs per node; a fraction below 1 shares one GPU")
     gpu_type: list[str] = Field(default_factory=list, description="acceptable GPU types, preferred first")
     cpus: float | None = Field(default=None, gt=0, le=4096, description="CPU cores per node to reserve")
     memory_mb: Annotated[int | None, BeforeValidator(_memory)] = Field(
@@ -42,17 +45,17 @@ class ResourcesSpec(BaseModel):
     @classmethod
     def _not_bool(cls, value: Any) -> Any:
         if isinstance(value, bool):
-            raise ValueError("must be a number of GPUs such as 1, 8 or 0.5, not true/false")
+            raise ValueError(f"must be {GPUS_HELP}, not {str(value).lower()}")
+        number = float(value) if isinstance(value, str) and NUMBER_RE.fullmatch(value.strip()) else value
+        if not isinstance(number, int | float) or not 0 <= number <= MAX_GPUS:  # before pydantic's checks
+            raise ValueError(f"must be {GPUS_HELP}, got {shown(value)}")
         return value
 
     @field_validator("gpus")
     @classmethod
     def _whole_or_fraction(cls, value: float) -> float:
         if (value >= 1 and not float(value).is_integer()) or 0 < value < MIN_GPU_FRACTION:
-            raise ValueError(
-                f"must be a whole number of GPUs or a fraction below 1 (from {MIN_GPU_FRACTION}, such as 0.5),"
-                f" got {value}"
-            )
+            raise ValueError(f"must be {GPUS_HELP}, got {shown(value)}")
         return value
 
     @field_validator("gpu_type", mode="before")

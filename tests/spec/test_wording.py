@@ -1,0 +1,74 @@
+"""Field errors are in the project's words: what the field must be, its limits, and what was given."""
+
+from __future__ import annotations
+
+import pytest
+
+from corral.spec import SpecError, load_job_yaml
+from corral.spec.config import load_cluster_config_yaml
+from corral.spec.service import load_service_yaml
+
+
+def refusal(load, text: str) -> str:
+    with pytest.raises(SpecError) as refused:
+        load(text)
+    return str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (
+            "resources: {gpus: -1}",
+            "resources.gpus: must be a whole number from 0 to 64 or a fraction from 0.01 to below 1, got -1",
+        ),
+        ("resources: {gpus: 65}", "resources.gpus: must be a whole number from 0 to 64 or a fraction"),
+        ("nodes: 0", "nodes: must be a whole number from 1 to 4,096, got 0"),
+        ("nodes: 5000", "nodes: must be a whole number from 1 to 4,096, got 5000"),
+        ("max_restarts: -1", "max_restarts: must be a whole number from 0 to 1,000, got -1"),
+        ("priority: 2000000", "priority: must be a whole number from -1,000,000 to 1,000,000, got 2000000"),
+        ("resources: {cpus: 0}", "resources.cpus: must be a number above 0 and at most 4,096, got 0"),
+        ("grace_period: 100000", "grace_period: must be a number at most 86,400, got 100000"),
+        ("name: [a]", "name: expected text, got a list"),
+        ("launcher: mpi", "launcher: must be 'per-gpu' or 'per-node', got 'mpi'"),
+    ],
+)
+def test_job_field_errors_say_what_is_valid(text, said):
+    assert refusal(load_job_yaml, f"command: x\n{text}\n").startswith(said)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (
+            "teams:",
+            "teams: expected a mapping of NAME: {parent, members, quotas}, got nothing;"
+            " leave it out, or write {} for none",
+        ),
+        ("teams: []", "teams: expected a mapping of NAME: {parent, members, quotas}, got a list"),
+        (
+            "teams: {a: {quotas: {H100: {nominal: 1, borrowing_limit: -1}}}}",
+            "teams.a.quotas.H100.borrowing_limit: must be a number from 0 to 1,000,000, got -1",
+        ),
+        (
+            "fair_share: {weights: {a: 0}}",
+            "fair_share.weights.a: must be a number above 0 and at most 1,000,000, got 0",
+        ),
+        ("gpu_speed: {A: 0}", "gpu_speed.A: must be a number from 0.001 to 1,000, got 0"),
+        ("teams: {a: {members: x}}", "teams.a.members: expected a list, got 'x'"),
+    ],
+)
+def test_cluster_config_errors_say_what_is_valid(text, said):
+    assert refusal(load_cluster_config_yaml, text) == said
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("replicas: {max: -1}", "replicas.max: must be a whole number from 0 to 256, got -1"),
+        ("readiness: {timeout: 100}", "readiness.timeout: must be a number above 0 and at most 60, got 100"),
+        ("autoscale: {target_rps: 0}", "autoscale.target_rps: must be a number above 0, got 0"),
+    ],
+)
+def test_service_errors_say_what_is_valid(text, said):
+    assert refusal(load_service_yaml, f"name: s\ncommand: x\n{text}\n") == said
