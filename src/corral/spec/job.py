@@ -19,7 +19,7 @@ from pydantic import (
 from corral.spec.arrays import ArraySpec, parse_array
 from corral.spec.containers import Image, Volume, VolumeText, parse_volume
 from corral.spec.errors import FieldError, SpecError, from_validation_error
-from corral.spec.quantities import parse_duration_s
+from corral.spec.quantities import parse_duration_s, whole_number
 from corral.spec.resources import STORED, ResourcesSpec
 from corral.spec.yamldoc import load_yaml_document
 
@@ -275,15 +275,8 @@ class JobSpec(BaseModel):
 
     @field_validator("nodes", "priority", "max_restarts", mode="before")
     @classmethod
-    def _whole_number(cls, value: Any, info: ValidationInfo) -> Any:
-        if isinstance(value, bool):
-            raise ValueError(f"must be a whole number, not {str(value).lower()}")
-        if info.field_name == "priority" and (
-            (isinstance(value, int | float) and not -MAX_PRIORITY <= value <= MAX_PRIORITY)
-            or (isinstance(value, str) and not value.strip().lstrip("+-").isdecimal())
-        ):
-            raise ValueError(f"must be {PRIORITY_HELP}, got {value!r}")  # before pydantic's
-        return value
+    def _whole_number(cls, value: Any) -> Any:
+        return whole_number(value)
 
     @field_validator("env", mode="before")
     @classmethod

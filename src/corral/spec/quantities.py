@@ -43,6 +43,19 @@ MAX_DURATION_S = 10 * 365 * 86400.0
 NUMBER_RE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
+def whole_number(value: object) -> object:
+    """A value for a whole-number field: text that reads as a number (``"5"``, ``1e3``, which YAML 1.1 leaves
+    as text) becomes that number, and a number with nothing after the point (``2.0``, ``1e0``) its integer.
+    Anything else is left for the field's own checks, which refuse a fraction (``1.5``) as not whole; a boolean
+    is refused here, as it is not 1 or 0 of anything."""
+    if isinstance(value, bool):
+        raise ValueError(f"must be a whole number, not {str(value).lower()}")
+    number = float(value) if isinstance(value, str) and NUMBER_RE.fullmatch(value.strip()) else value
+    if isinstance(number, float) and number.is_integer() and abs(number) <= 2**53:
+        return int(number)
+    return value  # as given, so that a refusal shows it as written (1e30, '1.5')
+
+
 def _kind(value: object) -> str:
     return "nothing" if value is None else f"a {type(value).__name__}"
 

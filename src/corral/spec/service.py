@@ -10,7 +10,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from corral.spec.containers import Image, VolumeText
 from corral.spec.errors import FieldError, SpecError, from_validation_error
 from corral.spec.job import CORRAL_SETS_ENV, MAX_PRIORITY, PRIORITY_HELP, JobSpec, reserved_env_problem
-from corral.spec.quantities import parse_duration_s
+from corral.spec.quantities import parse_duration_s, whole_number
 from corral.spec.resources import ResourcesSpec
 from corral.spec.yamldoc import load_yaml_document
 
@@ -21,6 +21,11 @@ MAX_REPLICAS = 256
 
 def _duration(value: Any) -> Any:
     return None if value is None else parse_duration_s(value)
+
+
+def _whole(value: Any) -> Any:
+    """A replica count as a whole number (``"2"``, ``1e0``); a boolean is left for the field to refuse."""
+    return value if isinstance(value, bool) else whole_number(value)
 
 
 def _text(value: bool | int | float) -> str:
@@ -45,6 +50,8 @@ class ReplicasSpec(BaseModel):
     def _stopped_without_min(cls, data: Any) -> Any:
         """``max: 0`` alone stops the service: the default ``min`` of 1 does not apply then. Likewise a
         ``min`` alone above the default ``max`` of 1 runs exactly that many."""
+        if isinstance(data, dict):  # whole numbers as the job spec reads them: "2", 1e0, 2.0
+            data = {**data, **{k: _whole(data[k]) for k in ("min", "max") if k in data}}
         if isinstance(data, dict) and data.get("max") == 0 and "min" not in data:
             return {**data, "min": 0}
         if isinstance(data, dict) and "max" not in data and isinstance(data.get("min"), int):
@@ -114,6 +121,7 @@ class ServiceSpec(BaseModel):
     @classmethod
     def _fixed_count(cls, value: Any) -> Any:
         """``replicas: 3`` is ``{min: 3, max: 3}``; anything else but a mapping is told the valid forms."""
+        value = _whole(value)
         if isinstance(value, int) and not isinstance(value, bool):
             return {"min": value, "max": value}
         if value is not None and not isinstance(value, dict | ReplicasSpec):
@@ -132,6 +140,11 @@ class ServiceSpec(BaseModel):
     volumes: list[VolumeText] = Field(
         default_factory=list, description="host directories mounted into the container: HOST:CONTAINER[:ro|rw]"
     )
+
+    @field_validator("priority", mode="before")
+    @classmethod
+    def _whole_priority(cls, value: Any) -> Any:
+        return whole_number(value)
 
     @field_validator("name")
     @classmethod
