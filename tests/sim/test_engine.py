@@ -137,10 +137,10 @@ def test_a_traced_gpu_type_matches_the_cluster_file_whatever_its_case() -> None:
     assert {r.id: r.gpu_type for r in result.records} == {"lower": "V100", "either": "T4"}
 
 
-def test_an_exact_gpu_type_wins_over_one_that_differs_in_case() -> None:
+def test_groups_whose_types_differ_in_case_are_one_type_spelled_as_the_first() -> None:
     nodes = build_nodes(cluster((1, 8, "V100"), (1, 4, "v100")))
     workload = prepare(Trace((job("a", 0, 1, types=("v100",)), job("b", 0, 1, types=("V100",)))), nodes)
-    assert [j.job.request.gpu_types for j in workload.jobs] == [("v100",), ("V100",)]
+    assert [j.job.request.gpu_types for j in workload.jobs] == [("V100",), ("V100",)]
 
 
 def test_first_cycle_places_what_schedule_places_on_the_full_snapshot() -> None:

@@ -112,6 +112,21 @@ class ClusterSpec(BaseModel):
         return check_gpu_speeds(value)
 
     @model_validator(mode="after")
+    def _one_spelling_per_type(self) -> ClusterSpec:
+        """GPU types match without regard to case, as everywhere in the simulator: groups whose types differ
+        only in case (``V100``, ``v100``) are one type, spelled as the first of them spells it."""
+        spelling: dict[str, str] = {}
+        groups = [
+            group
+            if spelling.setdefault(group.gpu_type.lower(), group.gpu_type) == group.gpu_type
+            else group.model_copy(update={"gpu_type": spelling[group.gpu_type.lower()]})
+            for group in self.node_groups
+        ]
+        if groups != self.node_groups:
+            object.__setattr__(self, "node_groups", groups)  # frozen; as built by __init__ too
+        return self
+
+    @model_validator(mode="after")
     def _unique_names(self) -> ClusterSpec:
         """Given names must differ; a group without one takes its GPU type's name, with ``-2``, ``-3``, … after
         it where a group before it (or a given name) already has that name."""

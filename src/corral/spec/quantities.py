@@ -260,6 +260,8 @@ MIN_GPU_SPEED = 0.001
 def check_gpu_speeds(speeds: dict[str, float]) -> dict[str, float]:
     """A speed table (GPU type → run-time speed); every speed must be at least ``MIN_GPU_SPEED``."""
     for gpu_type, speed in speeds.items():
+        if not gpu_type.strip():
+            raise ValueError(f"has an empty GPU type name ({gpu_type!r}): give a type name such as H100")
         if not speed >= MIN_GPU_SPEED:
             raise ValueError(f"speed of {gpu_type} must be at least {MIN_GPU_SPEED}, got {speed}")
     return speeds
