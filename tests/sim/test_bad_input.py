@@ -229,3 +229,17 @@ def test_a_yaml_whole_number_of_thousands_of_digits_names_its_line(
     )
     assert code == 2, out
     assert f"{option}: {path} is not valid YAML at {where}: a whole number of 5,000 digits" in out
+
+
+@pytest.mark.parametrize("value", ["abc", "1_0", "\u0663", "1.5"])
+def test_max_gpus_reports_a_bad_value_as_limit_does(tmp_path: Path, cluster: Path, value: str) -> None:
+    trace = tmp_path / "trace.csv"
+    trace.write_text(HEADER + "a,0,10,1,,,,\n")
+    said = {}
+    for option in ("--limit", "--max-gpus"):
+        args = ["sim", "plan", "--target-p95-wait", "1m", "--trace", str(trace), "--cluster", str(cluster)]
+        result = CliRunner().invoke(cli, [*args, option, value])
+        assert result.exit_code == 2, result.output
+        said[option] = " ".join(result.output.split()).replace(option, "OPTION")
+    assert said["--max-gpus"] == said["--limit"]
+    assert f"{value!r} is not a whole number written with the digits 0-9" in said["--max-gpus"]

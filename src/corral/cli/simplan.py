@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from corral.cli.numbers import PlainIntRange
 from corral.cli.render import duration, emit_json, output_option, table
 from corral.cli.simargs import check_policies, input_options, load_inputs, no_rows_reason
 
@@ -50,7 +51,7 @@ OVERRUNS = "misses at the largest size searched: its jobs run past the simulated
 )
 @click.option(
     "--max-gpus",
-    type=click.IntRange(min=1),
+    type=PlainIntRange(min=1),
     metavar="N",
     help="search no cluster above N GPUs (default: up to each candidate's zero-wait size)",
 )
