@@ -243,3 +243,27 @@ def test_max_gpus_reports_a_bad_value_as_limit_does(tmp_path: Path, cluster: Pat
         said[option] = " ".join(result.output.split()).replace(option, "OPTION")
     assert said["--max-gpus"] == said["--limit"]
     assert f"{value!r} is not a whole number written with the digits 0-9" in said["--max-gpus"]
+
+
+@pytest.mark.parametrize(("row", "fields"), [("b,0,10\n", 3), ("b\n", 1)])
+def test_a_row_with_fewer_fields_than_the_header_says_so(tmp_path: Path, cluster: Path, row: str, fields: int) -> None:
+    code, out = sim_rows(tmp_path, cluster, "a,0,10,1,,,,\n" + row)
+    assert code == 2, out
+    assert f"line 3: {fields} field{'s' if fields > 1 else ''}, but the header names 8 columns: no field for" in out
+    assert "num_gpus" in out and "must be a number" not in out
+
+
+def test_a_short_row_with_every_needed_field_is_read(tmp_path: Path, cluster: Path) -> None:
+    code, out = sim_rows(tmp_path, cluster, "a,0,10,1\nb,0,10,2,V100\n", "-o", "json")
+    assert code == 0, out
+    assert json.loads(out)["policies"]["default"]["jobs"] == 2
+
+
+def test_a_byte_order_mark_at_a_later_line_is_dropped_as_a_leading_one(tmp_path: Path, cluster: Path) -> None:
+    trace = tmp_path / "two.csv"
+    trace.write_bytes(("\ufeff" + HEADER + "a,0,10,1,,,,\n\ufeffb,0,10,1,,,,\n").encode("utf-8"))
+    out_dir = tmp_path / "out"
+    code, out = run("--trace", trace, "--cluster", cluster, "--out", out_dir)
+    assert code == 0, out
+    ids = [line.split(",")[0] for line in (out_dir / "jobs-default.csv").read_text().splitlines()[1:]]
+    assert ids == ["a", "b"]

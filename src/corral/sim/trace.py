@@ -23,6 +23,7 @@ __all__ = [  # with what ``trace_fields`` holds that callers import from here
     "NO_GPUS",
     "OPTIONAL_COLUMNS",
     "REQUIRED_COLUMNS",
+    "SHORT_FIELDS",
     "Trace",
     "TraceError",
     "TraceJob",
@@ -39,6 +40,7 @@ OPTIONAL_COLUMNS = ("checkpoint_interval_s", "time_limit_s", "gpu_milli")  # rea
 REQUIRED_COLUMNS = ("job_id", "submit_time_s", "duration_s", "num_gpus")
 KNOWN_COLUMNS = COLUMNS + OPTIONAL_COLUMNS
 EXTRA_FIELDS = "\0extra"  # a row with fields past the header's columns: how many fields it has
+SHORT_FIELDS = "\0short"  # a row with fewer fields than the header has columns: how many it has
 
 NEVER_RAN = "never ran (no duration)"
 NO_GPUS = "CPU-only (0 GPUs)"
@@ -133,6 +135,7 @@ def _text(path: Path) -> str:
         line = data.count(b"\n", 0, exc.start) + 1
         bad = data[exc.start : exc.start + 1].hex()
         raise TraceError(f"{path}, line {line}: not UTF-8 text (byte 0x{bad}); save the file as UTF-8") from None
+    text = text.replace("\n\ufeff", "\n")  # a mark at a line's start, as files put end to end leave: dropped too
     nul = text.find("\0")
     if nul >= 0:
         line = text.count("\n", 0, nul) + 1
@@ -177,6 +180,8 @@ class _CsvRows:
             row.update(dict.fromkeys(self.columns[len(fields) :]))
             if any(extra.strip() for extra in fields[width:]):
                 row[EXTRA_FIELDS] = str(len(fields))
+            elif len(fields) < width:
+                row[SHORT_FIELDS] = str(len(fields))
             yield self.line, row
 
 
@@ -263,12 +268,15 @@ def _load(
     for line, row in rows:
         if limit is not None and len(seen) >= limit:
             break
-        submit = fields.seconds(row, "submit_time_s", line, source, signed=True)
-        if not start <= submit < end:
-            outside, low, high = outside + 1, min(low, submit), max(high, submit)
-            continue
-        _check_width(row, line, source)
-        job = _job(row, line, submit, scale_load, fields.job_id(row, line, seen, source), source)
+        try:
+            submit = fields.seconds(row, "submit_time_s", line, source, signed=True)
+            if not start <= submit < end:
+                outside, low, high = outside + 1, min(low, submit), max(high, submit)
+                continue
+            _check_width(row, line, source)
+            job = _job(row, line, submit, scale_load, fields.job_id(row, line, seen, source), source)
+        except TraceError as exc:
+            raise _short_row(row, line, source, exc) from None
         if isinstance(job, str):
             skipped[job] += 1
         else:
@@ -303,6 +311,21 @@ def _job(
         vc=(row.get("vc") or "").strip(),
         checkpoint_s=fields.checkpoint(row, line, source),
         time_limit_s=fields.time_limit(row, line, source),
+    )
+
+
+def _short_row(row: Mapping[str, str | None], line: int, source: str, exc: TraceError) -> TraceError:
+    """A row's error, said as the row's being short where that is why: a column past its last field."""
+    given = row.get(SHORT_FIELDS)
+    if given is None:
+        return exc
+    columns = [column for column in row if column != SHORT_FIELDS]
+    missing = [column for column in columns[int(given) :] if row.get(column) is None]
+    if not any(f"line {line}: {column} " in str(exc) for column in missing):
+        return exc
+    return TraceError(
+        f"{source}, line {line}: {given} {'field' if given == '1' else 'fields'}, but the header names"
+        f" {len(columns)} columns: no field for {', '.join(missing)}"
     )
 
 
