@@ -223,3 +223,17 @@ def test_a_stdout_that_cannot_be_written_is_an_error_without_a_traceback(
         )
     assert result.returncode == 1, result.stderr
     assert result.stderr == "error: cannot write: No space left on device\n"
+
+
+@pytest.mark.parametrize("args", [["-o", "json"], ["-o", "table"], ["--help"]])
+def test_a_reader_that_goes_away_ends_the_run_quietly_with_status_0(
+    trace: Path, tmp_path: Path, args: list[str]
+) -> None:
+    command = [sys.executable, "-m", "corral", "sim", "--trace", str(trace), "--cluster", str(one_node(tmp_path))]
+    env = {**os.environ, "CORRAL_HOME": str(tmp_path / "home")}
+    with subprocess.Popen([*command, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) as process:
+        assert process.stdout is not None and process.stderr is not None
+        process.stdout.close()  # before anything is printed, as `| head -c 10` after its first bytes
+        stderr = process.stderr.read()
+        assert process.wait(timeout=120) == 0, stderr
+    assert stderr == b""

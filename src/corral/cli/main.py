@@ -54,7 +54,26 @@ COMMANDS: dict[str, str] = {
 }
 
 
+class ClosedOutput(Exception):
+    """Stdout's reader went away (``corral sim -o json | head -c 10``): not an error of the command's.
+    Click would end such a run with status 1 itself; this reaches ``main`` instead."""
+
+
 class LazyGroup(click.Group):
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
+        try:  # --help and --version print here, before any command runs
+            return super().make_context(info_name, args, parent, **extra)
+        except BrokenPipeError as exc:
+            raise ClosedOutput from exc
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError as exc:
+            raise ClosedOutput from exc
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
 
@@ -83,7 +102,13 @@ def cli() -> None:
 def main(argv: list[str] | None = None) -> Any:
     """Run the CLI, turning client errors into their documented exit codes."""
     try:
-        return cli.main(args=argv, prog_name="corral", standalone_mode=False)
+        result = cli.main(args=argv, prog_name="corral", standalone_mode=False)
+        sys.stdout.flush()  # here, where a reader that went away is caught, rather than on exit
+        return result
+    except (ClosedOutput, BrokenPipeError):
+        # A closed pipe ends the output the reader wanted: quietly, with status 0 (docs/cli.md, Exit codes).
+        _flush_or_drop_stdout()
+        sys.exit(0)
     except CorralError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(exc.exit_code)
@@ -95,8 +120,6 @@ def main(argv: list[str] | None = None) -> Any:
     except click.ClickException as exc:
         exc.show()
         sys.exit(2 if exc.exit_code in (1, 2) else exc.exit_code)
-    except BrokenPipeError:
-        sys.exit(0)
     except OSError as exc:
         if exc.errno not in _FULL_OUTPUT:
             raise

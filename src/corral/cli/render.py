@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 output_option = click.option(
     "-o",
@@ -33,9 +37,21 @@ class Styled(str):
 UNBOUNDED_WIDTH = 100_000  # not a terminal: one line per row, whatever its length, for reading back
 
 
-def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+def stdout_console() -> Console:
+    """A rich console on stdout whose reader going away (``| head``) raises ``BrokenPipeError``, for
+    ``main`` to end quietly, rather than rich's own exit with status 1."""
     from rich.console import Console  # imported on use: it is the slowest import of a short command
-    from rich.markup import escape
+
+    class PipedConsole(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+    return PipedConsole(soft_wrap=False, width=output_width())
+
+
+def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    from rich.markup import escape  # rich is imported on use: it is the slowest import of a short command
     from rich.table import Table
 
     def cell(value: Any) -> str:
@@ -48,7 +64,7 @@ def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any
         grid.add_column(escape(column), overflow="fold")
     for row in rows:
         grid.add_row(*(cell(v) for v in row))
-    console = Console(soft_wrap=False, width=output_width())
+    console = stdout_console()
     if title is not None:  # a line of its own: as a table title, it would be folded to the table's width
         console.print(escape(title), style="italic")
     console.print(grid)

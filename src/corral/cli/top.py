@@ -10,7 +10,7 @@ import click
 
 from corral.cli.context import api
 from corral.cli.numbers import FiniteFloatRange
-from corral.cli.render import STATE_STYLE, emit_json, output_option, output_width
+from corral.cli.render import STATE_STYLE, emit_json, output_option, output_width, stdout_console
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
 
@@ -105,14 +105,13 @@ def top(interval: float, once: bool, output: str) -> None:
     Piped or redirected, it prints a frame every interval instead of redrawing one. With -o json it
     prints one frame as one JSON document and exits: {"at", "nodes", "jobs", "running", "pending"}, the
     node objects of `corral nodes` and the job objects of the running and pending jobs."""
-    from rich.console import Console
     from rich.live import Live
 
     client = api()
     if output == "json":
         emit_json(snapshot(client.nodes(), client.jobs()))
         return
-    console = Console(soft_wrap=False, width=output_width())
+    console = stdout_console()
     one_line = output_width() is not None  # a file or a pipe, and no COLUMNS: rows are never folded
 
     def render() -> Any:
