@@ -265,3 +265,12 @@ def test_cost_stays_at_the_prices_in_force_when_the_gpus_were_held(tmp_path, clo
         assert (total["gpu_seconds"], total["cost"]) == (1440.0, 2.5)
     with start_head(home, clock, gpu_prices={"H100": 10.0}) as head:  # the same prices: nothing changes
         assert (head.job(before)["usage"]["cost"], head.job(after)["usage"]["cost"]) == (0.5, 2.0)
+
+
+def test_a_hold_keeps_the_gpu_type_it_ran_on_when_the_node_changes_its_gpus(priced):
+    job = run_one_job(priced, "node-a", 360)
+    held = {"gpu_seconds": 720.0, "cost": 0.5}  # 0.2 GPU-hours of H100 at 2.5
+    priced.register("node-a", gpus=2, gpu_type="A100")  # the same node comes back with other GPUs
+    assert {k: priced.job(job)["usage"][k] for k in held} == held
+    types = {r["key"]: {k: r[k] for k in held} for r in usage(priced, priced.admin_token, by="gpu-type")["rows"]}
+    assert types == {"H100": held}

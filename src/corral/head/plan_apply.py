@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import cast
@@ -174,6 +174,12 @@ class _Placing:
 _CHUNK = 500  # ids per IN (...) list
 
 
+def _types_of(node: NodeRow, gpus: Sequence[int]) -> list[str]:
+    """The type of each of ``gpus`` on ``node`` now, kept with the task so accounting never re-types it."""
+    types = {int(gpu["index"]): str(gpu["type"]) for gpu in node.gpus}
+    return [types.get(index, "") for index in gpus]
+
+
 def _place(
     session: Session, placement: Placement, placing: _Placing, nodes: dict[str, NodeRow], usage: _Usage, now: datetime
 ) -> bool:
@@ -197,6 +203,7 @@ def _place(
                 node=alloc.node,
                 state=TaskState.ASSIGNED.value,
                 gpus=list(alloc.gpus),
+                gpu_types=_types_of(nodes[alloc.node], alloc.gpus),
                 gpu_fraction=alloc.gpu_fraction,
                 cpus=alloc.cpus,
                 memory_mb=alloc.memory_mb,

@@ -90,6 +90,8 @@ class TaskRow(Base):
     node: Mapped[str] = mapped_column(String(64), index=True)
     state: Mapped[str] = mapped_column(String(16), index=True)
     gpus: Mapped[list[Any]] = mapped_column(JSON)
+    # The type of each GPU in ``gpus`` when it was placed (None on rows from before it was kept).
+    gpu_types: Mapped[list[Any] | None] = mapped_column(JSON)
     gpu_fraction: Mapped[float] = mapped_column(Float, default=1.0)
     cpus: Mapped[float] = mapped_column(Float, default=0.0)
     memory_mb: Mapped[int] = mapped_column(Integer, default=0)

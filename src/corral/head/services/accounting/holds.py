@@ -36,12 +36,14 @@ def load_holds(
     if job_ids is not None:
         query = query.where(TaskRow.job_id.in_(list(job_ids)))
     rows = [r for r in session.execute(query).all() if r[0].gpus]
-    types = gpu_types(session, {r[0].node for r in rows})
+    # The types each task recorded when placed; the node's inventory now only for older rows.
+    types = gpu_types(session, {r[0].node for r in rows if not r[0].gpu_types})
     energy = stored_energy(session, {r[0].id for r in rows})
     holds = []
     for task, job_user, team, wanted in rows:
         fallback = wanted[0] if wanted else UNKNOWN_TYPE
         metered_j, through = energy.get(task.id, (0.0, None))
+        kept = task.gpu_types if task.gpu_types and len(task.gpu_types) == len(task.gpus) else None
         holds.append(
             Hold(
                 task_id=task.id,
@@ -50,7 +52,10 @@ def load_holds(
                 team=team,
                 node=task.node,
                 gpus=tuple(task.gpus),
-                gpu_types=tuple(types.get((task.node, i), fallback) for i in task.gpus),
+                gpu_types=tuple(
+                    (str(kept[n]) if kept and kept[n] else types.get((task.node, i), fallback))
+                    for n, i in enumerate(task.gpus)
+                ),
                 fraction=task.gpu_fraction,
                 start=task.started_at,
                 end=task.finished_at,
