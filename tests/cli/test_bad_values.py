@@ -88,6 +88,25 @@ def test_acct_reads_a_period_in_several_units_as_a_time_limit_does():
     assert parse_when("--since", "2025-01-31T08:00", now) == "2025-01-31T08:00:00+00:00"
     with pytest.raises(InvalidRequest, match="--since: minutes must be below 60 after hours"):
         parse_when("--since", "1h70m", now)
+    assert parse_when("--since", "1w2d", now) == "2025-12-23T12:00:00+00:00"  # weeks lead, as 2w alone does
+    assert parse_when("--since", "1w12h", now) == "2025-12-25T00:00:00+00:00"
+    with pytest.raises(InvalidRequest, match="--since: days must be below 7 after weeks"):
+        parse_when("--since", "1w9d", now)
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--since", "1d", "--until", "2d"], "must be before --until '2d' ("),
+        (["--since", "2999-01-01"], "--since '2999-01-01' (2999-01-01T00:00:00+00:00) must be before --until (now, "),
+        (["--since", "2025-01-02", "--until", "2025-01-02"], "must be before --until '2025-01-02' (2025-01-02T00:00"),
+    ],
+)
+def test_acct_refuses_a_period_that_ends_before_it_starts_naming_both_ends(tmp_path, args, says):
+    result = corral("acct", *args, home=tmp_path)  # refused before any request: no head is needed
+    assert result.returncode == 2, result.stderr
+    assert says in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 @pytest.mark.parametrize(

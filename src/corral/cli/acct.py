@@ -18,7 +18,8 @@ KEYS = ("user", "team", "gpu-type", "job")
 CSV_FIELDS = ("key", "jobs", "gpu_seconds", "gpu_hours", "cost", "energy_kwh")
 WHEN_HELP = "a duration such as 7d, 12h, 30m or 1h30m (that long ago), or a UTC date/time such as 2025-01-31T08:00"
 _AGO_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([smhdw])$")
-_UNITS_RE = re.compile(r"^(?:[0-9]+(?:\.[0-9]+)?[smhd])+$")  # several units, as in 1h30m
+_UNITS_RE = re.compile(r"^(?:[0-9]+(?:\.[0-9]+)?[smhdw])+$")  # several units, as in 1h30m or 1w2d
+_WEEKS_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)w(.+)$")  # weeks first, then what a time limit reads
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
@@ -42,13 +43,31 @@ def parse_when(option: str, value: str | None, now: datetime) -> str | None:
 
 
 def _compound_s(option: str, value: str) -> float:
-    """``1h30m``, ``2d12h``: as a job's time limit reads them."""
+    """``1h30m``, ``2d12h``: as a job's time limit reads them; ``1w2d``: weeks, then the same."""
     from corral.spec.quantities import parse_duration_s
 
+    text = value.strip().lower()
+    weeks = _WEEKS_RE.match(text)
     try:
-        return parse_duration_s(value.strip().lower())
+        if weeks is None:
+            return parse_duration_s(text)
+        rest = parse_duration_s(weeks.group(2))
     except ValueError as exc:
         raise InvalidRequest(f"{option}: {exc}") from None
+    if rest >= _UNIT_S["w"]:
+        raise InvalidRequest(f"{option}: days must be below 7 after weeks, got {value!r}")
+    return float(weeks.group(1)) * _UNIT_S["w"] + rest
+
+
+def check_period(since: str | None, until: str | None, given: tuple[str | None, str | None], now: datetime) -> None:
+    """A period that ends before it starts is refused here, naming both ends as given and as read."""
+    if since is None:
+        return
+    start, end = datetime.fromisoformat(since), datetime.fromisoformat(until) if until else now
+    if start < end:
+        return
+    ends = f"--until {given[1]!r} ({until})" if until else f"--until (now, {now.isoformat()})"
+    raise InvalidRequest(f"--since {given[0]!r} ({since}) must be before {ends}")
 
 
 @click.command()
@@ -71,7 +90,9 @@ def acct(by: str, since: str | None, until: str | None, output: str) -> None:
     their own jobs; admins see everyone's.
     """
     now = datetime.now(UTC)
-    report = api().usage(by=by, since=parse_when("--since", since, now), until=parse_when("--until", until, now))
+    start, end = parse_when("--since", since, now), parse_when("--until", until, now)
+    check_period(start, end, (since, until), now)
+    report = api().usage(by=by, since=start, until=end)
     if output == "json":
         emit_json(report)
     elif output == "csv":
