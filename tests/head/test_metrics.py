@@ -121,3 +121,19 @@ def test_a_shared_gpu_counts_for_each_team_by_its_fraction_and_names_every_job(h
     assert value(metrics["corral_gpus_allocated_by_team"], type="H100", team="tb") == 0.25
     jobs = ",".join(sorted((first["id"], second["id"])))
     assert value(metrics["DCGM_FI_DEV_GPU_UTIL"], node="n1", gpu="0", job=jobs, team="ta,tb") == 40.0
+
+
+def test_a_lost_nodes_gpus_have_no_per_gpu_series(head):
+    agent = head.register("n1", gpus=1)
+    response = head.client.post(
+        "/v1/agents/n1/heartbeat",
+        json={"tasks": [], "applied_version": agent.applied, "samples": [sample(0, 89.8)]},
+        headers={"Authorization": f"Bearer {agent.token}"},
+    )
+    assert response.status_code == 200
+    assert value(scrape(head)["DCGM_FI_DEV_GPU_UTIL"], node="n1", gpu="0") == 89.8
+    head.clock.advance(head.rt.settings.node_timeout_s + 1)
+    assert head.check_nodes() == ["n1"]
+    metrics = scrape(head)
+    assert value(metrics["corral_node_ready"], node="n1") == 0
+    assert [s for s in metrics.get("DCGM_FI_DEV_GPU_UTIL", []) if s.labels["node"] == "n1"] == []

@@ -151,7 +151,11 @@ class _StateCollector(Collector):
             "xid_errors": GaugeMetricFamily(names.GPU_XID_ERRORS, "XID errors seen by the agent", labels=labels),
         }
         types = {(n.name, g["index"]): g["type"] for n in nodes for g in n.gpus}
+        # A node lost (or gone) measures nothing any more: its last readings would read as current.
+        heard = {n.name for n in nodes if n.state != NodeState.NOT_READY.value}
         for (node, index), reading in sorted(self.rt.samples.latest().items()):
+            if node not in heard:
+                continue
             claims = held.get((node, index), [])
             job = ",".join(sorted({job for _, job, _ in claims}))
             team = ",".join(sorted({team for _, _, team in claims}))
