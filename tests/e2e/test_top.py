@@ -19,5 +19,6 @@ def test_top_as_json_is_one_frame_of_nodes_and_the_live_queue(quick_cluster):
         assert frame["nodes"][0]["gpus"][0]["allocated_to"] == running
         assert [(j["id"], j["state"]) for j in frame["jobs"]] == [(running, "RUNNING"), (waiting, "PENDING")]
         assert (frame["running"], frame["pending"]) == (1, 1)
+        assert frame["at"][-1] == frame["jobs"][0]["submitted_at"][-1] == "Z"  # times written one way
     finally:
         cluster.ok("cancel", running, waiting)

@@ -81,7 +81,7 @@ def snapshot(nodes: list[dict[str, Any]], jobs: list[dict[str, Any]]) -> dict[st
     live = [j for j in jobs if j["state"] in ("RUNNING", "PENDING")]
     live.sort(key=lambda j: (j["state"] != "RUNNING", -j["priority"], j["submitted_at"]))
     return {
-        "at": datetime.now(UTC).isoformat(),
+        "at": datetime.now(UTC).isoformat().replace("+00:00", "Z"),  # as the head writes its times
         "nodes": nodes,
         "jobs": live,
         "running": sum(1 for j in live if j["state"] == "RUNNING"),
