@@ -175,8 +175,7 @@ class Preemptor:
         return victim.preemptible and self._levels[victim_id] < level
 
     def _reclaims(self, victim_id: str, team: str) -> bool:
-        """Whether a job of ``team`` within its nominal may reclaim the victim's GPUs (within the
-        scope and reach set for this search)."""
+        """Whether a job of ``team`` within its nominal may reclaim the victim's GPUs (within scope and reach)."""
         if not self._borrowing[victim_id]:
             return False
         quota = self.quota
@@ -198,9 +197,12 @@ class Preemptor:
         self._own_team = job.team if own_team_only else None
         self.searches += 1
         try:
-            if own_team_only or job.request.gpus_per_node <= 0:
-                return self._find(view, job)
-            return self._find_after_given(view, job)
+            alone = own_team_only or job.request.gpus_per_node <= 0
+            found = self._find(view, job) if alone else self._find_after_given(view, job)
+            quota, level = self.quota, self.level(job)
+            if found and quota is not None and quota.retaken(job, found[0].gpu_type, found[1], self._levels, level):
+                return None  # its victims, queued again before it, would take their GPUs back
+            return found
         finally:
             self._own_team = self._scope = None
 
@@ -305,9 +307,8 @@ class Preemptor:
     def _why(self, job: Job, victim: RunningJob) -> str:
         if job.priority != victim.priority:
             return f"priority {job.priority} > {victim.priority}"
-        return (
-            f"same priority, ranked above it by the scheduling policy: level {self.level(job)} > {self.level(victim)}"
-        )
+        levels = f"level {self.level(job)} > {self.level(victim)}"
+        return f"same priority, ranked above it by the scheduling policy: {levels}"
 
     def reason(self, base: Reason, job: Job, victims: Sequence[str]) -> Reason:
         new = [v for v in victims if not self.jobs[v].stopping and self._given.get(v) == job.id]

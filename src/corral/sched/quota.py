@@ -16,7 +16,7 @@ GPU types no team has a quota for are not governed: any team may use them freely
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from corral.model import Job, RunningJob, TeamQuota
 from corral.sched import carry, describe
@@ -113,6 +113,28 @@ class QuotaLedger:
         if gpu_type is None or gpu_type not in self.governed:
             return True
         return self.levels(gpu_type).within(job.team, _gpus(job))
+
+    def retaken(
+        self, job: Job, gpu_type: str | None, victims: Sequence[str], levels_of: Mapping[str, int], level: int
+    ) -> bool:
+        """Whether stopping these running jobs for the job (at preemption ``level``; ``levels_of`` gives the
+        victims') would be undone: once they give back, one of them, queued again, would borrow nothing
+        and be tried before the job, and take its GPUs back, cycle after cycle. Such a victim
+        is tried first when the job would still borrow (jobs that would borrow go last), or when its level
+        is as high or higher (reclaim may stop any level)."""
+        if gpu_type is None or gpu_type not in self.governed:
+            return False
+        levels = self.levels(gpu_type)
+        saved = levels.save()
+        held = [(v, h) for v in victims if (h := self.holding.get(v)) is not None and h[1] == gpu_type]
+        for _, (team, _, gpus) in held:
+            levels.add(team, -gpus)
+        try:
+            borrows = not levels.within(job.team, _gpus(job))
+            back = [v for v, (t, _, gpus) in held if levels.lends_nothing_to(t, gpus)]  # queued with the owners
+            return any(borrows or levels_of[v] >= level for v in back)
+        finally:
+            levels.restore(saved)
 
     def borrowing(self, running_job_id: str) -> bool:
         """Whether the running job's team borrows its GPU type: the team (with its child teams) uses more

@@ -159,6 +159,11 @@ class TypeQuotas:
         self._ensure(team)
         return self.usage[team] + gpus <= self.nominal[team] + EPSILON
 
+    def lends_nothing_to(self, team: str, gpus: float) -> bool:
+        """Whether ``gpus`` more for the team's own jobs borrow at no level: within its nominal, and its own
+        jobs within its unassigned quota (``own_over``)."""
+        return self.within(team, gpus) and self.own[team] + gpus <= self.unassigned[team] + EPSILON
+
     def left(self) -> float:
         """Idle quota still in the organisation's pool."""
         return self.root_pooled - self.root_use
