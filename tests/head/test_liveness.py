@@ -245,3 +245,28 @@ def test_a_node_whose_heartbeat_the_head_holds_unanswered_is_not_silent(head):
     assert head.nodes()["n1"]["state"] == "READY"
     head.clock.advance(2)  # silent past the timeout since its answer left
     assert head.check_nodes() == ["n1"]
+
+
+def test_the_time_the_head_stalled_does_not_keep_a_node_from_getting_work(head):
+    """Scheduling judges a node's silence as the liveness check does: the head's own stalls do not count."""
+    import asyncio
+    import contextlib
+    import time
+
+    from corral.head.lateness import probe
+
+    head.register("n1")
+
+    async def stalled() -> None:
+        watch = asyncio.create_task(probe(head.rt.lateness))
+        await asyncio.sleep(0.3)
+        time.sleep(1.5)  # the event loop does not run
+        await asyncio.sleep(0.3)
+        watch.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watch
+
+    asyncio.run(stalled())
+    head.clock.advance(head.rt.settings.node_timeout_s + 1)  # 11 s, 1.5 of them the head's
+    job = head.submit({"command": "x", "resources": {"gpus": 1}})
+    assert head.cycle().placed == 1, head.job(job["id"])["reason"]

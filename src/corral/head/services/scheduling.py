@@ -60,7 +60,9 @@ def load_cycle(rt: HeadRuntime, policy: Policy | None = None) -> CycleInput:
     rt.config.reload_if_changed()
     config = rt.config.current
     quotas = quotas_of(config)
-    fresh_after = now - timedelta(seconds=rt.settings.node_timeout_s)
+    # A node counts as heard from if its silence, less the spans the head itself stalled, is within the timeout.
+    timeout_s = rt.settings.node_timeout_s
+    fresh_after = now - timedelta(seconds=timeout_s + rt.lateness.deaf_within(timeout_s))
     live_states = [s.value for s in LIVE_TASK_STATES]
     with rt.read() as session:
         nodes = rt.node_models.load(session, heard_since=fresh_after)
