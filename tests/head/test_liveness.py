@@ -203,24 +203,8 @@ def test_a_head_that_stalled_counts_node_silence_again_from_when_it_runs(head):
 def test_the_time_the_heads_event_loop_stalled_is_no_nodes_silence(head):
     """A stall shorter than the liveness loop notices (the head held by a long computation) is
     measured as it happens and taken off every node's silence; the agent's own silence still counts."""
-    import asyncio
-    import contextlib
-    import time
-
-    from corral.head.lateness import probe
-
     head.register("n1")
-
-    async def stalled() -> None:
-        watch = asyncio.create_task(probe(head.rt.lateness))
-        await asyncio.sleep(0.3)
-        time.sleep(1.5)  # the event loop does not run
-        await asyncio.sleep(0.3)
-        watch.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await watch
-
-    asyncio.run(stalled())
+    stall_the_event_loop(head, 1.5)
     head.clock.advance(head.rt.settings.node_timeout_s + 1)  # 11 s, 1.5 of them the head's
     assert head.check_nodes() == []
     assert head.nodes()["n1"]["state"] == "READY"
@@ -249,24 +233,29 @@ def test_a_node_whose_heartbeat_the_head_holds_unanswered_is_not_silent(head):
 
 def test_the_time_the_head_stalled_does_not_keep_a_node_from_getting_work(head):
     """Scheduling judges a node's silence as the liveness check does: the head's own stalls do not count."""
+    head.register("n1")
+    stall_the_event_loop(head, 1.5)
+    head.clock.advance(head.rt.settings.node_timeout_s + 1)  # 11 s, 1.5 of them the head's
+    job = head.submit({"command": "x", "resources": {"gpus": 1}})
+    assert head.cycle().placed == 1, head.job(job["id"])["reason"]
+
+
+def stall_the_event_loop(head, seconds: float) -> None:
+    """Run the head's lateness probe on an event loop that is then held for ``seconds`` (as a long
+    computation would hold it), so the probe records the stall."""
     import asyncio
     import contextlib
     import time
 
     from corral.head.lateness import probe
 
-    head.register("n1")
-
     async def stalled() -> None:
         watch = asyncio.create_task(probe(head.rt.lateness))
         await asyncio.sleep(0.3)
-        time.sleep(1.5)  # the event loop does not run
+        time.sleep(seconds)  # the event loop does not run
         await asyncio.sleep(0.3)
         watch.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await watch
 
     asyncio.run(stalled())
-    head.clock.advance(head.rt.settings.node_timeout_s + 1)  # 11 s, 1.5 of them the head's
-    job = head.submit({"command": "x", "resources": {"gpus": 1}})
-    assert head.cycle().placed == 1, head.job(job["id"])["reason"]

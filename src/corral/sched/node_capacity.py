@@ -83,9 +83,7 @@ class NodeCapacity:
         if not self.partial:  # no GPU here is shared: most nodes
             return []
         return [
-            (rounded(FULL_GPU - u), i)
-            for i in self.indices(gpu_type)
-            if EPSILON < (u := self.used[i]) < FULL_GPU - EPSILON
+            (rounded(FULL_GPU - u), i) for i in self.indices(gpu_type) if EPSILON < (u := self.used[i]) < _ALMOST_FULL
         ]
 
     def fits_host(self, request: Request) -> bool:

@@ -166,12 +166,7 @@ def _borrowers_last(kept: _Kept, borrows: Callable[[Job], bool]) -> tuple[list[I
 
 def _item(job: Job, key: Callable[[Job], Key], same: dict[Request, Request], groups: _Groups) -> Item:
     request = same.setdefault(job.request, job.request)
-    number = groups.number.get((request, job.team))  # ``groups.join``, the common case inline
-    if number is None:
-        number = groups.join(job, request)
-    else:
-        groups.members[number] += 1
-    return key(job) + (job, request, number, job.id)  # noqa: RUF005 (joining is cheaper than unpacking)
+    return key(job) + (job, request, groups.join(job, request), job.id)  # noqa: RUF005 (joining is cheaper than unpacking)
 
 
 class _Groups:

@@ -16,7 +16,8 @@ GPU types no team has a quota for are not governed: any team may use them freely
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 
 from corral.model import Job, RunningJob, TeamQuota
 from corral.sched import carry, describe
@@ -64,14 +65,24 @@ class QuotaLedger:
         jobs, give theirs back); else why not, naming the level that blocks."""
         if gpu_type not in self.governed:
             return None
-        levels = self.levels(gpu_type)
-        saved = levels.save() if victims else None
-        for v in victims:
-            held = self.holding.get(v)
-            if held is not None and held[1] == gpu_type:
-                levels.add(held[0], -held[2])
-        try:
+        if not victims:  # most calls: no what-if to set up
+            return self._admits(self.levels(gpu_type), job, gpu_type)
+        with self._given_back(gpu_type, victims) as (levels, _):
             return self._admits(levels, job, gpu_type)
+
+    @contextmanager
+    def _given_back(
+        self, gpu_type: str, victims: Sequence[str]
+    ) -> Iterator[tuple[TypeQuotas, list[tuple[str, tuple[str, str, float]]]]]:
+        """The type's usage as it would be once the victims give their GPUs of the type back (restored on
+        leaving), with each such victim and what it holds."""
+        levels = self.levels(gpu_type)
+        held = [(v, h) for v in victims if (h := self.holding.get(v)) is not None and h[1] == gpu_type]
+        saved = levels.save() if held else None
+        for _, (team, _, gpus) in held:
+            levels.add(team, -gpus)
+        try:
+            yield levels, held
         finally:
             if saved is not None:
                 levels.restore(saved)
@@ -124,17 +135,10 @@ class QuotaLedger:
         is as high or higher (reclaim may stop any level)."""
         if gpu_type is None or gpu_type not in self.governed:
             return False
-        levels = self.levels(gpu_type)
-        saved = levels.save()
-        held = [(v, h) for v in victims if (h := self.holding.get(v)) is not None and h[1] == gpu_type]
-        for _, (team, _, gpus) in held:
-            levels.add(team, -gpus)
-        try:
+        with self._given_back(gpu_type, victims) as (levels, held):
             borrows = not levels.within(job.team, _gpus(job))
             back = [v for v, (t, _, gpus) in held if levels.lends_nothing_to(t, gpus)]  # queued with the owners
             return any(borrows or levels_of[v] >= level for v in back)
-        finally:
-            levels.restore(saved)
 
     def borrowing(self, running_job_id: str) -> bool:
         """Whether the running job's team borrows its GPU type: the team (with its child teams) uses more
