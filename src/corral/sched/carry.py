@@ -60,9 +60,6 @@ _ordered: dict[str, _OnNode] = {}
 _node_shapes: dict[str, tuple[Node, _Shape]] = {}
 _shapes: list[tuple[tuple[Node, ...], ClusterShapes]] = []
 _layouts: list[tuple[tuple[Node, ...], GpuLayout]] = []
-_held_under: list[GpuLayout | None] = [None]  # the layout ``_held`` was computed under
-# The last call's answers by the allocations' id(), each with its tuple (so that the id stays its own).
-_held: list[dict[int, tuple[tuple[Allocation, ...], tuple[str, float] | None]]] = [{}]
 
 GpuLayout = tuple[Mapping[tuple[str, int], str], Mapping[str, float]]
 """Every GPU's type by (node, index), and the GPUs of each type on READY nodes."""
@@ -75,7 +72,7 @@ def pristine_view(snapshot: Snapshot, gpu_ranker: NodeRanker, cpu_ranker: NodeRa
     with _lock:
         kept = _views.get(key)
         if kept is not None and _same_nodes(kept.nodes, snapshot.nodes):
-            live = frozenset(snapshot.live)
+            live = snapshot.live_set
             before = kept.live_now()
             gone, new = before - live, live - before
             # The same allocation listed twice counts twice in a view: only a set of distinct ones is a diff.
@@ -198,33 +195,6 @@ def gpu_layout(nodes: tuple[Node, ...]) -> GpuLayout:
     return layout
 
 
-def held_gpus(held_by_job: Mapping[str, tuple[Allocation, ...]], layout: GpuLayout) -> dict[str, tuple[str, float]]:
-    """(GPU type, GPUs) each running job holds under ``layout``, CPU-only jobs left out. A job's answer
-    is reused while the same tuple of allocations is passed (``Snapshot.allocations_of`` passes a
-    job's tuple on again while the allocations on its node stay the same)."""
-    out: dict[str, tuple[str, float]] = {}
-    type_at = layout[0]
-    with _lock:
-        known = _held[0] if _held_under[0] is layout else {}
-        now: dict[int, tuple[tuple[Allocation, ...], tuple[str, float] | None]] = {}  # only these are kept
-        for job_id, allocations in held_by_job.items():
-            found = known.get(id(allocations))
-            if found is None or found[0] is not allocations:
-                found = (allocations, _gpus_held(allocations, type_at))
-            now[id(allocations)] = found
-            if found[1] is not None:
-                out[job_id] = found[1]
-        _held_under[0], _held[0] = layout, now
-    return out
-
-
-def _gpus_held(allocations: Sequence[Allocation], type_at: Mapping[tuple[str, int], str]) -> tuple[str, float] | None:
-    gpus = sum(len(a.gpus) * a.gpu_fraction for a in allocations)
-    if gpus <= 0:
-        return None
-    return next(((t, gpus) for a in allocations for i in a.gpus if (t := type_at.get((a.node, i))) is not None), None)
-
-
 def _same_nodes(a: Sequence[Node], b: Sequence[Node]) -> bool:
     return len(a) == len(b) and all(x is y or x == y for x, y in zip(a, b, strict=True))
 
@@ -233,5 +203,12 @@ def _name(node: Node) -> str:
     return node.name
 
 
-def _order(live: LiveAllocation) -> tuple[str, str, tuple[int, ...]]:
-    return (live.allocation.node, live.job_id, live.allocation.gpus)
+def _order(live: LiveAllocation) -> tuple[str, str, tuple[int, ...], float, float, int]:
+    """By node and job, then each field: distinct values never tie, so their order is the snapshot's in no way."""
+    a = live.allocation
+    return (a.node, live.job_id, a.gpus, a.gpu_fraction, a.cpus, a.memory_mb)
+
+
+def allocation_order(a: Allocation) -> tuple[str, tuple[int, ...], float, float, int]:
+    """One job's allocations in the order of ``_order``."""
+    return (a.node, a.gpus, a.gpu_fraction, a.cpus, a.memory_mb)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from corral.model import Job, RunningJob, TeamQuota
-from corral.sched import carry, describe
+from corral.sched import carry, describe, holdings
 from corral.sched.quota_tree import TeamTree, TypeQuotas
 from corral.sched.snapshot import Snapshot
 
@@ -37,16 +37,11 @@ class QuotaLedger:
         layout = carry.gpu_layout(snapshot.nodes)
         capacity = layout[1]
         self.capacity: dict[str, float] = defaultdict(float, capacity)
-        teams = {r.id: r.team for r in snapshot.running}
-        self.used: dict[tuple[str, str], float] = defaultdict(float)  # by the team's own jobs
-        self.holding: dict[str, tuple[str, str, float]] = {}  # running job → (team, GPU type, GPUs)
+        held = holdings.team_holdings(snapshot)
+        self.used: dict[tuple[str, str], float] = defaultdict(float, held.used)  # by the team's own jobs
+        self.holding: dict[str, tuple[str, str, float]] = dict(held.holding)  # running job → (team, GPU type, GPUs)
         self._levels: dict[str, TypeQuotas] = {}  # per GPU type, built on first use, then kept current
         self.changes = 0  # how many times usage changed: answers kept from before stay true while it is the same
-        for job_id, held in carry.held_gpus(snapshot.allocations_of(), layout).items():
-            team = teams.get(job_id)
-            if team is not None:
-                self.holding[job_id] = (team, held[0], held[1])
-                self.used[(team, held[0])] += held[1]
 
     def quota(self, team: str, gpu_type: str) -> TeamQuota:
         return self.quotas.get(team, {}).get(gpu_type, _NONE)

@@ -8,7 +8,6 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from types import MappingProxyType
 from typing import TYPE_CHECKING, TypeVar
 
 from corral.model import (
@@ -22,7 +21,7 @@ from corral.model import (
     Quotas,
     RunningJob,
 )
-from corral.sched import carry
+from corral.sched import carry, holdings
 from corral.sched.domains import DomainSizes
 from corral.sched.node_capacity import IndexEntries, NodeCapacity, NodeRanker, Rank
 
@@ -90,6 +89,11 @@ class Snapshot:
         return by_node
 
     @cached_property
+    def live_set(self) -> frozenset[LiveAllocation]:
+        """``live`` as a set (computed once)."""
+        return frozenset(self.live)
+
+    @cached_property
     def live_in_order(self) -> tuple[LiveAllocation, ...]:
         """``live`` sorted by node, job and GPUs: the order every view applies them in (computed once;
         each node's part is reused from the last snapshot whose allocations there were the same)."""
@@ -98,13 +102,7 @@ class Snapshot:
 
     @cached_property
     def _grouped_view(self) -> Mapping[str, tuple[Allocation, ...]]:
-        held: dict[str, tuple[Allocation, ...]] = {}
-        by_node = self.live_by_node
-        for name in sorted(by_node):
-            for job_id, single in carry.singles_on_node(name, by_node[name]):
-                known = held.get(job_id)
-                held[job_id] = single if known is None else known + single
-        return MappingProxyType(held)
+        return holdings.grouped_by_job(self)
 
 
 def _check_unique(what: str, names: list[str]) -> None:
