@@ -386,14 +386,11 @@ class Preemptor:
     def _cheapest_on_node_kept(
         self, node: NodeCapacity, request: Request, gpu_type: str | None, eligible: list[str], team: str, beat: Beat
     ) -> tuple[str, ...] | None:
-        allowed = self._allowed_for(team, eligible)
-        # With ``allowed``, the answer depends on the quota's usage, and on the job's team.
-        also = () if allowed is None else (team, self.quota.changes if self.quota is not None else 0)
-        return self._answers.cheapest(node, request, gpu_type, eligible, allowed, beat, also)
-
-    def _allowed_for(self, team: str, eligible: Sequence[str]) -> Callable[[tuple[str, ...]], bool] | None:
-        """Which victim sets take back from other teams only what they borrow; None where any set does."""
+        # Which victim sets take back from other teams only what they borrow; None where any set does. With
+        # it, the answer depends on the job's team and on the usage of the teams it reads.
         limit = self._borrowed_only
-        if limit is None or not limit.matters(team, eligible):
-            return None
-        return lambda victims: limit.allows(team, victims)
+        usage = None if limit is None else limit.depends_on(team, eligible)
+        if limit is None or usage is None:
+            return self._answers.cheapest(node, request, gpu_type, eligible, None, beat)
+        allowed: Callable[[tuple[str, ...]], bool] = lambda victims: limit.allows(team, victims)  # noqa: E731
+        return self._answers.cheapest(node, request, gpu_type, eligible, allowed, beat, (team, *usage))

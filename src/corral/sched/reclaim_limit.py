@@ -23,16 +23,19 @@ class BorrowedOnly:
     def __init__(self, quota: QuotaLedger, jobs: Mapping[str, RunningJob], taken: Set[str]) -> None:
         self._quota, self._jobs, self._taken = quota, jobs, taken
 
-    def matters(self, team: str, eligible: Sequence[str]) -> bool:
-        """Whether two or more of the eligible victims are of one other team, on one GPU type with quotas."""
-        seen: set[tuple[str, str]] = set()
+    def depends_on(self, team: str, eligible: Sequence[str]) -> tuple[float, ...] | None:
+        """What ``allows`` reads of usage for sets of these victims, for a job of ``team``: the usage of each
+        other team two or more of them belong to (per GPU type, in the order first met); None where
+        no other team has two of them there (any set is allowed then)."""
+        seen: dict[tuple[str, str], bool] = {}  # group → met twice
         for v in eligible:
             group = self._group(v, team)
             if group is not None:
-                if group in seen:
-                    return True
-                seen.add(group)
-        return False
+                seen[group] = group in seen
+        if not any(seen.values()):
+            return None
+        quota = self._quota
+        return tuple(quota.levels(gpu_type).usage[other] for (other, gpu_type), twice in seen.items() if twice)
 
     def allows(self, team: str, victims: Sequence[str]) -> bool:
         """Whether stopping ``victims`` for a job of ``team`` takes from each other team only what it borrows."""
