@@ -142,7 +142,7 @@ def _reservation_releasing_everything(job: Job, snap: Snapshot) -> Reservation |
     """The reservation as the timeline defines it: every release, on every node, in time order."""
     view = snap.view(get_policy("default").gpu_ranker, get_policy("default").cpu_ranker)
     held = snap.allocations_of()
-    events = release_times(snap, NOW)
+    events = list(release_times(snap, NOW))
     for when in sorted({when for when, _ in events}):
         view.release(a for at, job_id in events if at == when for a in held.get(job_id, ()))
         placement = find_placement(view, job)

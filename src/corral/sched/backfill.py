@@ -18,29 +18,26 @@ building the two views costs one pass over the nodes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import heapq
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
+from itertools import groupby
+from operator import itemgetter
 
 from corral.model import Allocation, Job
-from corral.sched import describe
+from corral.sched import describe, timeline
 from corral.sched.placement import find_placement
 from corral.sched.plan import BACKFILL_BLOCKED, RESERVED, Placement, Reason, Reservation
 from corral.sched.policy import Policy
 from corral.sched.snapshot import CapacityView, Snapshot
 
 
-def release_times(snapshot: Snapshot, now: datetime, stopped: Iterable[str] = ()) -> list[tuple[datetime, str]]:
-    """``(when, job id)`` for every running job that frees its resources, earliest first.
+def release_times(snapshot: Snapshot, now: datetime, stopped: Iterable[str] = ()) -> Iterator[tuple[datetime, str]]:
+    """``(when, job id)`` for every running job that frees its resources, earliest first (``timeline``).
 
     Jobs in ``stopped`` (chosen as victims this cycle) and stopping jobs free theirs now.
     """
-    gone = set(stopped)
-    times: list[tuple[datetime, str]] = []
-    for job in snapshot.running:
-        end = now if job.stopping or job.id in gone else job.expected_end
-        if end is not None:
-            times.append((max(end, now), job.id))
-    return sorted(times)
+    return timeline.release_times(snapshot.running, now, stopped)
 
 
 def find_reservation(
@@ -63,29 +60,28 @@ def find_reservation(
     held: Mapping[str, Sequence[Allocation]] = snapshot.allocations_of()
     placed_now: dict[str, Sequence[Allocation]] = {}  # this cycle's placements: not in the snapshot
     future = _less(snapshot, policy, taken, free)
-    events = release_times(snapshot, now, stopped)
+    events: Iterable[tuple[datetime, str]] = release_times(snapshot, now, stopped)
     placed = list(placed)
     if placed:
         placed_now = {p.job_id: p.allocations for _, p in placed}
-        events = sorted(events + [(max(end, now), p.job_id) for end, p in placed])
+        events = heapq.merge(events, sorted((max(end, now), p.job_id) for end, p in placed))
     request = job.request
     # A job limited to some GPU types can only be placed on nodes with GPUs of one of them: what is
     # released elsewhere cannot change where (or whether) it fits, so it is not released at all.
     types = frozenset(request.gpu_types) if request.gpus_per_node > 0 and request.gpu_types else None
     nodes = future.nodes
-    i, tried = 0, False
-    while i < len(events):
-        when, freed = events[i][0], list[Allocation]()
-        while i < len(events) and events[i][0] == when:
+    tried = False
+    for when, released in groupby(events, key=itemgetter(0)):
+        freed = list[Allocation]()
+        for _, job_id in released:
             if types is None:
-                freed.extend(placed_now.get(events[i][1]) or held.get(events[i][1], ()))
+                freed.extend(placed_now.get(job_id) or held.get(job_id, ()))
             else:
                 freed.extend(
                     a
-                    for a in placed_now.get(events[i][1]) or held.get(events[i][1], ())
+                    for a in placed_now.get(job_id) or held.get(job_id, ())
                     if (node := nodes.get(a.node)) is not None and not types.isdisjoint(node.gpu_types)
                 )
-            i += 1
         if tried and not freed:
             continue  # nothing it could use was released: it still does not fit
         future.release(freed)
