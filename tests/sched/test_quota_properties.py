@@ -200,3 +200,13 @@ def test_reclaim_does_not_stop_a_job_that_would_come_back_within_its_teams_nomin
         make_job("j3").gpus(2).team("b").priority(0),
     )
     assert replayed(snap, jobs) == []
+
+
+@FAST
+@given(quota_snapshots())
+def test_the_borrowing_jobs_are_those_each_found_borrowing(snap: Snapshot) -> None:
+    ledger = QuotaLedger(snap)
+    assert ledger.borrowing_jobs() == {job_id for job_id in ledger.holding if ledger.borrowing(job_id)}
+    for running in snap.running[:2]:  # usage changes: the answer follows it
+        ledger.give_back(running)
+        assert ledger.borrowing_jobs() == {job_id for job_id in ledger.holding if ledger.borrowing(job_id)}

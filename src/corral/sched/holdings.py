@@ -38,6 +38,7 @@ class Holdings:
 
     holding: Mapping[str, tuple[str, str, float]]
     used: Mapping[TeamType, float]
+    members: Mapping[TeamType, Mapping[str, float]] = field(default_factory=dict)  # ``holding`` by team and type
 
 
 @dataclass
@@ -157,7 +158,7 @@ def _from_scratch(
             holding[job_id] = (team, gpu_type, count)
             members.setdefault((team, gpu_type), {})[job_id] = count
     used = {key: math.fsum(jobs.values()) for key, jobs in sorted(members.items())}
-    holdings = Holdings(MappingProxyType(holding), MappingProxyType(used))
+    holdings = Holdings(MappingProxyType(holding), MappingProxyType(used), MappingProxyType(members))
     return _Kept(grouped, layout, teams, gpus, members, holdings)
 
 
@@ -201,7 +202,7 @@ def _updated(
             used.pop(key, None)
     if any(key not in last.holdings.used for key in copied):
         used = dict(sorted(used.items()))
-    holdings = Holdings(MappingProxyType(holding), MappingProxyType(used))
+    holdings = Holdings(MappingProxyType(holding), MappingProxyType(used), MappingProxyType(members))
     return _Kept(grouped, layout, teams, gpus, members, holdings)
 
 

@@ -42,6 +42,7 @@ _NEAREST = 1 << 30  # the reach of a search open to any victim: after every narr
 SEARCHES_PER_CYCLE = 64  # victim searches per cycle; jobs blocked after that wait for the next cycle
 
 _Option = tuple[Cost, str, tuple[str, ...]]  # (cost, node, victims on it)
+_FREE: Cost = (0.0, 0)  # a victim already stopping: nothing lost, no job newly preempted
 
 
 class Preemptor:
@@ -64,47 +65,65 @@ class Preemptor:
         self._levels: dict[str, int] = {}
         self._borrowing: dict[str, bool] = {}
         self._by_team: dict[str, list[str]] = {}
+        jobs, costs, levels, borrowing_of, by_team = self.jobs, self.cost, self._levels, self._borrowing, self._by_team
         lowest: int | None = None
         any_stopping = reclaimable = False
-        borrows = None if quota is None else quota.borrowing_asked_once()
+        borrowers = frozenset[str]() if quota is None else quota.borrowing_jobs()
         for r in snapshot.running:
-            held = held_by.get(r.id)
+            job_id = r.id
+            held = held_by.get(job_id)
             if not held:
                 continue
-            borrowing = borrows is not None and borrows(r.id)
-            if not (r.preemptible or r.stopping or borrowing):
+            borrowing = job_id in borrowers
+            stopping = r.stopping
+            if not (r.preemptible or stopping or borrowing):
                 continue
-            job_id = r.id
-            self.jobs[job_id] = r
-            self.cost[job_id] = (0.0, 0) if r.stopping else (lost_gpu_seconds(r, held, now), 1)
-            self._levels[job_id] = job_level = level(r)
-            self._borrowing[job_id] = borrowing
-            team = self._by_team.get(r.team)
+            jobs[job_id] = r
+            if stopping:
+                costs[job_id] = _FREE
+                any_stopping = True
+            elif len(held) == 1 and (unsaved := r.unsaved_s(now)) > 0.0:  # most jobs: ``lost_gpu_seconds`` inline
+                only = held[0]
+                costs[job_id] = (round(unsaved * (len(only.gpus) * only.gpu_fraction), 6), 1)
+            else:
+                costs[job_id] = (lost_gpu_seconds(r, held, now), 1)
+            levels[job_id] = job_level = level(r)
+            borrowing_of[job_id] = borrowing
+            team = by_team.get(r.team)
             if team is None:
-                self._by_team[r.team] = [job_id]
+                by_team[r.team] = [job_id]
             else:
                 team.append(job_id)
-            any_stopping = any_stopping or r.stopping
-            reclaimable = reclaimable or borrowing
-            if r.preemptible and not r.stopping and (lowest is None or job_level < lowest):
+            if borrowing:
+                reclaimable = True
+            if r.preemptible and not stopping and (lowest is None or job_level < lowest):
                 lowest = job_level
         self.on_node: dict[str, list[str]] = {}
-        for job_id in sorted(self.jobs):
+        on_node = self.on_node
+        for job_id in sorted(jobs):
             held = held_by[job_id]
-            for node in (held[0].node,) if len(held) == 1 else sorted({a.node for a in held}):
-                self.on_node.setdefault(node, []).append(job_id)
+            if len(held) == 1:
+                name = held[0].node
+                found = on_node.get(name)
+                if found is None:
+                    on_node[name] = [job_id]
+                else:
+                    found.append(job_id)
+            else:
+                for name in sorted({a.node for a in held}):
+                    on_node.setdefault(name, []).append(job_id)
         stopping_on: set[str] = set()
         lowest_on: dict[str, float] = {}  # per node, the lowest level of its preemptible victims
         order: list[tuple[Cost, str]] = []
-        for name, victims in self.on_node.items():
-            cheapest, lowest_here = self.cost[victims[0]], math.inf
+        for name, victims in on_node.items():
+            cheapest, lowest_here = costs[victims[0]], math.inf
             for v in victims:
-                victim = self.jobs[v]
+                victim = jobs[v]
                 if victim.stopping:
                     stopping_on.add(name)
-                if victim.preemptible and self._levels[v] < lowest_here:
-                    lowest_here = self._levels[v]
-                if (cost := self.cost[v]) < cheapest:
+                if victim.preemptible and levels[v] < lowest_here:
+                    lowest_here = levels[v]
+                if (cost := costs[v]) < cheapest:
                     cheapest = cost
             lowest_on[name] = lowest_here
             order.append((cheapest, name))

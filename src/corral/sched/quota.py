@@ -16,7 +16,7 @@ GPU types no team has a quota for are not governed: any team may use them freely
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from corral.model import Job, RunningJob, TeamQuota
@@ -40,6 +40,7 @@ class QuotaLedger:
         held = holdings.team_holdings(snapshot)
         self.used: dict[tuple[str, str], float] = defaultdict(float, held.used)  # by the team's own jobs
         self.holding: dict[str, tuple[str, str, float]] = dict(held.holding)  # running job → (team, GPU type, GPUs)
+        self._members = held.members  # ``holding`` by team and GPU type, until usage first changes
         self._levels: dict[str, TypeQuotas] = {}  # per GPU type, built on first use, then kept current
         self.changes = 0  # how many times usage changed: answers kept from before stay true while it is the same
 
@@ -140,32 +141,34 @@ class QuotaLedger:
         than its nominal, or the team's own jobs use more than its unassigned quota (its child teams' idle
         nominal, theirs to take back)."""
         held = self.holding.get(running_job_id)
-        if held is None or held[1] not in self.governed:
+        return held is not None and self._borrows(held[0], held[1])
+
+    def _borrows(self, team: str, gpu_type: str) -> bool:
+        if gpu_type not in self.governed:
             return False
-        levels = self.levels(held[1])
-        return levels.over(held[0]) or levels.own_over(held[0])
+        levels = self.levels(gpu_type)
+        return levels.over(team) or levels.own_over(team)
 
     def governs(self, running_job_id: str) -> bool:
         """Whether the running job holds GPUs of a type teams have quotas for."""
         held = self.holding.get(running_job_id)
         return held is not None and held[1] in self.governed
 
-    def borrowing_asked_once(self) -> Callable[[str], bool]:
-        """``borrowing``, asked once per team and GPU type (what its answer depends on): for a pass over
-        thousands of running jobs while usage stays as it is."""
-        holding, known = self.holding, dict[tuple[str, str], bool]()
-
-        def borrowing(running_job_id: str) -> bool:
-            held = holding.get(running_job_id)
-            if held is None:
-                return False
-            key = (held[0], held[1])
-            found = known.get(key)
+    def borrowing_jobs(self) -> frozenset[str]:
+        """The running jobs ``borrowing`` is true of, as usage stands now."""
+        if self.changes == 0:  # the jobs as the snapshot holds them, by team and GPU type
+            members = self._members
+            return frozenset().union(*(jobs for (team, t), jobs in members.items() if self._borrows(team, t)))
+        borrowing: dict[tuple[str, str], bool] = {}
+        out = []
+        for job_id, (team, gpu_type, _) in self.holding.items():
+            key = (team, gpu_type)
+            found = borrowing.get(key)
             if found is None:
-                found = known[key] = self.borrowing(running_job_id)
-            return found
-
-        return borrowing
+                found = borrowing[key] = self.borrowing(job_id)
+            if found:
+                out.append(job_id)
+        return frozenset(out)
 
     def reclaim_distance(self, running_job_id: str, team: str) -> int | None:
         """How near the running job's team is to ``team`` (the depth where their branches meet: 0 at
