@@ -10,6 +10,7 @@ import pytest
 
 from corral.model import FairShare, Gpu, Job, LiveAllocation, Node, NodeState, Request, RunningJob, TeamQuota
 from corral.sched import Snapshot, get_policy, order, schedule
+from corral.testing import make_job as build_job
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 TYPES = ("H100", "A100")
@@ -74,7 +75,7 @@ def test_the_carried_order_equals_a_fresh_sort_through_many_cycles(slack: int, m
         assert requests == [job.request for job in got]
         assert len({id(r) for r in requests}) == len(set(requests))  # equal requests: one object
         again = order.ordered_in_two(jobs, key, inputs, borrows if with_borrowing else None)
-        assert again[0] == items and again[2] == set(requests), f"step {step}"
+        assert again[0] == items and again[2].requests() == set(requests), f"step {step}"
 
 
 def cluster() -> tuple[Node, ...]:
@@ -120,3 +121,13 @@ def test_plans_with_the_carried_order_equal_plans_without_it() -> None:
                 pending[f"j{seq:04d}"] = make_job(rng, seq)
                 seq += 1
             now += timedelta(minutes=5)
+
+
+def test_each_group_names_a_job_and_the_request_of_its_items() -> None:
+    """A group's member is what a waiting job's reason is worked out from: a job of the group's team, and
+    the request its items carry."""
+    jobs = [build_job(f"j{i}").gpus(1 + i % 2).team("ab"[i % 3 % 2]).seq(i).build() for i in range(12)]
+    items, _, groups = order.ordered_in_two(jobs, lambda job: (job.seq,), "member-test", None)
+    for item in items:
+        job, request = groups.member(order.group_of(item))
+        assert job.team == order.job_of(item).team and request is order.request_of(item)

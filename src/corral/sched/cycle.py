@@ -10,7 +10,7 @@ from corral.model import Allocation, Job, Request
 from corral.sched.backfill import blocked_reason, ends_by, find_reservation, guard_view, reserved_reason, when
 from corral.sched.fairshare import share_tables
 from corral.sched.feasibility import NodesAwaited, never_runs
-from corral.sched.order import Item, merged, ordered_in_two
+from corral.sched.order import Groups, Item, merged, ordered_in_two
 from corral.sched.placement import find_placement
 from corral.sched.plan import FASTER_GPU, IN_ORDER, QUOTA, Placement, Plan, Preemption, Reason, Reservation
 from corral.sched.policy import Policy
@@ -67,6 +67,7 @@ class _Cycle:
     fits: dict[tuple[int, Request], bool] = field(default_factory=dict)  # (view version, request) → fits the view
     placed_ends: list[tuple[datetime, Placement]] = field(default_factory=list)  # placed with a time limit: its end
     queued_requests: set[Request] = field(default_factory=set)  # the requests of the queue
+    group_member: Callable[[int], tuple[Job, Request]] | None = None  # a job of a queue group (``Groups.member``)
     queued_unfit: int = -1  # how many of ``queued_requests`` do not fit what is free now, once asked for
     blocker: Job | None = None  # under a strict order: the job that did not start, holding back the rest
     seen: int = 0  # under a strict order: how many jobs of ``waiting`` were checked for being the blocker
@@ -84,7 +85,8 @@ class _Cycle:
             else None
         )
         # Equal requests come as one object, so that the sets and dicts below find them by identity.
-        queue, split, self.queued_requests = self._queue(view.gpu_types)
+        queue, split, groups = self._queue(view.gpu_types)
+        self.queued_requests, self.group_member = groups.requests(), groups.member
         self.queue = queue
         # Jobs that would borrow come after the others; a job of the first part that would borrow on some of
         # the types it accepts is tried there on the others only, and, if that leaves it waiting, again on all
@@ -272,7 +274,7 @@ class _Cycle:
             if self.queued_unfit >= 0 and key[1] in self.queued_requests:
                 self.queued_unfit += 1
 
-    def _queue(self, gpu_types: tuple[str, ...]) -> tuple[list[Item], int, set[Request]]:
+    def _queue(self, gpu_types: tuple[str, ...]) -> tuple[list[Item], int, Groups]:
         """The pending jobs in the policy's order; with fair share, the team's and user's share come right
         after priority. With quotas, jobs that would borrow come after all others (``QuotaGate.borrows``)."""
         policy, fair = self.policy, self.snapshot.fair_share
@@ -371,7 +373,8 @@ class _Cycle:
         behind = None
         if self.blocker is not None:
             behind = Reason(IN_ORDER, f"waiting behind job {self.blocker.id}: jobs start in submit order", True)
-        reasons = explain(waiting, view, self.snapshot, known, requests, unchecked, quota, self.rest, behind)
+        rest = (self.rest, self.group_member) if self.rest and self.group_member is not None else None
+        reasons = explain(waiting, view, self.snapshot, known, requests, unchecked, quota, rest, behind)
         reservation = self.reservation
         if reservation is not None and reservation.job_id in reasons and reservation.job_id not in known:
             reasons.replace(reservation.job_id, reserved_reason(reasons[reservation.job_id], reservation, self.now))

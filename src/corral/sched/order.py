@@ -45,7 +45,7 @@ class _Kept:
     jobs: dict[int, Job]  # the jobs of ``items`` by ``id()`` (held here, so that an id stays theirs)
     items: list[Item]  # sorted by key
     same: dict[Request, Request]  # each request value's one object
-    groups: _Groups
+    groups: Groups
 
 
 _lock = threading.Lock()
@@ -67,15 +67,15 @@ def ordered(
 
 def ordered_in_two(
     pending: Sequence[Job], key: Callable[[Job], Key], inputs: Hashable, borrows: Callable[[Job], bool] | None
-) -> tuple[list[Item], int, set[Request]]:
-    """``ordered``, how many items come before those for which ``borrows`` is true, and the requests of the
-    items (their distinct values, found from the groups rather than from every item)."""
+) -> tuple[list[Item], int, Groups]:
+    """``ordered``, how many items come before those for which ``borrows`` is true, and the items' groups
+    (by the numbers the items carry; like the list, kept for the next call: read it before then)."""
     now = dict(zip(map(id, pending), pending, strict=True))
     with _lock:
         kept = _kept.pop(inputs, None)
         if kept is None or not _update(kept, now, key):
             same: dict[Request, Request] = {}
-            groups = _Groups()
+            groups = Groups()
             items = [_item(job, key, same, groups) for job in pending]
             items.sort()
             kept = _Kept(inputs, now, items, same, groups)
@@ -83,7 +83,7 @@ def ordered_in_two(
         if len(_kept) > 4:  # callers with other policies or share tables: keep the latest few
             del _kept[next(iter(_kept))]
         items, split = (kept.items, len(kept.items)) if borrows is None else _borrowers_last(kept, borrows)
-        return items, split, kept.groups.requests()
+        return items, split, kept.groups
 
 
 def forget() -> None:
@@ -120,7 +120,7 @@ def _update(kept: _Kept, now: dict[int, Job], key: Callable[[Job], Key]) -> bool
     if len(same) > 2 * len(kept_items) + _SLACK:  # forget the requests of jobs gone
         kept.same = {item[-3]: item[-3] for item in kept_items}
     if len(groups.members) > 2 * len(kept_items) + _SLACK:  # forget the groups of jobs gone
-        kept.groups = groups = _Groups()
+        kept.groups = groups = Groups()
         kept_items = [(*item[:-2], groups.join(item[-4], item[-3]), item[-1]) for item in kept_items]
     # The kept dictionary and list are brought up to date in place rather than replaced: they then stay in
     # the collector's old generation, and the young collection after a cycle does not walk their entries.
@@ -164,17 +164,18 @@ def _borrowers_last(kept: _Kept, borrows: Callable[[Job], bool]) -> tuple[list[I
     return [*first, *compress(items, borrowing)], len(first)
 
 
-def _item(job: Job, key: Callable[[Job], Key], same: dict[Request, Request], groups: _Groups) -> Item:
+def _item(job: Job, key: Callable[[Job], Key], same: dict[Request, Request], groups: Groups) -> Item:
     request = same.setdefault(job.request, job.request)
     return key(job) + (job, request, groups.join(job, request), job.id)  # noqa: RUF005 (joining is cheaper than unpacking)
 
 
-class _Groups:
+class Groups:
     """Numbers for the groups of the kept jobs, each with its first job and how many jobs it has now."""
 
     def __init__(self) -> None:
         self.number: dict[Group, int] = {}
         self.first: list[Job] = []  # by number: a job of the group (``borrows`` reads only its group)
+        self.request: list[Request] = []  # by number: the group's request, the one object of its value
         self.members: list[int] = []  # by number: jobs kept now
 
     def join(self, job: Job, request: Request) -> int:
@@ -183,9 +184,14 @@ class _Groups:
         if number is None:
             number = self.number[group] = len(self.first)
             self.first.append(job)
+            self.request.append(request)
             self.members.append(0)
         self.members[number] += 1
         return number
+
+    def member(self, number: int) -> tuple[Job, Request]:
+        """A job of the group (all that a waiting job's reason reads is its group), and the group's request."""
+        return self.first[number], self.request[number]
 
     def requests(self) -> set[Request]:
         """The requests of the groups with jobs now."""

@@ -25,7 +25,7 @@ def explain(
     requests: Sequence[Request] | None = None,
     unchecked: Container[str] = (),
     quota: Callable[[Job, Request], str | None] | None = None,
-    rest: Sequence[Item] = (),
+    rest: tuple[Sequence[Item], Callable[[int], tuple[Job, Request]]] | None = None,
     behind: Reason | None = None,
 ) -> Reasons:
     """A reason per waiting job (given in queue order, and kept in it), judged on what is left free in ``view``.
@@ -35,9 +35,10 @@ def explain(
     the jobs' requests in the same order (equal ones best given as one object). ``quota`` says why
     its team's quota keeps out a job of ``unchecked``, or of ``rest``, that has no known reason (asked
     once per team and request: the answer is the same for all their jobs). ``rest`` is the rest of the
-    queue (``order`` items, after ``waiting``), waiting as a whole: no job there has a known reason,
-    and its reasons are found once per group (team and request) of the queue; with ``behind``, that is the
-    reason of each job of ``rest`` waiting only for resources (a policy that starts jobs strictly in order).
+    queue (``order`` items, after ``waiting``), waiting as a whole, with a job and the request of each group
+    by its number (``Groups.member``): no job there has a known reason, and its reasons are found once per
+    group (team and request) of the queue; with ``behind``, that is the reason of each job of ``rest``
+    waiting only for resources (a policy that starts jobs strictly in order).
 
     Jobs with the same reason share one ``Reason`` (a queue position is the job's place in
     ``waiting``, see ``Plan.position``), so a cycle leaving 100,000 jobs waiting makes one per request and
@@ -79,16 +80,17 @@ def explain(
         return Reasons(reasons)
     # Kept by the plan: an array of group numbers (which the collector does not walk, as it walks a list's
     # items after each cycle) and the ids in one tuple with the others (``Reasons.ids``).
-    numbers = list(map(group_of, rest))  # (an array built from a list is built faster than from an iterator)
+    items, member = rest
+    numbers = list(map(group_of, items))  # (an array built from a list is built faster than from an iterator)
     said: dict[int, Reason] = {}
-    for group, item in dict(zip(numbers, rest, strict=True)).items():  # one job per group
-        request = item[-3]
+    for group in dict.fromkeys(numbers):
+        job, request = member(group)
         base, teams = base_of(request)
         if behind is not None and base.code == RESOURCES:  # it could start but for the job ahead
             said[group] = behind
         else:
-            said[group] = unchecked_reason(item[-4], request, base, teams)
-    return Reasons(reasons, map(id_of, rest), array("l", numbers), said)
+            said[group] = unchecked_reason(job, request, base, teams)
+    return Reasons(reasons, map(id_of, items), array("l", numbers), said)
 
 
 def _reason(
