@@ -78,8 +78,8 @@ def pristine_view(snapshot: Snapshot, gpu_ranker: NodeRanker, cpu_ranker: NodeRa
             # The same allocation listed twice counts twice in a view: only a set of distinct ones is a diff.
             distinct = len(live) == len(snapshot.live) and len(before) == len(kept.live)
             if distinct and len(gone) + len(new) <= _CHANGED_AT_MOST * max(1, len(live)):
-                kept.view.release(a.allocation for a in sorted(gone, key=_order))
-                kept.view.take(a.allocation for a in sorted(new, key=_order))
+                released = (a.allocation for a in sorted(gone, key=_order))
+                kept.view.exchange(released, (a.allocation for a in sorted(new, key=_order)))
                 # The kept set changes in place rather than being replaced by ``live``: it then stays in the
                 # collector's old generation, and the young collection after a cycle does not walk it.
                 before -= gone

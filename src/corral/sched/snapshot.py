@@ -235,15 +235,24 @@ class CapacityView:
         """Give back what ``take`` took for the same allocations."""
         self._change_allocations([a for a in allocations if a.node in self.nodes], -1, "")
 
+    def exchange(self, released: Iterable[Allocation], taken: Iterable[Allocation]) -> None:
+        """``release(released)``, then ``take(taken)``, re-indexing each node once."""
+        nodes = self.nodes
+        changes = [(a, -1) for a in released if a.node in nodes]
+        changes += [(a, +1) for a in taken if a.node in nodes]
+        self._apply_changes(changes, "")
+
     def _change(self, placement: Placement, sign: int) -> None:
         self._change_allocations(placement.allocations, sign, placement.job_id)
 
     def _change_allocations(self, allocations: Iterable[Allocation], sign: int, job_id: str) -> None:
         """Apply the allocations in order; each node they touch is re-indexed once, after all of them."""
+        self._apply_changes([(a, sign) for a in allocations], job_id)
+
+    def _apply_changes(self, changes: list[tuple[Allocation, int]], job_id: str) -> None:
         self.version += 1
-        allocations = list(allocations)
         touched: dict[str, NodeCapacity] = {}
-        for alloc in allocations:
+        for alloc, _ in changes:
             node = self.nodes.get(alloc.node)
             if node is None:
                 raise ValueError(f"placement of job {job_id} names {alloc.node!r}, which is not a READY node")
@@ -253,7 +262,7 @@ class CapacityView:
             self._own.add(name)
         for node in touched.values():
             self._unindex(node)
-        for alloc in allocations:
+        for alloc, sign in changes:
             touched[alloc.node]._add(alloc, sign)
         for node in touched.values():
             self._index(node)
