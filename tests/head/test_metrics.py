@@ -1,5 +1,6 @@
 """/metrics in the Prometheus text format, parsed with prometheus-client's own parser."""
 
+from prometheus_client import CONTENT_TYPE_LATEST
 from prometheus_client.parser import text_string_to_metric_families
 
 
@@ -137,3 +138,14 @@ def test_a_lost_nodes_gpus_have_no_per_gpu_series(head):
     metrics = scrape(head)
     assert value(metrics["corral_node_ready"], node="n1") == 0
     assert [s for s in metrics.get("DCGM_FI_DEV_GPU_UTIL", []) if s.labels["node"] == "n1"] == []
+
+
+def test_head_answers_with_the_headers_of_get_and_no_body(head):
+    """Prometheus and load balancers probe with HEAD: 200, GET's headers, an empty body."""
+    head.register("n1", gpus=2)
+    got = head.client.get("/metrics")
+    probed = head.client.head("/metrics")
+    assert probed.status_code == 200
+    assert probed.content == b""
+    assert probed.headers["content-type"] == got.headers["content-type"] == CONTENT_TYPE_LATEST
+    assert probed.headers["content-length"] == got.headers["content-length"] == str(len(got.content))

@@ -109,6 +109,9 @@ def create_app(settings: HeadSettings, clock: Clock | None = None, run_loops: bo
         """Prometheus exposition: jobs, GPUs, nodes, queue wait, cycle time, per-GPU DCGM-style gauges."""
         return PlainTextResponse(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
+    # HEAD answers GET's headers (Content-Length included) and no body: starlette sends none for HEAD.
+    app.add_api_route("/metrics", prometheus, methods=["HEAD"], include_in_schema=False)
+
     @app.get("/healthz", tags=["cluster"])
     def healthz() -> dict[str, str]:
         return {"status": "ok", "version": __version__}
