@@ -11,6 +11,8 @@ one. Agents are simulated by calling the agent API with their node tokens.
 
 from __future__ import annotations
 
+import threading
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -19,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import uvicorn
 from fastapi import FastAPI
-from httpx import Response
+from httpx import Client, Response
 
 from corral.head.app import create_app
 from corral.head.runtime import HeadRuntime
@@ -32,6 +35,7 @@ from corral.head.store.db import Database, sqlite_url
 from corral.head.store.tables import TokenRow
 from corral.sched import get_policy
 from corral.testing import FakeClock
+from corral.testing.net import free_port
 from corral.testing.postgres import PostgresServer, unavailable_reason
 
 with warnings.catch_warnings():
@@ -103,7 +107,7 @@ def exited(task: dict[str, Any], code: int, detail: str = "") -> dict[str, Any]:
 @dataclass
 class Head:
     app: FastAPI
-    client: TestClient
+    client: Client  # a TestClient, or an httpx client of a head served on a port
     clock: FakeClock
     home: Path
     admin_token: str
@@ -236,6 +240,38 @@ def open_head(home: Path, clock: FakeClock, **overrides: Any) -> Iterator[Head]:
     app = create_app(make_settings(home, **overrides), clock=clock, run_loops=False)
     with TestClient(app) as client:
         yield Head(app=app, client=client, clock=clock, home=home, admin_token=app.state.admin_token)
+
+
+@contextmanager
+def serve_head(home: Path, clock: FakeClock, **overrides: Any) -> Iterator[Head]:
+    """A head served by uvicorn on a free 127.0.0.1 port, for commands of the CLI, which speak real HTTP."""
+    port = free_port()
+    app = create_app(make_settings(home, port=port, **overrides), clock=clock, run_loops=False)
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", ws="none", lifespan="on")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="uvicorn-test-head", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the test head did not start")
+        time.sleep(0.01)
+    try:
+        with Client(base_url=f"http://127.0.0.1:{port}") as client:
+            yield Head(app=app, client=client, clock=clock, home=home, admin_token=app.state.admin_token)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest.fixture
+def served_head(tmp_path: Path, clock: FakeClock) -> Callable[..., AbstractContextManager[Head]]:
+    """Starts a head on SQLite served over HTTP: ``with served_head(gpu_prices=…) as head``."""
+
+    def start(**overrides: Any) -> AbstractContextManager[Head]:
+        return serve_head(tmp_path / "served", clock, **overrides)
+
+    return start
 
 
 TEST_DB = "corral_tests"

@@ -13,6 +13,7 @@ import click
 from corral.cli.context import api
 from corral.cli.render import emit_json, table
 from corral.client.errors import InvalidRequest
+from corral.sched.describe import plain_decimal
 
 KEYS = ("user", "team", "gpu-type", "job")
 CSV_FIELDS = ("key", "jobs", "gpu_seconds", "gpu_hours", "cost", "energy_kwh")
@@ -80,7 +81,7 @@ def check_period(since: str | None, until: str | None, given: tuple[str | None, 
     type=click.Choice(["table", "json", "csv"]),
     default="table",
     show_default=True,
-    help="table for people; json (the whole report) or csv (one row per key) for scripts",
+    help="table for people; json (the whole report) or csv (one row per key, plain decimals) for scripts",
 )
 def acct(by: str, since: str | None, until: str | None, output: str) -> None:
     """Usage over a period: GPU-hours, cost and energy per user, team, GPU type or job.
@@ -99,9 +100,14 @@ def acct(by: str, since: str | None, until: str | None, output: str) -> None:
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(CSV_FIELDS)
         for row in report["rows"]:
-            writer.writerow([row[f] for f in CSV_FIELDS])
+            writer.writerow([_cell(row[f]) for f in CSV_FIELDS])
     else:
         _table(report)
+
+
+def _cell(value: Any) -> Any:
+    """A figure as a plain decimal (``0.000028``, never ``2.8e-05``); the key and the job count as they are."""
+    return plain_decimal(value) if isinstance(value, float) else value
 
 
 def _table(report: dict[str, Any]) -> None:

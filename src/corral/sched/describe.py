@@ -1,8 +1,11 @@
-"""Wording shared by reasons and feasibility messages: counts, sizes and a node's share of a request."""
+"""Wording shared by reasons and feasibility messages: counts, sizes and a node's share of a request;
+and how a figure is written out in CSV files."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from decimal import Decimal
 
 from corral.model import Request
 
@@ -12,6 +15,17 @@ def number(value: float) -> str:
     if float(value).is_integer() and abs(value) < 1e15:
         return str(int(value))
     return f"{value:g}"
+
+
+def plain_decimal(value: float) -> str:
+    """``0.000023`` for 2.3e-05, ``100.0`` for 100.0, ``4`` for the int 4: every digit of Python's shortest
+    round trip, never in exponent notation, so a CSV cell reads as a plain decimal everywhere."""
+    if isinstance(value, int):
+        return str(value)
+    if not math.isfinite(value):
+        return repr(value)
+    text = format(Decimal(repr(value)), "f")
+    return text if "." in text else text + ".0"
 
 
 def memory(mb: int) -> str:

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from corral.sched.describe import plain_decimal
 from corral.sim.plots import PLOTS, draw_all
 from corral.sim.report import SUMMARY, amount, counted, jobs_file
 from corral.sim.result import SimResult
@@ -96,8 +97,8 @@ def _cluster_section(cluster: Mapping[str, Any]) -> str:
             str(g["count"]),
             str(g["gpus_per_node"]),
             str(g["gpus"]),
-            f"{g['price_per_gpu_hour']:g}",
-            f"{g['watts_busy']:g} / {g['watts_idle']:g}",
+            _plain(g["price_per_gpu_hour"]),
+            f"{_plain(g['watts_busy'])} / {_plain(g['watts_idle'])}",
         ]
         for g in cluster["node_groups"]
     ]
@@ -105,6 +106,11 @@ def _cluster_section(cluster: Mapping[str, Any]) -> str:
     nodes, gpus = counted(cluster["nodes"], "node"), counted(cluster["gpus"], "GPU")
     summary = f"<p>{nodes}, {gpus}, {cluster['cost_per_hour']:,.2f} per hour.</p>"
     return "<h2>Cluster</h2>" + _table(head, rows) + summary
+
+
+def _plain(value: float) -> str:
+    """``2.5``, ``300``, ``0.00001``, ``1000000``: as given, with no exponent and no ``.0``."""
+    return plain_decimal(value).removesuffix(".0")
 
 
 def _format(value: Any, how: str) -> str:

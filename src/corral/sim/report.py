@@ -8,6 +8,7 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
+from corral.sched.describe import plain_decimal
 from corral.sim.costs import cost_per_hour, group_rates
 from corral.sim.fairness import team_figures
 from corral.sim.metrics import Summary
@@ -225,13 +226,21 @@ def write_out(
             writer.writerow(_JOB_COLUMNS)
             for r in result.records:
                 times = [r.submit_s, r.start_s, r.finish_s, r.jct_s, r.wait_s]
-                writer.writerow([r.id, *times, r.gpus, r.gpu_type, " ".join(r.nodes), r.preemptions, r.lost_gpu_s])
+                row = [r.id, *times, r.gpus, r.gpu_type, " ".join(r.nodes), r.preemptions, r.lost_gpu_s]
+                writer.writerow(_cells(row))
             for u in result.unfinished_jobs:
                 start: float | str = "" if u.start_s is None else u.start_s
                 wait: float | str = "" if u.start_s is None else u.start_s - u.submit_s
-                writer.writerow([u.id, u.submit_s, start, "", "", wait, u.gpus, "", "", u.preemptions, u.lost_gpu_s])
+                writer.writerow(
+                    _cells([u.id, u.submit_s, start, "", "", wait, u.gpus, "", "", u.preemptions, u.lost_gpu_s])
+                )
         written.append(path)
     return written
+
+
+def _cells(row: list[Any]) -> list[Any]:
+    """Numbers as plain decimals (``0.00001``, never ``1e-05``); text as it is."""
+    return [plain_decimal(v) if isinstance(v, int | float) and not isinstance(v, bool) else v for v in row]
 
 
 def unfinished_note(results: Mapping[str, SimResult], quotas: bool, shown: int = 5) -> list[str]:
