@@ -188,20 +188,28 @@ def test_metering_in_steps_adds_up_to_the_whole(priced):
     }
 
 
-def test_bad_periods_are_refused(priced):
-    response = priced.client.get(
-        "/v1/usage", params={"since": "2025-02-01T00:00:00", "until": "2025-01-01T00:00:00"}, headers=priced.admin
-    )
-    assert response.status_code == 422
-    assert response.json()["detail"][0]["field"] == "since"
-    response = priced.client.get("/v1/usage", params={"by": "colour"}, headers=priced.admin)
-    assert response.status_code == 422
-    for params in (
-        {"since": "2025-01-01T00:00:00", "step": 1},  # too many buckets
-        {"since": "9999-12-31T20:00:00", "until": "9999-12-31T23:59:59", "step": 3600},
-    ):
-        response = priced.client.get("/v1/usage/series", params=params, headers=priced.admin)
-        assert response.status_code == 422, response.text
+def refused(head, path, params):
+    """The one error of a refused query: its ``loc`` and ``field``."""
+    response = head.client.get(path, params=params, headers=head.admin)
+    assert response.status_code == 422, response.text
+    [error] = response.json()["detail"]
+    return error["loc"], error["field"]
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "name"),
+    [
+        ("/v1/usage", {"since": "2025-02-01T00:00:00", "until": "2025-01-01T00:00:00"}, "since"),
+        ("/v1/usage", {"by": "colour"}, "by"),
+        ("/v1/usage", {"since": "9999-12-31T23:59:59-01:00"}, "since"),  # past the year 9999 in UTC
+        ("/v1/usage", {"until": "9999-12-31T23:59:59-01:00"}, "until"),
+        ("/v1/usage/series", {"since": "2025-01-01", "until": "2025-01-02", "step": 1}, "step"),  # too many buckets
+        ("/v1/usage/series", {"since": "9999-12-31T20:00:00", "until": "9999-12-31T23:59:59", "step": 3600}, "until"),
+        ("/v1/usage/series", {"since": "2025-02-01T00:00:00", "until": "2025-01-01T00:00:00"}, "since"),
+    ],
+)
+def test_bad_periods_are_refused_naming_the_query_parameter(priced, path, params, name):
+    assert refused(priced, path, params) == (["query", name], name)
 
 
 def test_series_buckets_add_up_to_the_report(priced):

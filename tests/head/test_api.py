@@ -86,6 +86,7 @@ def test_unknown_state_filter_is_422_listing_states(head):
     response = head.client.get("/v1/jobs", params={"state": "DONE"}, headers=head.admin)
     got = fields(response)
     assert "SUCCEEDED" in got["state"]
+    assert response.json()["detail"][0]["loc"] == ["query", "state"]  # a query parameter, not the body
 
 
 def test_unknown_node_is_404(head):

@@ -60,7 +60,7 @@ def _infeasible(_request: Request, exc: Exception) -> JSONResponse:
         status_code=422,
         content={
             "detail": [
-                {"loc": ["body", *exc.field.split(".")], "field": exc.field, "msg": str(exc), "type": "infeasible"}
+                {"loc": [exc.where, *exc.field.split(".")], "field": exc.field, "msg": str(exc), "type": "infeasible"}
             ]
         },
     )

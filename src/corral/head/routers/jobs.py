@@ -56,7 +56,7 @@ def list_jobs(
     states = [s.upper() for s in state or []]
     bad = [s for s in states if s not in JobState.__members__]
     if bad:
-        raise Infeasible("state", f"unknown state {bad[0]!r}; valid states are {STATE_NAMES}")
+        raise Infeasible("state", f"unknown state {bad[0]!r}; valid states are {STATE_NAMES}", "query")
     return service.list_jobs(rt, who, all, states, limit)
 
 

@@ -25,7 +25,7 @@ def usage(
     until: Annotated[datetime | None, Query(description=f"end of the period ({PERIOD}); default: now")] = None,
 ) -> UsageReport:
     """Usage in the period; users see their own jobs' usage, admins everyone's."""
-    return accounting.usage_report(rt, who, by, _utc(since), _utc(until))
+    return accounting.usage_report(rt, who, by, _utc("since", since), _utc("until", until))
 
 
 @router.get("/series", response_model=UsageSeries)
@@ -38,18 +38,18 @@ def series(
     by: Annotated[UsageKey, Query(description="one series per user, team, gpu-type or job")] = "team",
 ) -> UsageSeries:
     """Usage per bucket of time, for charts."""
-    start = _utc(since)
+    start = _utc("since", since)
     assert start is not None
     try:
-        return accounting.usage_series(rt, who, by, start, _utc(until), step)
+        return accounting.usage_series(rt, who, by, start, _utc("until", until), step)
     except OverflowError:
-        raise Infeasible("until", "the period must end before the year 9999") from None
+        raise Infeasible("until", "the period must end before the year 9999", "query") from None
 
 
-def _utc(value: datetime | None) -> datetime | None:
+def _utc(name: str, value: datetime | None) -> datetime | None:
     if value is None:
         return None
     try:
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
     except OverflowError:
-        raise Infeasible("since", "a time out of range") from None
+        raise Infeasible(name, "a time out of range", "query") from None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from sqlalchemy import Table, update
 from sqlalchemy.orm import Session
@@ -25,10 +25,13 @@ class Conflict(ValueError):
 
 
 class Infeasible(ValueError):
-    """A job that can never fit the cluster as it is registered; routers answer 422."""
+    """A request the head refuses, naming the field (a job that can never fit the cluster as it is
+    registered, a period that ends before it starts); answered 422. ``where`` is the part of the request
+    the field is in, ``body`` or ``query``, the first item of the error's ``loc`` as FastAPI's own have it."""
 
-    def __init__(self, field: str, message: str) -> None:
+    def __init__(self, field: str, message: str, where: Literal["body", "query"] = "body") -> None:
         self.field = field
+        self.where = where
         super().__init__(message)
 
 

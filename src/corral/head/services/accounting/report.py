@@ -80,7 +80,7 @@ def usage_series(
     until = until or now
     _check_period(since, until)
     if step_s <= 0 or (until - since).total_seconds() / step_s > MAX_BUCKETS:
-        raise Infeasible("step", f"must be positive and give at most {MAX_BUCKETS} buckets over the period")
+        raise Infeasible("step", f"must be positive and give at most {MAX_BUCKETS} buckets over the period", "query")
     with rt.read() as session:
         holds = load_holds(session, since, until, user=None if who.is_admin else who.user)
         prices = load_prices(session, rt.settings.gpu_prices)
@@ -110,4 +110,4 @@ def usage_series(
 
 def _check_period(since: datetime | None, until: datetime) -> None:
     if since is not None and since >= until:
-        raise Infeasible("since", f"must be before until ({until.isoformat()})")
+        raise Infeasible("since", f"must be before until ({until.isoformat()})", "query")
