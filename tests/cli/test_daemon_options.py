@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from corral.cli import local
+from corral.cli.daemons import parse_prices
 from corral.cli.main import main
+from corral.client.errors import InvalidRequest
 
 
 @pytest.fixture
@@ -64,7 +66,8 @@ def test_head_refuses_bad_numbers_and_urls(home, capsys, args, named):
         (["--preempt-grace", "nan"], "--preempt-grace"),
         (["--gpu-prices", "H100=nan"], "--gpu-prices"),
         (["--gpu-prices", "A100=1,H100=inf"], "--gpu-prices"),
-        (["--gpu-prices", "H100=1,A100=2,h100=4"], "'h100' is priced twice (H100=1 and h100=4"),
+        (["--gpu-prices", "H100=1,A100=2,H100=4"], "'H100' is priced twice (H100=1 and H100=4"),
+        (["--gpu-prices", "H100=2.5,"], "got an empty entry (entry 2 of 2 in 'H100=2.5,')"),
     ],
 )
 def test_up_refuses_numbers_that_are_not_finite_before_anything_starts(home, capsys, args, named):
@@ -72,6 +75,36 @@ def test_up_refuses_numbers_that_are_not_finite_before_anything_starts(home, cap
     assert code == 2, err
     assert named in err
     assert not home.exists()
+
+
+@pytest.mark.parametrize(
+    ("given", "prices"),
+    [
+        ("", {}),
+        ("  ", {}),
+        ("H100=2.5", {"H100": 2.5}),
+        (" H100 = 2.5 , A100=1.2 ", {"H100": 2.5, "A100": 1.2}),
+        ("H100=1,h100=4", {"H100": 1.0, "h100": 4.0}),  # two types, as two jobs' gpu_type would be
+    ],
+)
+def test_gpu_prices_keep_type_names_as_given(given, prices):
+    assert parse_prices(given) == prices
+
+
+@pytest.mark.parametrize(
+    ("given", "where"),
+    [
+        ("H100=2.5,", "entry 2 of 2 in 'H100=2.5,'"),
+        (",H100=2.5", "entry 1 of 2 in ',H100=2.5'"),
+        ("H100=2.5, ,A100=1", "entry 2 of 3 in 'H100=2.5, ,A100=1'"),
+    ],
+)
+def test_gpu_prices_refuse_an_empty_entry_naming_it(given, where):
+    with pytest.raises(InvalidRequest) as refused:
+        parse_prices(given)
+    message = str(refused.value)
+    assert message.startswith("--gpu-prices: expected TYPE=PRICE pairs such as H100=2.5,A100=1.2")
+    assert f"got an empty entry ({where}" in message
 
 
 def test_head_refuses_a_heartbeat_not_well_under_the_node_timeout(home, capsys):

@@ -282,3 +282,16 @@ def test_a_hold_keeps_the_gpu_type_it_ran_on_when_the_node_changes_its_gpus(pric
     assert {k: priced.job(job)["usage"][k] for k in held} == held
     types = {r["key"]: {k: r[k] for k in held} for r in usage(priced, priced.admin_token, by="gpu-type")["rows"]}
     assert types == {"H100": held}
+
+
+def test_a_price_matches_gpu_types_exactly_and_one_in_another_case_is_logged(tmp_path, clock, start_head, caplog):
+    """As a job's gpu_type: ``h100`` is not the nodes' ``H100`` (the head says so when it starts)."""
+    home = tmp_path / "home"
+    with start_head(home, clock, gpu_prices={"h100": 2.5, "A100": 1.2}) as head:
+        job = run_one_job(head, "node-a", 360)
+        assert head.job(job)["usage"]["cost"] == 0.0  # 0.2 GPU-hours of H100, which has no price
+    caplog.set_level("WARNING", logger="corral.head.services.accounting.prices")
+    with start_head(home, clock, gpu_prices={"h100": 2.5, "A100": 1.2}) as head:
+        assert head.job(job)["usage"]["cost"] == 0.0
+    [warned] = [r.getMessage() for r in caplog.records if r.name.endswith("accounting.prices")]
+    assert warned.startswith("--gpu-prices prices h100, but the nodes' GPUs are H100: GPU types match exactly")

@@ -4,7 +4,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from corral.head.services.accounting.prices import PriceBook, load_prices, price_of, record_prices
+from corral.head.services.accounting.prices import PriceBook, case_only_matches, load_prices, price_of, record_prices
 from corral.head.store.db import Database, sqlite_url
 from corral.head.store.tables import PriceRow
 
@@ -15,10 +15,17 @@ def hours(n: float) -> timedelta:
     return timedelta(hours=n)
 
 
-def test_a_type_is_priced_whatever_the_case_of_its_name_and_unpriced_types_cost_nothing():
-    assert price_of({"H100": 2.5}, "h100") == 2.5
-    assert price_of({"h100": 2.5}, "H100") == 2.5
+def test_a_type_is_priced_by_its_exact_name_and_unpriced_types_cost_nothing():
+    assert price_of({"H100": 2.5}, "H100") == 2.5
+    assert price_of({"H100": 2.5, "h100": 4.0}, "h100") == 4.0
+    assert price_of({"H100": 2.5}, "h100") == 0.0  # as a job's gpu_type: another case is another type
     assert price_of({"H100": 2.5}, "A100") == 0.0
+
+
+def test_only_names_that_differ_from_a_gpu_type_in_case_alone_are_found():
+    prices = {"h100": 1.0, "A100": 1.0, "l4": 1.0, "B200": 1.0}
+    assert case_only_matches(prices, {"H100", "A100", "l4", "L4"}) == {"h100": "H100"}
+    assert case_only_matches(prices, set()) == {}
 
 
 def test_each_stretch_of_a_hold_costs_what_a_gpu_hour_cost_then():

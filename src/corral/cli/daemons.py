@@ -86,7 +86,8 @@ NOT_NEGATIVE = FiniteFloatRange(min=0)
 @click.option(
     "--gpu-prices",
     default="",
-    help="price of one GPU-hour per GPU type, for `corral acct`: H100=2.5,A100=1.2 (types not named cost 0)",
+    help="price of one GPU-hour per GPU type, for `corral acct`: H100=2.5,A100=1.2 (types as nodes report them,"
+    " case included; types not named cost 0)",
 )
 @click.option(
     "--idle-after",
@@ -236,24 +237,30 @@ def _duration(option: str, value: str) -> float:
 
 
 def parse_prices(text: str) -> dict[str, float]:
-    """``H100=2.5,A100=1.2`` → {"H100": 2.5, "A100": 1.2}; a clear error naming the option otherwise."""
+    """``H100=2.5,A100=1.2`` → {"H100": 2.5, "A100": 1.2}; a clear error naming the option otherwise.
+
+    Type names are kept as given: they match the GPU types nodes report exactly, case included, as a
+    job's ``gpu_type`` and the cluster config's quotas do. Nothing (or blanks only) means no prices."""
     prices: dict[str, float] = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
+    if not text.strip():
+        return prices
+    expected = "expected TYPE=PRICE pairs such as H100=2.5,A100=1.2 (price per GPU-hour, a finite number, not negative)"
+    parts = [p.strip() for p in text.split(",")]
+    for position, part in enumerate(parts, 1):
+        if not part:
+            where = f"entry {position} of {len(parts)} in {text!r}"
+            raise InvalidRequest(f"--gpu-prices: {expected}, got an empty entry ({where}): remove the extra comma")
         name, sep, value = part.partition("=")
         try:
             price = float(value) if sep and name.strip() else -1.0
         except ValueError:
             price = -1.0
         if not math.isfinite(price) or price < 0:
-            raise InvalidRequest(
-                f"--gpu-prices: expected TYPE=PRICE pairs such as H100=2.5,A100=1.2 (price per GPU-hour, "
-                f"a finite number, not negative), got {part!r}"
-            )
+            raise InvalidRequest(f"--gpu-prices: {expected}, got {part!r}")
         name = name.strip()
-        if again := next((known for known in prices if known.lower() == name.lower()), None):
+        if name in prices:
             raise InvalidRequest(
-                f"--gpu-prices: {name!r} is priced twice ({again}={prices[again]:g} and {part}; GPU types match"
-                " whatever their case): give each type once"
+                f"--gpu-prices: {name!r} is priced twice ({name}={prices[name]:g} and {part}): give each type once"
             )
         prices[name] = price
     return prices

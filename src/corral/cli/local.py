@@ -92,7 +92,11 @@ def _save_state(home: Path, state: dict[str, Any]) -> None:
     help="cluster config (YAML) for the head: teams and quotas, priority classes, queues; checked before "
     "anything starts  [default: as the last `up`, or none]",
 )
-@click.option("--gpu-prices", help="price of one GPU-hour per GPU type, for `corral acct`: H100=2.5,A100=1.2")
+@click.option(
+    "--gpu-prices",
+    help="price of one GPU-hour per GPU type, for `corral acct`: H100=2.5,A100=1.2 (types as nodes report them,"
+    " case included)",
+)
 @click.option(
     "--preempt-grace",
     type=FiniteFloatRange(min=0),

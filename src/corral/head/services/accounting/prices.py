@@ -9,7 +9,7 @@ recorded also apply to everything held before them (a database from before price
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -17,7 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from corral.head.runtime import HeadRuntime
-from corral.head.store.tables import PriceRow
+from corral.head.store.tables import NodeRow, PriceRow
 
 log = logging.getLogger(__name__)
 
@@ -25,11 +25,9 @@ Prices = Mapping[str, float]  # GPU type → price of one GPU-hour
 
 
 def price_of(prices: Prices, gpu_type: str) -> float:
-    """Price of one GPU-hour of ``gpu_type``, its name matched whatever its case; types without a price cost nothing."""
-    if gpu_type in prices:
-        return prices[gpu_type]
-    lowered = {name.lower(): price for name, price in prices.items()}
-    return lowered.get(gpu_type.lower(), 0.0)
+    """Price of one GPU-hour of ``gpu_type``, its name matched exactly, case included (as a job's ``gpu_type``
+    matches the nodes' GPUs); types without a price cost nothing."""
+    return prices.get(gpu_type, 0.0)
 
 
 @dataclass(frozen=True)
@@ -68,7 +66,25 @@ def record_prices(session: Session, current: Prices, now: datetime) -> bool:
 
 
 def record_head_prices(rt: HeadRuntime) -> None:
-    """On start: this head's ``--gpu-prices`` are in force from now, if they changed."""
+    """On start: this head's ``--gpu-prices`` are in force from now, if they changed. A priced type that
+    names the nodes' GPUs in another case only (``h100`` for ``H100``) is logged: it prices nothing."""
     with rt.write() as session:
         if record_prices(session, rt.settings.gpu_prices, rt.clock.now()):
             log.info("GPU prices in force from now: %s", dict(rt.settings.gpu_prices) or "none")
+        types = {str(gpu["type"]) for gpus in session.scalars(select(NodeRow.gpus)) for gpu in gpus}
+    for name, spelled in case_only_matches(rt.settings.gpu_prices, types).items():
+        log.warning(
+            "--gpu-prices prices %s, but the nodes' GPUs are %s: GPU types match exactly, case included;"
+            " %s GPUs cost nothing until priced as %s",
+            name,
+            spelled,
+            spelled,
+            spelled,
+        )
+
+
+def case_only_matches(prices: Prices, gpu_types: Iterable[str]) -> dict[str, str]:
+    """Each priced name that is not one of ``gpu_types`` but one of them in another case, with that type."""
+    types = set(gpu_types)
+    lowered = {gpu_type.lower(): gpu_type for gpu_type in sorted(types, reverse=True)}  # the first in order
+    return {name: lowered[name.lower()] for name in prices if name not in types and name.lower() in lowered}
