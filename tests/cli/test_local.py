@@ -100,6 +100,13 @@ def test_up_passes_the_config_and_head_options_and_remembers_them(home, tmp_path
     assert started[1][-6:] == started[0][-6:]
 
 
+def test_up_passes_every_digit_of_the_gpu_prices_on(home, monkeypatch):
+    given = "H100=1234567.5,A100=0.00001,L4=2.123456789,B200=3.0"
+    assert local._head_options(None, None, None, given, None)["--gpu-prices"] == (
+        "H100=1234567.5,A100=0.00001,L4=2.123456789,B200=3"
+    )
+
+
 def test_up_notes_a_different_setting_while_the_head_runs(home, tmp_path, monkeypatch, capsys):
     other = tmp_path / "other.yaml"
     other.write_text("{}\n")

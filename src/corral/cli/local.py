@@ -22,6 +22,7 @@ from corral.client.calls import HeadApi
 from corral.client.config import checked_home, corral_home, make_home, read_config_file
 from corral.client.errors import CorralError, InvalidRequest, Unreachable
 from corral.client.light import LightTransport
+from corral.sched.describe import plain_decimal
 
 STATE_FILE = "local-cluster.json"
 STOP_TIMEOUT_S = 20.0
@@ -197,7 +198,9 @@ def _head_options(
         check_config(config_path)  # exit 2 naming each bad field, before anything starts
     prices = None
     if gpu_prices is not None:
-        prices = ",".join(f"{name}={price:g}" for name, price in parse_prices(gpu_prices).items())
+        # every digit, no exponent: 1234567.5 stays that price (``:g`` made it 1.23457e+06)
+        given = parse_prices(gpu_prices).items()
+        prices = ",".join(f"{name}={plain_decimal(price).removesuffix('.0')}" for name, price in given)
     db = check_db(db_url, corral_home()) or None  # exit 2 naming --db; a relative SQLite path is made absolute
     if db is not None:
         from corral.head.store.dburl import probe_db
