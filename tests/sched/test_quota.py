@@ -55,7 +55,9 @@ def test_a_lending_limit_keeps_part_of_the_unused_quota_for_its_owner():
     snap = snapshot(nodes(), pending=[bigger], live=live, running=running, quotas=quotas(a=4, b=(12, None, 0)))
     plan = schedule(snap, DEFAULT, NOW)
     assert plan.placements == ()
-    assert plan.reasons["a2"].message.endswith("no idle H100 quota can be lent now (0 left)")
+    assert plan.reasons["a2"].message == (  # 4 of its own, 4 to borrow, and b lends none of its 4 idle
+        "over quota: team a uses 0 of its 4 H100; no idle H100 can be lent now; the job needs to borrow 4 of its 8"
+    )
 
 
 def test_an_owner_reclaims_its_quota_from_a_borrower_even_without_priority():

@@ -85,7 +85,10 @@ def test_a_subtree_lends_at_most_its_lending_limit():
     table = quotas(research=(16, None, 4), nlp=8, vision=8, infra=8)
     plan = run([make_job("infra1").gpus(8).nodes(2).team("infra")], table, count=3)
     assert plan.placements == ()
-    assert plan.reasons["infra1"].message.endswith("no idle H100 quota can be lent now (4 left)")
+    assert plan.reasons["infra1"].message == (
+        "over quota: team infra uses 0 of its 8 H100;"
+        " only 4 idle H100 can be lent now; the job needs to borrow 8 of its 16"
+    )
     plan = run([make_job("infra1").gpus(4).nodes(3).team("infra")], table, count=3)
     assert [p.job_id for p in plan.placements] == ["infra1"]  # 8 own + 4 lent by research
     # Within research, nlp may still borrow all of vision's idle quota.
@@ -190,7 +193,9 @@ def test_the_documented_example():
     snap = replace(snap, running=tuple(busy), live=tuple(live_alloc(f"nlp{i}", f"n{i}", range(8)) for i in range(5)))
     assert [p.job_id for p in schedule(snap, DEFAULT, NOW).placements] == ["more"]  # acme lends 4 more
     snap = replace(snap, pending=(make_job("more").gpus(5).team("nlp").build(),))
-    assert schedule(snap, DEFAULT, NOW).reasons["more"].message.endswith("no idle H100 quota can be lent now (4 left)")
+    assert schedule(snap, DEFAULT, NOW).reasons["more"].message == (
+        "over quota: team nlp uses 40 of its 16 H100; only 4 idle H100 can be lent now; the job needs 5"
+    )
     plan = example([make_job("vis1").gpus(8).team("vision")], nlp=5)
     assert [p.victim_job_id for p in plan.preemptions] == ["nlp0"] and plan.preemptions[0].reclaim
     plan = example([make_job("vis1").gpus(8).team("vision")], nlp=3, infra=4)

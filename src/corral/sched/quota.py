@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
-from corral.model import Job, RunningJob, TeamQuota
+from corral.model import EPSILON, Job, RunningJob, TeamQuota
 from corral.sched import carry, describe, holdings
 from corral.sched.quota_tree import TeamTree, TypeQuotas
 from corral.sched.snapshot import Snapshot
@@ -96,7 +96,7 @@ class QuotaLedger:
         if block.level is not None:
             limit = describe.number(block.amount)
             return f"{held}; {more} more would borrow beyond team {block.level}'s borrowing limit of {limit}"
-        return f"{held}; no idle {gpu_type} quota can be lent now ({describe.number(block.amount)} left)"
+        return f"{held}; {_short(levels, job, gpu_type, block.amount)}"
 
     def blocking_level(self, job: Job, gpu_type: str | None) -> str | None:
         """For a job within its team's nominal, the level whose borrowing limit still keeps it out:
@@ -210,3 +210,15 @@ class QuotaLedger:
 
 def _gpus(job: Job) -> float:
     return job.request.gpus_per_node * job.request.nodes
+
+
+def _short(levels: TypeQuotas, job: Job, gpu_type: str, lent: float) -> str:
+    """``only 2 idle H100 can be lent now; the job needs 4``: what the pool can lend against what the job
+    must borrow (its GPUs less its team's unused nominal, which ``lent`` leaves out too)."""
+    gpus = _gpus(job)
+    borrow = gpus - max(0.0, levels.nominal[job.team] - levels.usage[job.team])
+    can = f"only {describe.number(lent)}" if lent > EPSILON else "no"
+    needs = f"needs {describe.number(gpus)}"
+    if borrow < gpus - EPSILON:
+        needs = f"needs to borrow {describe.number(borrow)} of its {describe.number(gpus)}"
+    return f"{can} idle {gpu_type} can be lent now; the job {needs}"
