@@ -210,3 +210,14 @@ def test_the_borrowing_jobs_are_those_each_found_borrowing(snap: Snapshot) -> No
     for running in snap.running[:2]:  # usage changes: the answer follows it
         ledger.give_back(running)
         assert ledger.borrowing_jobs() == {job_id for job_id in ledger.holding if ledger.borrowing(job_id)}
+
+
+@FAST
+@given(quota_snapshots())
+def test_allows_says_what_admits_says_without_the_words(snap: Snapshot) -> None:
+    ledger = QuotaLedger(snap)
+    types = sorted({g.type for n in snap.nodes for g in n.gpus})
+    for job in snap.pending:
+        for gpu_type in types:
+            assert ledger.allows(job, gpu_type) == (ledger.admits(job, gpu_type) is None)
+            ledger.take(job, gpu_type)  # and as usage grows

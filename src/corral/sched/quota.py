@@ -83,6 +83,13 @@ class QuotaLedger:
             if saved is not None:
                 levels.restore(saved)
 
+    def allows(self, job: Job, gpu_type: str) -> bool:
+        """Whether ``admits`` says None, without putting into words why not."""
+        if gpu_type not in self.governed:
+            return True
+        levels, team, gpus = self.levels(gpu_type), job.team, _gpus(job)
+        return levels.block(team, gpus, to_organisation=not levels.within(team, gpus)) is None
+
     def _admits(self, levels: TypeQuotas, job: Job, gpu_type: str) -> str | None:
         team, gpus = job.team, _gpus(job)
         block = levels.block(team, gpus, to_organisation=not levels.within(team, gpus))

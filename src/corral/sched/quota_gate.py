@@ -87,11 +87,11 @@ class QuotaGate:
         key = quota_key(job)
         found = self._allowed.get(key)
         if found is None:
-            problems = _problems(quota.admits, job, view)
-            allowed = tuple(t for t, problem in problems.items() if problem is None)
-            if problems and not allowed:
-                found = self._allowed[key] = _over_quota(problems)
-            elif len(allowed) == len(problems):
+            types = [t for t in dict.fromkeys(request.gpu_types or view.gpu_types) if t in view.gpu_types]
+            allowed = tuple(t for t in types if quota.allows(job, t))
+            if types and not allowed:  # why, in the words of its first type (as ``_over_quota`` says)
+                found = self._allowed[key] = f"over quota: {quota.admits(job, types[0])}"
+            elif len(allowed) == len(types):
                 found = self._allowed[key] = request
             else:
                 found = self._allowed[key] = replace(request, gpu_types=allowed)
