@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 from hypothesis import given, settings
 
-from corral.model import TeamQuota
+from corral.model import FairShare, TeamQuota
 from corral.sched import Snapshot, schedule
 from corral.sched.victim_scan import NodeAnswers, cheapest_on_node
 from corral.testing import live_alloc, make_job, make_node, running_job, snapshot
@@ -60,3 +60,22 @@ def test_a_kept_answer_is_not_reused_once_the_victims_team_borrows_less():
     with answers_afresh():
         fresh = schedule(snap, DEFAULT, NOW)
     assert kept.preemptions == fresh.preemptions and dict(kept.reasons) == dict(fresh.reasons)
+
+
+def test_a_job_that_found_no_victims_does_not_stop_a_like_job_of_another_team_searching():
+    """a1 (team a) and c1 (team c) ask the same at the same priority; the only preemptible job is c's own,
+    within c's quota, so a1 may not stop it, but c1 may. a1 comes first (a's share is lower) and finds
+    nothing: c1 must still search, not take a1's answer for its own."""
+    nodes = [make_node("n1").gpus(2, "H100")]
+    running = [
+        running_job("c-low", NOW, ran_s=100, team="c", preemptible=True),
+        running_job("c-other", NOW, ran_s=100, team="c"),
+    ]
+    live = [live_alloc("c-low", "n1", [0]), live_alloc("c-other", "n1", [1])]
+    pending = [make_job("a1").gpus(1).team("a").priority(1).seq(0), make_job("c1").gpus(1).team("c").priority(1).seq(1)]
+    quotas = {"a": {"H100": TeamQuota(1.0, None, None)}, "c": {"H100": TeamQuota(4.0, None, None)}}
+    fair = FairShare(teams={"a": {"H100": 0.0}, "c": {"H100": 1e6}})
+    snap = snapshot(nodes, pending=pending, live=live, running=running, quotas=quotas, fair_share=fair)
+    plan = schedule(snap, DEFAULT, NOW)
+    assert list(plan.waiting) == ["a1", "c1"]  # a1 is tried first
+    assert [(p.victim_job_id, p.for_job_id) for p in plan.preemptions] == [("c-low", "c1")]

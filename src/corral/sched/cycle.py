@@ -57,11 +57,11 @@ class _Cycle:
     speed_checks: int = 0
     waiting_requests: list[Request] = field(default_factory=list)  # each waiting job's request, one object per value
     quota_unchecked: set[str] = field(default_factory=set)  # waiting without a quota check: nothing fits them
-    rest: list[Item] = field(default_factory=list)  # the rest of the queue, after ``waiting``: it waits as a whole
+    rest: list[Item] = field(default_factory=list)  # the queue after ``waiting``: waits as a whole, preempting nothing
     queue: list[Item] = field(default_factory=list)  # every pending job, in the policy's order
     unfit: set[tuple[bool, Request]] = field(default_factory=set)  # (on the view, not the guard; request): no fit
     unfit_now: set[Request] = field(default_factory=set)  # the requests (True, request) in ``unfit`` holds
-    no_victims: set[tuple[bool, Request, int]] = field(default_factory=set)  # (as ``unfit``, level): no victims
+    no_victims: set[tuple[bool, Request, int, str]] = field(default_factory=set)  # (as ``unfit``, level, team)
     checked: tuple[int, int] | None = None  # (unfit requests, victim searches) when the rest was last checked
     gate: QuotaGate | None = None  # what the team quotas let each job do, with quotas
     fits: dict[tuple[int, Request], bool] = field(default_factory=dict)  # (view version, request) → fits the view
@@ -95,11 +95,11 @@ class _Cycle:
         rest_at = self._pass(queue, split, view, preemptor, deferred)
         later = merged(queue[split:], deferred) if deferred else queue[split:]
         if rest_at is not None:
-            self._wait([*queue[rest_at:split], *later])
+            self.rest = [*queue[rest_at:split], *later]
         else:
             rest_at = self._pass(later, len(later), view, preemptor, None)
             if rest_at is not None:
-                self._wait(later[rest_at:])
+                self.rest = later[rest_at:]
         reasons = self._reasons(view, preemptor)
         return Plan(
             placements=tuple(self.placements),
@@ -202,7 +202,8 @@ class _Cycle:
         self._unfit(unfit, unfit_now, key)
         searched = job if own is None else self._limited(job, own, view)
         if searched is not None and preemptor is not None and preemptor.worth_trying(searched):
-            tried = (target is view, searched.request, policy.level(searched))
+            team = searched.team if self.quota is not None else ""  # with quotas, its victims depend on it
+            tried = (target is view, searched.request, policy.level(searched), team)
             found = None if tried in self.no_victims else preemptor.find(target, searched)
             if found is not None:
                 self._hold(view, preemptor, searched, *found)
@@ -250,10 +251,6 @@ class _Cycle:
 
     def _could_ever_run(self, request: Request) -> bool:
         return never_runs(request, self.snapshot.nodes, self.snapshot.shapes) is None
-
-    def _wait(self, rest: list[Item]) -> None:
-        """Jobs that do not fit what is free, whatever their quota allows, and that preempt nothing."""
-        self.rest = rest
 
     def _fits_now(
         self, view: CapacityView, job: Job, unfit: set[tuple[bool, Request]], unfit_now: set[Request]
