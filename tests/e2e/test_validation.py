@@ -18,6 +18,10 @@ BAD_FILES = {
     "nodes-word": ('command: "echo hi"\nnodes: zero\n', ["nodes"]),
     "time-limit-word": ('command: "echo hi"\ntime_limit: soon\n', ["time_limit", "soon"]),
     "no-command": ("name: nothing\n", ["command"]),
+    "grace-period-infinite": (
+        'command: "echo hi"\ngrace_period: .inf\n',
+        ["grace_period: must be a number at most 86,400"],
+    ),
 }
 
 BAD_RUNS = {

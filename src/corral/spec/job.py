@@ -85,10 +85,17 @@ def _duration(value: Any) -> Any:
     return parse_duration_s(value)
 
 
+MAX_GRACE_S = 86400
+
+
 def _grace(value: Any) -> Any:
-    """Like a duration, but 0 is allowed: SIGKILL right after SIGTERM."""
+    """Like a duration, but 0 is allowed (SIGKILL right after SIGTERM), and at most a day: a number past
+    that (``.inf``, ``1e9``, NaN) is refused with the field's own limit, not the ten years of other durations."""
     if value is None:
         return None
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if number and not value < 0 and not value <= MAX_GRACE_S:  # NaN too; a negative one is refused below
+        raise ValueError(f"must be a number at most {MAX_GRACE_S:,}, got {value}")
     return parse_duration_s(value, allow_zero=True)
 
 
@@ -144,7 +151,7 @@ class JobSpec(BaseModel):
     grace_period_s: Annotated[float | None, BeforeValidator(_grace)] = Field(
         default=None,
         alias="grace_period",
-        le=86400,
+        le=MAX_GRACE_S,
         description="time between SIGTERM and SIGKILL when the job is stopped, e.g. 30s (default: the head's)",
     )
     env: dict[str, str] = Field(default_factory=dict, description="extra environment variables")
