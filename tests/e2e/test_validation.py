@@ -18,6 +18,8 @@ BAD_FILES = {
     "nodes-word": ('command: "echo hi"\nnodes: zero\n', ["nodes"]),
     "time-limit-word": ('command: "echo hi"\ntime_limit: soon\n', ["time_limit", "soon"]),
     "no-command": ("name: nothing\n", ["command"]),
+    "resources-a-number": ('command: "echo hi"\nresources: 5\n', ["resources: expected a mapping of fields, got 5;"]),
+    "time-limit-boolean": ('command: "echo hi"\ntime_limit: true\n', ["time_limit", "got true"]),
     "grace-period-infinite": (
         'command: "echo hi"\ngrace_period: .inf\n',
         ["grace_period: must be a number at most 86,400"],

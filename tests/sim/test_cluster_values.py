@@ -44,7 +44,7 @@ def test_gpu_memory_agrees_with_the_job_specs_parser(value: str | int) -> None:
         ("32Gx", "unknown unit 'Gx'"),
         ("lots", "got 'lots'"),
         ("-1Gi", "got '-1Gi'"),
-        ("true", "got True"),
+        ("true", "got true"),
         ("[32Gi]", "got list"),
         (".nan", "must be a finite size"),
         ("100KB", "'100KB' is less than 1MB"),

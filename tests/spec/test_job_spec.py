@@ -271,7 +271,7 @@ def test_yaml_indentation_error_names_the_line():
         load_job_yaml("name: x\n  command: a\n")
 
 
-@pytest.mark.parametrize(("text", "kind"), [("", "empty"), ("- a\n- b\n", "list"), ("just words", "str")])
+@pytest.mark.parametrize(("text", "kind"), [("", "empty"), ("- a\n- b\n", "a list"), ("just words", "'just words'")])
 def test_a_job_file_must_be_a_mapping(text, kind):
     with pytest.raises(SpecError) as info:
         load_job_yaml(text)

@@ -33,11 +33,27 @@ def refusal(load, text: str) -> str:
         ("grace_period: .nan", "grace_period: must be a number at most 86,400, got nan"),
         ("grace_period: 1000000000", "grace_period: must be a number at most 86,400, got 1000000000"),
         ("name: [a]", "name: expected text, got a list"),
+        ("resources: 5", "resources: expected a mapping of fields, got 5; valid fields are gpus"),
+        ("resources: true", "resources: expected a mapping of fields, got true;"),
+        ("topology: [rack]", "topology: expected a mapping of fields, got a list;"),
+        ("resources: {memory: true}", "resources.memory: expected a size such as 512MB, 64GB, 64Gi or 1.5TB, got true"),
+        ("time_limit: false", "time_limit: expected a duration such as 90s, 30m, 2h, 1d, 1h30m or HH:MM:SS, got false"),
+        ("array: true", "array: expected indices as text, such as 0-99, 1,3,5-7 or 0-99%8, got true"),
+        ("after_ok: true", "after_ok: expected a job id or a list of them, such as [j-3fk2a9qz], got true"),
+        (
+            "resources: {gpus: 1, gpu_type: false}",
+            "resources.gpu_type: expected a GPU type or a list of them, such as H100 or [H100, A100], got false",
+        ),
         ("launcher: mpi", "launcher: must be 'per-gpu' or 'per-node', got 'mpi'"),
     ],
 )
 def test_job_field_errors_say_what_is_valid(text, said):
     assert refusal(load_job_yaml, f"command: x\n{text}\n").startswith(said)
+
+
+@pytest.mark.parametrize(("text", "said"), [("- a\n", "got a list"), ("5\n", "got 5"), ("true\n", "got true")])
+def test_a_job_file_that_is_not_a_mapping_names_what_it_is(text, said):
+    assert refusal(load_job_yaml, text) == f"job file must be a mapping of fields (name, command, resources, …), {said}"
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ValidationError
 
-from corral.spec.wording import model_at, phrase
+from corral.spec.wording import model_at, phrase, shown
 
 __all__ = ["FieldError", "SpecError", "field_names", "field_path", "from_validation_error", "model_at", "user_loc"]
 
@@ -78,13 +78,7 @@ def from_validation_error(exc: ValidationError, prefix: str = "", model: type[Ba
         message = phrase(err, model, user_loc(loc)) or message
         if err["type"] == "model_type":  # pydantic names its class: "… or instance of ResourcesSpec"
             got = err.get("input")
-            kind = (
-                "nothing"
-                if got is None
-                else f"a {type(got).__name__} ({got!r})"
-                if isinstance(got, str)
-                else (f"a {type(got).__name__}")
-            )
+            kind = f"a {type(got).__name__} ({got!r})" if isinstance(got, str) else shown(got)
             message = f"expected a mapping of fields, got {kind}"
             nested = model_at(model, loc) if model is not None else None
             if nested is not None:

@@ -21,6 +21,7 @@ from corral.spec.containers import Image, Volume, VolumeText, parse_volume
 from corral.spec.errors import FieldError, SpecError, from_validation_error
 from corral.spec.quantities import parse_duration_s, whole_number
 from corral.spec.resources import STORED, ResourcesSpec
+from corral.spec.wording import shown, written
 from corral.spec.yamldoc import load_yaml_document
 
 Launcher = Literal["per-gpu", "per-node"]
@@ -233,7 +234,7 @@ class JobSpec(BaseModel):
         if isinstance(value, int) and not isinstance(value, bool):
             return str(value)  # one index, which YAML reads as a number
         if value is not None and not isinstance(value, str):
-            raise ValueError(f"expected indices as text, such as 0-99, 1,3,5-7 or 0-99%8, got {value!r}")
+            raise ValueError(f"expected indices as text, such as 0-99, 1,3,5-7 or 0-99%8, got {written(value)}")
         return value
 
     @field_validator("after_ok", "after_any", mode="before")
@@ -242,7 +243,7 @@ class JobSpec(BaseModel):
         if isinstance(value, str):
             return [value]  # one job, given without a list
         if value is not None and not isinstance(value, list):
-            raise ValueError(f"expected a job id or a list of them, such as [j-3fk2a9qz], got {value!r}")
+            raise ValueError(f"expected a job id or a list of them, such as [j-3fk2a9qz], got {written(value)}")
         return value
 
     @field_validator("array")
@@ -345,7 +346,7 @@ class JobSpec(BaseModel):
 def parse_job_spec(data: Any, source: str = "job") -> JobSpec:
     """Validate a decoded job document; raise SpecError naming each bad field."""
     if not isinstance(data, dict):
-        kind = "empty" if data is None else type(data).__name__
+        kind = "empty" if data is None else shown(data)
         raise SpecError(
             [FieldError("", f"{source} must be a mapping of fields (name, command, resources, …), got {kind}")]
         )

@@ -63,7 +63,7 @@ def _kind(value: object) -> str:
 def parse_memory_mb(value: str | int | float) -> int:
     """Memory size in MiB; units are binary (1GB = 1024MB), as GPU vendors print them."""
     if isinstance(value, bool):
-        raise ValueError(f"expected {MEMORY_HELP}, got {value!r}")
+        raise ValueError(f"expected {MEMORY_HELP}, got {str(value).lower()}")
     if isinstance(value, int | float):
         if value < 0:
             raise ValueError(f"must not be negative, got {value}")
@@ -97,7 +97,7 @@ def parse_duration_s(value: str | int | float, allow_zero: bool = False) -> floa
     With ``allow_zero`` (a grace period: SIGKILL at once) 0 is valid, and only a negative one is refused.
     """
     if isinstance(value, bool):
-        raise ValueError(f"expected {DURATION_HELP}, got {value!r}")
+        raise ValueError(f"expected {DURATION_HELP}, got {str(value).lower()}")
     if isinstance(value, int | float):
         if value < 0 or (value == 0 and not allow_zero):
             raise ValueError(f"{_sign_rule(allow_zero)}, got {value}")

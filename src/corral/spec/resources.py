@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from corral.spec.quantities import NUMBER_RE, parse_memory_mb
-from corral.spec.wording import shown
+from corral.spec.wording import shown, written
 
 STORED = "stored"
 """Validation context key: the spec was accepted before, under rules that may since have become stricter."""
@@ -70,7 +70,9 @@ class ResourcesSpec(BaseModel):
                 raise ValueError(f"{where}: give a type such as H100 or H100,A100 (or leave gpu_type out for any type)")
             return names
         if not isinstance(value, list):
-            raise ValueError(f"expected a GPU type or a list of them, such as H100 or [H100, A100], got {value!r}")
+            raise ValueError(
+                f"expected a GPU type or a list of them, such as H100 or [H100, A100], got {written(value)}"
+            )
         return value
 
     @field_validator("gpu_type")

@@ -35,6 +35,15 @@ def shown(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
+def written(value: Any) -> str:
+    """A given value in full, as YAML would write its scalars: ``true``, ``nothing``, ``'abc'``, ``[1, 2]``."""
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return repr(value)
+
+
 def _number(value: Any) -> str:
     """A limit as people write it: ``4,096``, ``1,000,000``, ``0.01``."""
     if isinstance(value, float) and value.is_integer():
