@@ -22,7 +22,7 @@ class FakeApi:
         self.sent.append(body)
         return {"id": "j-one"}
 
-    def submit_batch(self, bodies: list[dict[str, Any]]) -> list[str]:
+    def submit_batch(self, bodies: list[dict[str, Any]], idempotency_key: str | None = None) -> list[str]:
         self.sent.append(bodies)
         return ["j-a0", "j-a1", "j-a2"]
 

@@ -17,7 +17,8 @@ class FakeHead:
         self.batches: list[list[dict[str, Any]]] = []
         self.rows = [{"id": f"j-{i}"} for i in range(jobs)]
 
-    def submit_batch(self, specs: list[dict[str, Any]]) -> list[str]:
+    def submit_batch(self, specs: list[dict[str, Any]], idempotency_key: str | None = None) -> list[str]:
+        assert idempotency_key, "an array is sent with an idempotency key, so that it can be sent again"
         self.batches.append(specs)
         return ["j-a", "j-b"]
 

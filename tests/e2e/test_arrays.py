@@ -39,3 +39,22 @@ def test_bad_arrays_and_unknown_dependencies_exit_2_naming_the_field(cluster):
     unknown = cluster.cli("submit", str(job_file), "--after-ok", "j-nosuchjb")
     assert unknown.returncode == 2
     assert "after_ok[0]" in unknown.stderr and "j-nosuchjb" in unknown.stderr
+
+
+def test_an_array_sent_again_with_its_idempotency_key_is_made_once(cluster):
+    """`corral submit --array` and `corral run --array` send the array with a key, and send it again
+    while the head does not answer: a repeat answers the first request's ids and makes no job."""
+    from corral.client.errors import ConflictError, InvalidRequest
+
+    spec = {"command": "true", "array": "0-2", "workdir": str(cluster.workspace)}
+    with cluster.client() as client:
+        first = client.submit_batch([spec], idempotency_key="array-key-1")
+        cluster.submitted.extend(first)
+        assert len(first) == 3
+        assert client.submit_batch([spec], idempotency_key="array-key-1") == first
+        elements = [j["id"] for j in client.jobs(include_all=True) if j["array_id"] == first[0]]
+        assert sorted(elements) == sorted(first)
+        with pytest.raises(ConflictError, match="array-key-1"):
+            client.submit_batch([{**spec, "array": "0-3"}], idempotency_key="array-key-1")
+        with pytest.raises(InvalidRequest, match="holds one job"):
+            client.submit_batch([spec, spec], idempotency_key="array-key-2")

@@ -51,7 +51,7 @@ def submit(file: str, array: str | None, after_ok: tuple[str, ...], after_any: t
         data = _with_options(data, array, after_ok, after_any)
     spec = validated(data, input_name(file))
     if spec.get("array") is not None:
-        submitted_all(api().submit_batch([spec]), output)
+        submitted_all(api().submit_batch([spec], idempotency_key=str(uuid.uuid4())), output)
         return
     job = api().submit(spec, idempotency_key=str(uuid.uuid4()))
     submitted(job, output)

@@ -148,7 +148,7 @@ def run(
             spec[key] = list(listed)
     body = validated(spec, "job", RUN_OPTIONS)  # a bad spec exits 2 before the head is looked for
     if array is not None:
-        submitted_all(api().submit_batch([body]), output)
+        submitted_all(api().submit_batch([body], idempotency_key=str(uuid.uuid4())), output)
         return
     job = api().submit(body, idempotency_key=str(uuid.uuid4()))
     submitted(job, output)

@@ -71,9 +71,14 @@ class HeadApi:
             self.transport, Call("POST", "/v1/jobs", json=spec, headers={"Idempotency-Key": idempotency_key})
         )
 
-    def submit_batch(self, specs: Sequence[dict[str, Any]]) -> list[str]:
-        out = self.transport.send(Call("POST", "/v1/jobs/batch", json={"jobs": list(specs)}))
-        return list(out["ids"])
+    def submit_batch(self, specs: Sequence[dict[str, Any]], idempotency_key: str | None = None) -> list[str]:
+        """Many jobs at once; with a key (a batch of one job, such as an array) sent again while unanswered."""
+        if not idempotency_key:
+            return list(self.transport.send(Call("POST", "/v1/jobs/batch", json={"jobs": list(specs)}))["ids"])
+        from corral.client.retry import send_repeatable  # a keyed submission is safe to repeat
+
+        call = Call("POST", "/v1/jobs/batch", json={"jobs": list(specs)}, headers={"Idempotency-Key": idempotency_key})
+        return list(send_repeatable(self.transport, call)["ids"])
 
     def jobs(self, include_all: bool = False, states: Sequence[str] = (), limit: int | None = None) -> Any:
         params = [("all", "true")] if include_all else []

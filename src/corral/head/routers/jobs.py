@@ -40,9 +40,19 @@ def submit(
 
 
 @router.post("/batch", status_code=201, response_model=SubmitBatchOut)
-def submit_batch(batch: SubmitBatch, rt: Runtime, who: User) -> SubmitBatchOut:
-    """Submit many jobs in one request: all are accepted, or none."""
-    return SubmitBatchOut(ids=service.submit_many(rt, who, batch.jobs))
+def submit_batch(
+    batch: SubmitBatch,
+    rt: Runtime,
+    who: User,
+    response: Response,
+    idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+) -> SubmitBatchOut:
+    """Submit many jobs in one request: all are accepted, or none. With an `Idempotency-Key` the batch
+    holds one job (such as an array), and a repeat returns the ids the first request made (200)."""
+    ids, created = service.submit_many(rt, who, batch.jobs, idempotency_key)
+    if not created:
+        response.status_code = 200
+    return SubmitBatchOut(ids=ids)
 
 
 @router.get("", response_model=list[JobOut])

@@ -80,16 +80,48 @@ def _submit_once(rt: HeadRuntime, who: Principal, spec: JobSpec, idempotency_key
         return to_out(session, rows[0], rt, tasks=[]).model_copy(update={"usage": UsageOut()}), True
 
 
-def submit_many(rt: HeadRuntime, who: Principal, specs: Sequence[JobSpec]) -> list[str]:
-    """Accept many jobs in one transaction, all or none; answers their ids in order."""
+def submit_many(
+    rt: HeadRuntime, who: Principal, specs: Sequence[JobSpec], idempotency_key: str | None = None
+) -> tuple[list[str], bool]:
+    """Accept many jobs in one transaction, all or none; answers their ids in order, and whether they are new.
+
+    With an idempotency key the batch holds one job (an array is one): a repeat answers the ids the first
+    request made (its first job carries the key), as ``submit`` does for one job."""
+    idempotency_key = idempotency_key or None
+    if idempotency_key and len(specs) != 1:
+        raise Infeasible(
+            "jobs", f"a batch sent with an Idempotency-Key holds one job (an array is one), not {len(specs)}"
+        )
+    try:
+        return _submit_many_once(rt, who, specs, idempotency_key)
+    except IntegrityError:
+        if not idempotency_key:
+            raise
+        return _submit_many_once(rt, who, specs, idempotency_key)  # a concurrent retry won the race: answer its ids
+
+
+def _submit_many_once(
+    rt: HeadRuntime, who: Principal, specs: Sequence[JobSpec], idempotency_key: str | None
+) -> tuple[list[str], bool]:
     now = rt.clock.now()
     config = rt.config.current
     prefixes = [f"jobs[{i}]." if len(specs) > 1 else "" for i in range(len(specs))]
     specs = [resolve(team_checked(s, who, config, p), who, config, p) for s, p in zip(specs, prefixes, strict=True)]
     with rt.write() as session:
+        if idempotency_key:
+            existing = session.scalar(
+                select(JobRow).where(JobRow.user == who.user, JobRow.idempotency_key == idempotency_key)
+            )
+            if existing is not None:
+                if as_submitted(existing.spec) != _spec_json(specs[0]):
+                    raise Conflict(
+                        f"Idempotency-Key {idempotency_key!r} was used for job {existing.id} with a different "
+                        "spec; use a new key for a new job"
+                    )
+                return [row.id for row in _with_their_arrays(session, [existing])], False
         _check_feasible(rt, session, specs)
         check_dependencies(session, who, specs)
-        rows = [row for spec in specs for row in _new_rows(spec, who, now, None)]
+        rows = [row for spec in specs for row in _new_rows(spec, who, now, idempotency_key)]
         session.execute(insert(JobRow), [_columns(row) for row in rows])
         message = f"submitted by {who.user}"
         session.execute(
@@ -100,7 +132,7 @@ def submit_many(rt: HeadRuntime, who: Principal, specs: Sequence[JobSpec]) -> li
             ],
         )
         wake_scheduler(session)
-        return [row.id for row in rows]
+        return [row.id for row in rows], True
 
 
 def _spec_json(spec: JobSpec) -> dict[str, Any]:
