@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from corral.model import EPSILON, FULL_GPU, Allocation, Gpu, Job, LiveAllocation, Node, NodeState, Request, RunningJob
 from corral.sched import PREEMPTING, Plan, Snapshot, get_policy, schedule
-from corral.sched.preempt import lost_gpu_seconds
+from corral.sched.victim_scan import lost_gpu_seconds
 from corral.testing.strategies import running_snapshots
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)

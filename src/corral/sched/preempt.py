@@ -20,7 +20,6 @@ lower bound (``LossBounds``), is passed over unsearched, and a node's sets are t
 
 from __future__ import annotations
 
-import math
 from bisect import insort
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -36,13 +35,13 @@ from corral.sched.policy import by_priority
 from corral.sched.quota import QuotaLedger
 from corral.sched.reclaim_limit import BorrowedOnly
 from corral.sched.snapshot import CapacityView, Snapshot
-from corral.sched.victim_scan import Beat, Cost, LossBounds, NodeAnswers, ScanOrder, VictimSets, lost_gpu_seconds
+from corral.sched.victim_scan import Beat, Cost, LossBounds, NodeAnswers, VictimSets
+from corral.sched.victim_tables import VictimTables
 
 _NEAREST = 1 << 30  # the reach of a search open to any victim: after every narrower reach
 SEARCHES_PER_CYCLE = 64  # victim searches per cycle; jobs blocked after that wait for the next cycle
 
 _Option = tuple[Cost, str, tuple[str, ...]]  # (cost, node, victims on it)
-_FREE: Cost = (0.0, 0)  # a victim already stopping: nothing lost, no job newly preempted
 
 
 class Preemptor:
@@ -58,76 +57,11 @@ class Preemptor:
         self.level: Callable[[Job | RunningJob], int] = level or by_priority
         self.quota = quota
         self.held = held_by = snapshot.allocations_of()
-        level = self.level
-        # One pass over the running jobs for the tables the search reads (thousands of jobs per cycle).
-        self.jobs: dict[str, RunningJob] = {}
-        self.cost: dict[str, Cost] = {}
-        self._levels: dict[str, int] = {}
-        self._borrowing: dict[str, bool] = {}
-        self._by_team: dict[str, list[str]] = {}
-        jobs, costs, levels, borrowing_of, by_team = self.jobs, self.cost, self._levels, self._borrowing, self._by_team
-        lowest: int | None = None
-        any_stopping = reclaimable = False
         borrowers = frozenset[str]() if quota is None else quota.borrowing_jobs()
-        for r in snapshot.running:
-            job_id = r.id
-            held = held_by.get(job_id)
-            if not held:
-                continue
-            borrowing = job_id in borrowers
-            stopping = r.stopping
-            if not (r.preemptible or stopping or borrowing):
-                continue
-            jobs[job_id] = r
-            if stopping:
-                costs[job_id] = _FREE
-                any_stopping = True
-            elif len(held) == 1 and (unsaved := r.unsaved_s(now)) > 0.0:  # most jobs: ``lost_gpu_seconds`` inline
-                only = held[0]
-                costs[job_id] = (round(unsaved * (len(only.gpus) * only.gpu_fraction), 6), 1)
-            else:
-                costs[job_id] = (lost_gpu_seconds(r, held, now), 1)
-            levels[job_id] = job_level = level(r)
-            borrowing_of[job_id] = borrowing
-            team = by_team.get(r.team)
-            if team is None:
-                by_team[r.team] = [job_id]
-            else:
-                team.append(job_id)
-            if borrowing:
-                reclaimable = True
-            if r.preemptible and not stopping and (lowest is None or job_level < lowest):
-                lowest = job_level
-        self.on_node: dict[str, list[str]] = {}
-        on_node = self.on_node
-        for job_id in sorted(jobs):
-            held = held_by[job_id]
-            if len(held) == 1:
-                name = held[0].node
-                found = on_node.get(name)
-                if found is None:
-                    on_node[name] = [job_id]
-                else:
-                    found.append(job_id)
-            else:
-                for name in sorted({a.node for a in held}):
-                    on_node.setdefault(name, []).append(job_id)
-        stopping_on: set[str] = set()
-        lowest_on: dict[str, float] = {}  # per node, the lowest level of its preemptible victims
-        order: list[tuple[Cost, str]] = []
-        for name, victims in on_node.items():
-            cheapest, lowest_here = costs[victims[0]], math.inf
-            for v in victims:
-                victim = jobs[v]
-                if victim.stopping:
-                    stopping_on.add(name)
-                if victim.preemptible and levels[v] < lowest_here:
-                    lowest_here = levels[v]
-                if (cost := costs[v]) < cheapest:
-                    cheapest = cost
-            lowest_on[name] = lowest_here
-            order.append((cheapest, name))
-        self._scan = ScanOrder(sorted(order), lowest_on, stopping_on)
+        tables = VictimTables.of(snapshot, held_by, now, self.level, borrowers)
+        self.jobs, self.cost, self.on_node = tables.jobs, tables.cost, tables.on_node
+        self._levels, self._borrowing, self._by_team = tables.levels, tables.borrowing, tables.by_team
+        self._scan = tables.scan
         self.searches = 0
         self.exhausted: dict[str, None] = {}  # jobs whose search scanned every node it was given (in order)
         self._sets = VictimSets(self.cost)
@@ -136,7 +70,7 @@ class Preemptor:
         self._bounds = LossBounds(self.on_node, self.cost, held_by)
         self.taken: set[str] = set()
         self._borrowed_only = None if quota is None else BorrowedOnly(quota, self.jobs, self.taken)
-        self._any_stopping, self._lowest, self._reclaimable = any_stopping, lowest, reclaimable
+        self._any_stopping, self._lowest, self._reclaimable = tables.any_stopping, tables.lowest, tables.reclaimable
         self._own_team: str | None = None
         self._scope: str | None = None  # with ``_own_team``: borrowers under this level may be reclaimed too
         self._reach: int | None = None  # reclaim only from borrowers whose branch meets the job's this high up

@@ -1,0 +1,125 @@
+"""The tables a cycle's victim searches read, from one pass over the running jobs."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Set
+from dataclasses import dataclass
+from datetime import datetime
+
+from corral.model import Allocation, Job, RunningJob
+from corral.sched.snapshot import Snapshot
+from corral.sched.victim_scan import Cost, ScanOrder, lost_gpu_seconds
+
+_FREE: Cost = (0.0, 0)  # a victim already stopping: nothing lost, no job newly preempted
+
+
+@dataclass
+class VictimTables:
+    """The running jobs that may be victims at all (preemptible, stopping, or of a team that borrows), with
+    what stopping each one now would cost, its preemption level and whether its team borrows; by team and
+    by node; the nodes in the order a search scans them; and what ``Preemptor.worth_trying`` reads."""
+
+    jobs: dict[str, RunningJob]
+    cost: dict[str, Cost]
+    levels: dict[str, int]
+    borrowing: dict[str, bool]
+    by_team: dict[str, list[str]]
+    on_node: dict[str, list[str]]  # per node, its victims by id
+    scan: ScanOrder
+    any_stopping: bool
+    reclaimable: bool  # some victim's team borrows
+    lowest: int | None  # the lowest level of a preemptible victim not stopping
+
+    @classmethod
+    def of(
+        cls,
+        snapshot: Snapshot,
+        held_by: Mapping[str, tuple[Allocation, ...]],
+        now: datetime,
+        level: Callable[[Job | RunningJob], int],
+        borrowers: Set[str],
+    ) -> VictimTables:
+        """From one pass over thousands of running jobs per cycle."""
+        jobs: dict[str, RunningJob] = {}
+        costs: dict[str, Cost] = {}
+        levels: dict[str, int] = {}
+        borrowing_of: dict[str, bool] = {}
+        by_team: dict[str, list[str]] = {}
+        lowest: int | None = None
+        any_stopping = reclaimable = False
+        for r in snapshot.running:
+            job_id = r.id
+            held = held_by.get(job_id)
+            if not held:
+                continue
+            borrowing = job_id in borrowers
+            stopping = r.stopping
+            if not (r.preemptible or stopping or borrowing):
+                continue
+            jobs[job_id] = r
+            if stopping:
+                costs[job_id] = _FREE
+                any_stopping = True
+            elif len(held) == 1 and (unsaved := r.unsaved_s(now)) > 0.0:  # most jobs: ``lost_gpu_seconds`` inline
+                only = held[0]
+                costs[job_id] = (round(unsaved * (len(only.gpus) * only.gpu_fraction), 6), 1)
+            else:
+                costs[job_id] = (lost_gpu_seconds(r, held, now), 1)
+            levels[job_id] = job_level = level(r)
+            borrowing_of[job_id] = borrowing
+            team = by_team.get(r.team)
+            if team is None:
+                by_team[r.team] = [job_id]
+            else:
+                team.append(job_id)
+            if borrowing:
+                reclaimable = True
+            if r.preemptible and not stopping and (lowest is None or job_level < lowest):
+                lowest = job_level
+        on_node = _on_node(jobs, held_by)
+        scan = _scan_order(on_node, jobs, costs, levels)
+        return cls(jobs, costs, levels, borrowing_of, by_team, on_node, scan, any_stopping, reclaimable, lowest)
+
+
+def _on_node(jobs: Mapping[str, RunningJob], held_by: Mapping[str, tuple[Allocation, ...]]) -> dict[str, list[str]]:
+    on_node: dict[str, list[str]] = {}
+    for job_id in sorted(jobs):
+        held = held_by[job_id]
+        if len(held) == 1:
+            name = held[0].node
+            found = on_node.get(name)
+            if found is None:
+                on_node[name] = [job_id]
+            else:
+                found.append(job_id)
+        else:
+            for name in sorted({a.node for a in held}):
+                on_node.setdefault(name, []).append(job_id)
+    return on_node
+
+
+def _scan_order(
+    on_node: Mapping[str, list[str]],
+    jobs: Mapping[str, RunningJob],
+    costs: Mapping[str, Cost],
+    levels: Mapping[str, int],
+) -> ScanOrder:
+    """Nodes by their cheapest victim's cost, with each node's lowest preemptible level and those with a
+    victim stopping."""
+    stopping_on: set[str] = set()
+    lowest_on: dict[str, float] = {}
+    order: list[tuple[Cost, str]] = []
+    for name, victims in on_node.items():
+        cheapest, lowest_here = costs[victims[0]], math.inf
+        for v in victims:
+            victim = jobs[v]
+            if victim.stopping:
+                stopping_on.add(name)
+            if victim.preemptible and levels[v] < lowest_here:
+                lowest_here = levels[v]
+            if (cost := costs[v]) < cheapest:
+                cheapest = cost
+        lowest_on[name] = lowest_here
+        order.append((cheapest, name))
+    return ScanOrder(sorted(order), lowest_on, stopping_on)
