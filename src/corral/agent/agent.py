@@ -22,7 +22,7 @@ from corral.agent.containers import ContainerRuntime, remove_left_behind
 from corral.agent.containers.rank import container_names
 from corral.agent.gpus import Inventory, sampler_for
 from corral.agent.health import run_health_command
-from corral.agent.logship import LogShipper
+from corral.agent.logship import EXIT_LOGS_BUDGET_S, LogShipper, ship_within
 from corral.agent.tasks import TaskSet
 from corral.api import DesiredState, GpuSample, HeartbeatRequest, RegisterRequest
 from corral.client.agent_api import AgentApi
@@ -93,7 +93,6 @@ class Agent:
         self.interval_s = options.heartbeat_interval_s or 2.0
         self.lease_s = 15.0
         self.last_contact = time.monotonic()
-        self._ship_lock = asyncio.Lock()
         self.sampler = sampler_for(inventory.gpus, inventory.source)
         self.health_problem = ""
         self.sampled_at = -float("inf")
@@ -309,8 +308,10 @@ class Agent:
             # version the agent has applied and does not report as one the agent does not run. (A desired
             # state applied while this beat is on its way is reported with the next one.)
             reports, applied = self.tasks.reports(), self.version
-            if any(r.state == "EXITED" for r in reports):
-                await self._ship_logs()  # a task's last lines reach the head before its exit does
+            ended = [(r.task_id, self.tasks.tasks[r.task_id].shippers) for r in reports if r.state == "EXITED"]
+            # A task's last lines reach the head before its exit does.
+            unshipped = await ship_within(ended, self.api, self.options.name, EXIT_LOGS_BUDGET_S)
+            reports = self.tasks.hold_back(reports, unshipped)
             samples = await self._samples_due()
             sent = time.monotonic()
             try:
@@ -363,10 +364,9 @@ class Agent:
                 self.tasks.stop(local, f"fenced: no contact with the head for {silent:.0f}s")
 
     async def _ship_logs(self) -> None:
-        async with self._ship_lock:
-            for local in list(self.tasks.tasks.values()):
-                for shipper in local.shippers:
-                    await shipper.ship(self.api, self.options.name)
+        for local in list(self.tasks.tasks.values()):
+            for shipper in local.shippers:
+                await shipper.ship(self.api, self.options.name)
 
     async def _ship_logs_forever(self) -> None:
         while True:

@@ -47,15 +47,17 @@ class LocalTask:
     def key(self) -> str:
         return self.desired.task_id
 
-    def report(self, hold_exit: bool = True) -> TaskReport:
+    def report(self, hold_exit: bool = True, logs_pending: bool = False) -> TaskReport:
         """``hold_exit``: a task that ran but ended before the head heard it run is reported RUNNING
-        once first, so that the head sees every task that ran running (and its job with it)."""
+        once first, so that the head sees every task that ran running (and its job with it).
+        ``logs_pending``: its last lines have not reached the head yet, so its end waits too (it is
+        reported as it was before it ended)."""
         state = "EXITED" if self.state == "EXITED" else "STARTING" if self.state == "STARTING" else "RUNNING"
-        held = hold_exit and state == "EXITED" and self.ran and not self.seen_running
+        held = state == "EXITED" and (logs_pending or (hold_exit and self.ran and not self.seen_running))
         return TaskReport(
             task_id=self.key,
             generation=self.desired.generation,
-            state="RUNNING" if held else state,
+            state=("RUNNING" if self.ran else "STARTING") if held else state,
             exit_code=None if held else self.exit_code,
             detail="" if held else self.detail,
             interrupted=self.interrupted,
@@ -294,6 +296,13 @@ class TaskSet:
 
     def reports(self, hold_exit: bool = True) -> list[TaskReport]:
         return [t.report(hold_exit) for t in self.tasks.values()]
+
+    def hold_back(self, reports: list[TaskReport], task_ids: set[str]) -> list[TaskReport]:
+        """``reports`` with the ends of ``task_ids`` held back (their logs have not reached the head yet)."""
+        if not task_ids:
+            return reports
+        held = {i: self.tasks[i].report(logs_pending=True) for i in task_ids if i in self.tasks}
+        return [held.get(r.task_id, r) for r in reports]
 
     def acknowledge(self, sent: list[TaskReport]) -> None:
         """Forget exited tasks the head has now heard about; report at once the end of one that was held
