@@ -8,7 +8,7 @@ import functools
 import logging
 from collections.abc import AsyncIterator
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.responses import PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy.exc import DataError
@@ -104,16 +104,21 @@ def create_app(settings: HeadSettings, clock: Clock | None = None, run_loops: bo
     app.add_middleware(QuietHeartbeats, rt=rt)
     rawbody.document_bodies(app)
 
-    @app.get("/metrics", tags=["cluster"], response_class=PlainTextResponse)
-    def prometheus() -> PlainTextResponse:
-        """Prometheus exposition: jobs, GPUs, nodes, queue wait, cycle time, per-GPU DCGM-style gauges."""
-        return PlainTextResponse(metrics.render(), media_type=CONTENT_TYPE_LATEST)
-
+    app.state.metrics = metrics
+    app.add_api_route("/metrics", prometheus, tags=["cluster"], response_class=PlainTextResponse)
     # HEAD answers GET's headers (Content-Length included) and no body: starlette sends none for HEAD.
     app.add_api_route("/metrics", prometheus, methods=["HEAD"], include_in_schema=False)
-
-    @app.get("/healthz", tags=["cluster"])
-    def healthz() -> dict[str, str]:
-        return {"status": "ok", "version": __version__}
-
+    app.add_api_route("/healthz", healthz, tags=["cluster"])
     return app
+
+
+# The two endpoints are module-level functions, not closures over one app: FastAPI caches what it
+# learns of each endpoint callable in process-wide caches, which would keep every app built alive.
+def prometheus(request: Request) -> PlainTextResponse:
+    """Prometheus exposition: jobs, GPUs, nodes, queue wait, cycle time, per-GPU DCGM-style gauges."""
+    metrics: HeadMetrics = request.app.state.metrics
+    return PlainTextResponse(metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
+
+def healthz() -> dict[str, str]:
+    return {"status": "ok", "version": __version__}

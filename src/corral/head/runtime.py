@@ -54,6 +54,8 @@ class HeadRuntime:
     samples: SampleStore = field(default_factory=SampleStore)
     quiet: QuietBeats = field(default_factory=QuietBeats)
     lateness: Lateness = field(default_factory=Lateness)  # when the head itself did not run
+    # Called after every committed change to what gateways route by (``services.serving.watch``).
+    service_watchers: list[Callable[[], None]] = field(default_factory=list)
     # Observers of what happens (metrics); each gets a number of seconds.
     on_job_start: Callable[[float], None] = field(default=_ignore)
     on_cycle: Callable[[float], None] = field(default=_ignore)

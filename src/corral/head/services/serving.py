@@ -13,7 +13,6 @@ request on, without waiting for its next refresh.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -50,22 +49,17 @@ TEMPLATE_FIELDS = ("command", "resources", "team", "priority", "env", "workdir",
 # Where the replacement back-off lives in a service's stored policy state (``autoscale_state``).
 RESTART_KEY = "restart"
 
-# Per head runtime (by id): what to call when the gateways' picture of the services changes.
-_watchers: dict[int, list[Callable[[], None]]] = {}
-
 
 def watch(rt: HeadRuntime, callback: Callable[[], None]) -> None:
     """Call ``callback`` after every committed change to what gateways route by, from the thread
-    that made it (``ReplicaPool.invalidate`` is such a callback)."""
-    key = id(rt)
-    if key not in _watchers:
-        _watchers[key] = []
-        weakref.finalize(rt, _watchers.pop, key, None)
-    _watchers[key].append(callback)
+    that made it (``ReplicaPool.invalidate`` is such a callback). The runtime keeps the callbacks:
+    they go with it (a callback usually refers back to the runtime, so a table outside it would keep
+    every runtime alive)."""
+    rt.service_watchers.append(callback)
 
 
 def notify_changed(rt: HeadRuntime) -> None:
-    for callback in _watchers.get(id(rt), ()):
+    for callback in rt.service_watchers:
         callback()
 
 
