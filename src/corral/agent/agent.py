@@ -162,7 +162,8 @@ class Agent:
         farewell = HeartbeatRequest(tasks=reports, applied_version=self.version, leaving=True)
         sent = time.monotonic()
         try:
-            await asyncio.wait_for(self.api.heartbeat(self.options.name, farewell), FAREWELL_TIMEOUT_S)
+            async with asyncio.timeout(FAREWELL_TIMEOUT_S):
+                await self.api.heartbeat(self.options.name, farewell)
         except (ConflictError, NotFoundError, NotAllowedError) as exc:
             log.warning("the head refused this node's last heartbeat: %s", exc)
             return False
@@ -302,7 +303,8 @@ class Agent:
     async def _heartbeat(self) -> None:
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.changed.wait(), self.interval_s)
+                async with asyncio.timeout(self.interval_s):
+                    await self.changed.wait()
             self.changed.clear()
             # The reports and the version they answer for are taken together: the head takes a task of a
             # version the agent has applied and does not report as one the agent does not run. (A desired

@@ -21,7 +21,8 @@ async def run_health_command(command: str, timeout_s: float) -> str:
     except OSError as exc:
         return f"health command could not start: {exc}"
     try:
-        output, _ = await asyncio.wait_for(process.communicate(), timeout_s)
+        async with asyncio.timeout(timeout_s):
+            output, _ = await process.communicate()
     except TimeoutError:
         # The whole group: a shell killed alone leaves its children running, holding the output pipe open.
         with contextlib.suppress(ProcessLookupError, PermissionError):

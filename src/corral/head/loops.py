@@ -45,7 +45,8 @@ async def schedule_loop(rt: HeadRuntime, policy: Policy) -> None:
         took = time.perf_counter() - started
         rt.on_cycle(took)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(wanted.wait(), rt.settings.schedule_interval_s)
+            async with asyncio.timeout(rt.settings.schedule_interval_s):
+                await wanted.wait()
         if took > MIN_PACED_CYCLE_S:
             await asyncio.sleep(took)
 
@@ -103,7 +104,8 @@ async def serve_loop(rt: HeadRuntime, book: LoadBook, wake: asyncio.Event, inter
             except Exception:
                 log.exception("serve round failed")
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), interval_s)
+                async with asyncio.timeout(interval_s):
+                    await wake.wait()
     finally:
         await prober.aclose()
 

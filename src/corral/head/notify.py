@@ -52,4 +52,5 @@ class Notifier:
             return
         event = self._node_events.setdefault(node, asyncio.Event())
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(event.wait(), timeout_s)
+            async with asyncio.timeout(timeout_s):
+                await event.wait()

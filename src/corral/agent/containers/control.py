@@ -66,7 +66,8 @@ async def _run(argv: list[str], timeout_s: float) -> Outcome:
     except OSError as exc:
         return Outcome(False, "", f"cannot run {argv[0]}: {exc}")
     try:
-        output, errors = await asyncio.wait_for(proc.communicate(), timeout_s)
+        async with asyncio.timeout(timeout_s):
+            output, errors = await proc.communicate()
     except TimeoutError:
         with contextlib.suppress(ProcessLookupError):
             proc.kill()

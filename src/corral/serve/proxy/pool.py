@@ -103,7 +103,8 @@ class ReplicaPool:
             # Requests held for a replica ask for refreshes; they get at most ten a second.
             await asyncio.sleep(MIN_REFRESH_S)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wanted.wait(), max(0.0, self.interval_s - MIN_REFRESH_S))
+                async with asyncio.timeout(max(0.0, self.interval_s - MIN_REFRESH_S)):
+                    await self._wanted.wait()
 
     def choose(self, service: str, exclude: frozenset[str] = frozenset()) -> Endpoint | None:
         pool = self.services.get(service)
@@ -134,4 +135,5 @@ class ReplicaPool:
             self._wanted.set()  # refresh now rather than at the next interval
             changed = self._changed
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(changed.wait(), min(left, self.interval_s))
+                async with asyncio.timeout(min(left, self.interval_s)):
+                    await changed.wait()

@@ -44,7 +44,8 @@ def standalone_gateway(head_url: str, token: str, name: str | None = None) -> Ga
                 except httpx.HTTPError as exc:
                     log.warning("cannot report load to the head: %s", exc)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(report_now.wait(), REPORT_INTERVAL_S)
+                    async with asyncio.timeout(REPORT_INTERVAL_S):
+                        await report_now.wait()
         finally:
             await head.aclose()
 
