@@ -11,6 +11,7 @@ it is stopped, no process that names that directory may be left.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -368,6 +369,11 @@ def leaving_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeCo
         yield NodeControl(cluster, daemons, gpus)
 
 
+def _scoped(podman: LocalPodman, cluster: Cluster) -> LocalPodman:
+    """Podman listing the containers of this cluster's agents only (not those of another run on this host)."""
+    return dataclasses.replace(podman, scope=str(cluster.home.resolve()))
+
+
 @pytest.fixture(scope="module")
 def podman_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[NodeControl, LocalPodman]]:
     """One node (``boxed``, one fake H100) whose agent runs jobs with an image through podman
@@ -381,7 +387,7 @@ def podman_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[N
     with pytest.MonkeyPatch.context() as env:
         env.setenv(CONF_ENV, str(podman.conf))  # the agents, and so their podman, inherit it
         with _daemons(tmp_path_factory, "corral-podman-c-", ["--grace", "2"], agents) as (cluster, daemons):
-            yield NodeControl(cluster, daemons, {"boxed": "1xH100:80GB"}, options), podman
+            yield NodeControl(cluster, daemons, {"boxed": "1xH100:80GB"}, options), _scoped(podman, cluster)
 
 
 @pytest.fixture(scope="module")
@@ -396,7 +402,7 @@ def podman_gang_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tu
     with pytest.MonkeyPatch.context() as env:
         env.setenv(CONF_ENV, str(podman.conf))
         with _daemons(tmp_path_factory, "corral-podman-g-", ["--grace", "2"], agents) as (cluster, _):
-            yield cluster, podman
+            yield cluster, _scoped(podman, cluster)
 
 
 @pytest.fixture(scope="module")

@@ -33,6 +33,10 @@ def _no_container_left(cluster, podman) -> None:
     cluster.wait_for(lambda: podman.containers() == [], 5, "no corral container to be left", interval_s=0.1)
 
 
+def _agent_log(cluster) -> str:
+    return (cluster.home / "logs" / "agent-boxed.log").read_text()
+
+
 def _logs_say(cluster, job_id: str, text: str) -> bool:
     return text in cluster.cli("logs", job_id).stdout
 
@@ -200,26 +204,37 @@ def test_a_container_whose_rank_died_with_its_agent_is_removed_by_the_next_agent
     # The agent, the rank and the container's processes die; podman usually still lists the container
     # (its own clean-up may also get there first, which is as good). So that the next agent always has
     # one to sweep, another container of the node's is left behind as the dead agent could have left it.
+    # The containers this test makes are named for this run (a run interrupted before it removed them
+    # must not make the next one fail), and go whatever happens.
     control.kill_node("boxed")
-    owner = f"boxed@{(cluster.home / 'agents' / 'boxed').resolve()}"
-    left = podman.podman(
-        "create", "--name", "corral-left-behind", "--label", "corral.task=corral-left-behind",
-        "--label", f"corral.node={owner}", podman.image, "sleep", "300",
-    )  # fmt: skip
-    assert left.returncode == 0, left.stderr
-    # A node of the same name in another cluster on this host (another work directory): not this agent's.
-    foreign = podman.podman(
-        "create", "--name", "corral-foreign", "--label", "corral.task=corral-foreign",
-        "--label", "corral.node=boxed@/elsewhere/agents/boxed", podman.image, "sleep", "300",
-    )  # fmt: skip
-    assert foreign.returncode == 0, foreign.stderr
-    control.restart_agent("boxed")
-    cluster.wait_for(
-        lambda: podman.containers() == ["corral-foreign"], 30, "the containers to be removed", interval_s=0.2
-    )
-    log = (cluster.home / "logs" / "agent-boxed.log").read_text()
-    assert "removed container corral-left-behind, left by an earlier agent" in log
-    assert podman.podman("rm", "-f", "corral-foreign").returncode == 0
+    run = cluster.home.name.rpartition("-")[2]
+    left_behind, foreign = f"corral-left-behind-{run}", f"corral-foreign-{run}"
+    try:
+        owner = f"boxed@{(cluster.home / 'agents' / 'boxed').resolve()}"
+        left = podman.podman(
+            "create", "--name", left_behind, "--label", f"corral.task={left_behind}",
+            "--label", f"corral.node={owner}", podman.image, "sleep", "300",
+        )  # fmt: skip
+        assert left.returncode == 0, left.stderr
+        # A node of the same name in another cluster on this host (another work directory): not this agent's.
+        other = podman.podman(
+            "create", "--name", foreign, "--label", f"corral.task={foreign}",
+            "--label", "corral.node=boxed@/elsewhere/agents/boxed", podman.image, "sleep", "300",
+        )  # fmt: skip
+        assert other.returncode == 0, other.stderr
+        control.restart_agent("boxed")
+        cluster.wait_for(lambda: podman.containers() == [], 30, "the node's containers to be removed", interval_s=0.2)
+        # The agent logs what it removed once the last removal is done: that may be a moment after podman
+        # stops listing the container.
+        cluster.wait_for(
+            lambda: f"removed container {left_behind}, left by an earlier agent" in _agent_log(cluster),
+            10,
+            "the agent to log the container it removed",
+        )
+        assert podman.podman("container", "exists", foreign).returncode == 0, "another cluster's container went"
+        assert podman.podman("rm", "-f", foreign).returncode == 0
+    finally:
+        podman.podman("rm", "-f", "--ignore", left_behind, foreign)
     cluster.wait_for(lambda: cluster.show(job_id)["state"] != "RUNNING", 30, "the lost job to end")
 
 

@@ -14,6 +14,7 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
+NODE_LABEL = "corral.node"  # as the agent labels its containers (corral.agent.containers.oci)
 IMAGE = "localhost/corral-test/busybox:2"  # a new tag whenever the applets change: an old image is reused
 CONF_ENV = "CONTAINERS_CONF"
 _CONF = """\
@@ -32,6 +33,8 @@ _TIMEOUT_S = 120.0
 class LocalPodman:
     conf: Path
     image: str = IMAGE
+    # ``containers`` lists only those of agents whose work directory is under this path ("": every agent's).
+    scope: str = ""
 
     def env(self) -> dict[str, str]:
         """What a process that runs podman needs in its environment."""
@@ -48,11 +51,23 @@ class LocalPodman:
         )
 
     def containers(self, prefix: str = "corral-") -> list[str]:
-        """Names of every container (running or not) whose name starts with ``prefix``."""
-        listed = self.podman("ps", "-a", "--format", "{{.Names}}")
+        """Names of the containers (running or not) whose name starts with ``prefix``, of the agents under
+        ``scope``: a container names its agent's node and work directory in its ``corral.node`` label
+        (``NODE@WORK_DIR``). One with no such label is listed too. Other containers on this host (another
+        test run's, going on beside this one or left by one that was interrupted) are not."""
+        listed = self.podman("ps", "-a", "--format", '{{.Names}}\t{{index .Labels "' + NODE_LABEL + '"}}')
         if listed.returncode != 0:
             raise RuntimeError(f"podman ps failed: {listed.stderr.strip()}")
-        return sorted(name for name in listed.stdout.split() if name.startswith(prefix))
+        names = []
+        for line in listed.stdout.splitlines():
+            name, _, node = line.strip().partition("\t")
+            if name.startswith(prefix) and self._in_scope(node):
+                names.append(name)
+        return sorted(names)
+
+    def _in_scope(self, node: str) -> bool:
+        work_dir = node.partition("@")[2]
+        return not self.scope or not work_dir or work_dir == self.scope or work_dir.startswith(self.scope + "/")
 
 
 def static_busybox() -> Path | None:
