@@ -18,10 +18,12 @@ STUBBORN = "trap '' TERM; echo started; while true; do sleep 0.1; done"
 @pytest.fixture
 def nodes(leaving_cluster):
     yield leaving_cluster
+    # Settled before a stopped agent starts again: a job its stop queued again is cancelled while pending,
+    # rather than placed on the new agent and stopped there (a stubborn task takes its 5 s grace period).
+    leaving_cluster.cluster.settle()
     if leaving_cluster.daemons["s1"].poll() is not None:
         leaving_cluster.restart_agent("s1")
         leaving_cluster.cluster.wait_for(lambda: _ready(leaving_cluster.cluster), 30, "the agent to register")
-    leaving_cluster.cluster.settle()
 
 
 def _ready(cluster) -> bool:
