@@ -3,12 +3,30 @@
 from __future__ import annotations
 
 import json
+import os
+import select
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 
 import pytest
 
 pytestmark = pytest.mark.e2e
+
+
+def _read_until(process: subprocess.Popen[bytes], enough: Callable[[str], bool], timeout_s: float) -> str:
+    """What the process has written to its stdout by the time it is ``enough``, or when ``timeout_s`` have
+    passed, or when it closes its stdout."""
+    assert process.stdout is not None
+    out, deadline = b"", time.monotonic() + timeout_s
+    while not enough(out.decode(errors="replace")) and (left := deadline - time.monotonic()) > 0:
+        if select.select([process.stdout], [], [], left)[0]:
+            chunk = os.read(process.stdout.fileno(), 65536)
+            if not chunk:
+                break
+            out += chunk
+    return out.decode(errors="replace")
 
 
 def _follow_until_done(follower: subprocess.Popen[str], job_id: str) -> list[str]:
@@ -52,14 +70,13 @@ def test_top_once_shows_the_nodes_and_a_running_job(cluster):
     piped = subprocess.Popen(
         [sys.executable, "-m", "corral", "top", "--interval", "0.5"],
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        stderr=subprocess.DEVNULL,
         env=cluster.env(COLUMNS="160"),
     )
     try:
-        out, _ = piped.communicate(timeout=4)
-    except subprocess.TimeoutExpired:
+        out = _read_until(piped, lambda text: text.count("local-1") >= 2, 10.0)
+    finally:
         piped.kill()
-        out, _ = piped.communicate()
+        piped.communicate()
     assert out.count("local-1") >= 2, out  # frames keep coming when piped, not only at the end
     cluster.ok("cancel", job_id)
