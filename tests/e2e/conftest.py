@@ -2,10 +2,10 @@
 
 ``local_cluster`` (one per session) is started with ``corral up --agents 2 --fake-gpus 4xH100:80GB``
 and stopped with ``corral down``; ``cluster`` hands it to one test and afterwards cancels what the
-test left running and waits until every GPU is free again. ``quick_cluster`` (one per module) is
-started from the daemons themselves (``corral head --grace 2`` and one ``corral agent`` with one
-GPU), for tests that wait out the grace period. Every cluster lives in its own CORRAL_HOME; when
-it is stopped, no process that names that directory may be left.
+test left running and waits until every GPU is free again. ``quick_cluster`` (one per session, handed
+to one module at a time, idle) is started from the daemons themselves (``corral head --grace 2`` and
+one ``corral agent`` with one GPU), for tests that wait out the grace period. Every cluster lives in
+its own CORRAL_HOME; when it is stopped, no process that names that directory may be left.
 """
 
 from __future__ import annotations
@@ -270,11 +270,19 @@ def _daemons(
         assert not leftovers, f"processes left after stopping the daemons: {leftovers}"
 
 
-@pytest.fixture(scope="module")
-def quick_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """``corral head --grace 2`` and one ``corral agent`` (node ``solo``, one fake H100), started directly."""
+@pytest.fixture(scope="session")
+def _quick_daemons(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with _daemons(tmp_path_factory, "corral-quick-", ["--grace", "2"], {"solo": "1xH100:80GB"}) as (cluster, _):
         yield cluster
+
+
+@pytest.fixture(scope="module")
+def quick_cluster(_quick_daemons: Cluster) -> Iterator[Cluster]:
+    """``corral head --grace 2`` and one ``corral agent`` (node ``solo``, one fake H100), started directly;
+    one for the session, handed to one module at a time, which finds it idle and leaves it idle."""
+    _quick_daemons.settle()
+    yield _quick_daemons
+    _quick_daemons.settle()
 
 
 @pytest.fixture
