@@ -1,9 +1,10 @@
 from datetime import UTC, datetime
 
 from corral.model import TeamQuota
-from corral.sched import PREEMPTING, Plan, Preemption, Snapshot, get_policy, schedule
+from corral.sched import PREEMPTING, RESOURCES, Plan, Preemption, Snapshot, get_policy, schedule
 from corral.sched.preempt import Preemptor
 from corral.sched.quota import QuotaLedger
+from corral.sched.reason_map import Reasons
 from corral.testing import JobBuilder, live_alloc, make_job, make_node, running_job, snapshot
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
@@ -320,3 +321,30 @@ def test_equal_victims_are_chosen_by_node_name_whatever_else_runs_on_the_nodes()
 
     assert victims(run(snap(bystander=True))) == [("victim3", "high")]
     assert victims(run(snap(bystander=False))) == [("victim3", "high")]
+
+
+def test_jobs_waiting_as_their_group_does_keep_their_places_among_those_looked_at_one_by_one() -> None:
+    # While victim searches are left, the queue is gone through to its end: a job like one already found
+    # not to fit (and with no victims below it) waits as its group does, between jobs tried one by one.
+    plan = schedule(
+        with_pending(
+            full_node("low", priority=0),
+            make_job("a1").gpus(4).seq(1),
+            make_job("a2").gpus(4).seq(2),
+            make_job("b").gpus(2).seq(3),
+            make_job("a3").gpus(4).seq(4),
+            make_job("urgent").gpus(8).priority(1).seq(5),
+            make_job("a4").gpus(4).seq(6),
+        ),
+        get_policy("default"),
+        NOW,
+    )
+    assert victims(plan) == [("low", "urgent")]
+    assert plan.waiting == ("urgent", "a1", "a2", "b", "a3", "a4")
+    assert plan.reasons["urgent"].code == PREEMPTING
+    assert plan.reasons["a1"] is plan.reasons["a2"] is plan.reasons["a3"] is plan.reasons["a4"]
+    assert plan.reasons["a1"].code == plan.reasons["b"].code == RESOURCES
+    assert [plan.position(j) for j in ("a2", "b", "a4")] == [(3, 6), (4, 6), (6, 6)]
+    assert list(plan.reasons) == list(plan.waiting) and dict(plan.reasons.items()) == dict(plan.reasons)
+    assert isinstance(plan.reasons, Reasons)
+    assert sorted(plan.reasons._own) == ["a1", "b", "urgent"]  # a2, a3 and a4 wait as a1's group does

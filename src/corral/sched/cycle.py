@@ -18,7 +18,7 @@ from corral.sched.preempt import Preemptor
 from corral.sched.quota import QuotaLedger
 from corral.sched.quota_gate import QuotaGate
 from corral.sched.reason_map import Reasons
-from corral.sched.reasons import explain
+from corral.sched.reasons import Line, explain
 from corral.sched.snapshot import CapacityView, Snapshot
 from corral.sched.speed import CHECKS_PER_CYCLE, faster_soon
 
@@ -44,7 +44,7 @@ class _Cycle:
     now: datetime
     placements: list[Placement] = field(default_factory=list)
     preemptions: list[Preemption] = field(default_factory=list)
-    waiting: list[Job] = field(default_factory=list)
+    line: Line = field(default_factory=Line)  # the jobs left waiting, in order
     taken: list[Allocation] = field(default_factory=list)  # placements and preemption holds, in order
     special: dict[str, tuple[str, ...]] = field(default_factory=dict)  # job -> victims, or () when held back
     holders: dict[str, Job] = field(default_factory=dict)  # job -> the job as queued, for jobs holding victims
@@ -55,9 +55,8 @@ class _Cycle:
     over_quota: dict[str, str] = field(default_factory=dict)  # job → why its team may not take more now
     waits_for_faster: dict[str, str] = field(default_factory=dict)  # job → the faster GPU type it waits for
     speed_checks: int = 0
-    waiting_requests: list[Request] = field(default_factory=list)  # each waiting job's request, one object per value
     quota_unchecked: set[str] = field(default_factory=set)  # waiting without a quota check: nothing fits them
-    rest: list[Item] = field(default_factory=list)  # the queue after ``waiting``: waits as a whole, preempting nothing
+    rest: list[Item] = field(default_factory=list)  # the queue after ``line``: waits as a whole, preempting nothing
     queue: list[Item] = field(default_factory=list)  # every pending job, in the policy's order
     unfit: set[tuple[bool, Request]] = field(default_factory=set)  # (on the view, not the guard; request): no fit
     unfit_now: set[Request] = field(default_factory=set)  # the requests (True, request) in ``unfit`` holds
@@ -67,10 +66,10 @@ class _Cycle:
     fits: dict[tuple[int, Request], bool] = field(default_factory=dict)  # (view version, request) → fits the view
     placed_ends: list[tuple[datetime, Placement]] = field(default_factory=list)  # placed with a time limit: its end
     queued_requests: set[Request] = field(default_factory=set)  # the requests of the queue
-    group_member: Callable[[int], tuple[Job, Request]] | None = None  # a job of a queue group (``Groups.member``)
+    groups: Groups | None = None  # the groups of the queue's jobs
     queued_unfit: int = -1  # how many of ``queued_requests`` do not fit what is free now, once asked for
     blocker: Job | None = None  # under a strict order: the job that did not start, holding back the rest
-    seen: int = 0  # under a strict order: how many jobs of ``waiting`` were checked for being the blocker
+    seen: int = 0  # under a strict order: how many of ``line.jobs`` were checked for being the blocker
     awaited: NodesAwaited | None = None  # with quotas: requests that wait for nodes to come back, whatever the quota
 
     def run(self) -> Plan:
@@ -86,7 +85,7 @@ class _Cycle:
         )
         # Equal requests come as one object, so that the sets and dicts below find them by identity.
         queue, split, groups = self._queue(view.gpu_types)
-        self.queued_requests, self.group_member = groups.requests(), groups.member
+        self.queued_requests, self.groups = groups.requests(), groups
         self.queue = queue
         # Jobs that would borrow come after the others; a job of the first part that would borrow on some of
         # the types it accepts is tried there on the others only, and, if that leaves it waiting, again on all
@@ -107,7 +106,7 @@ class _Cycle:
             preemptions=tuple(self.preemptions),
             reservations=() if self.reservation is None else (self.reservation,),
             exhausted_searches=() if preemptor is None else tuple(preemptor.exhausted),
-            waiting=reasons.ids(),  # in the order of ``self.waiting``
+            waiting=reasons.ids(),  # in the order of ``self.line``
         )
 
     def _pass(
@@ -123,10 +122,10 @@ class _Cycle:
         With ``deferred``, a job that would borrow on some of the GPU types it accepts (past its team's
         nominal quota, as the quota stands when it is tried) is placed, or preempts, only on the others:
         where it would go to a type it borrows, or finds no victims on the others, it is left out of
-        ``waiting`` and added to ``deferred``, to be tried again on all its types."""
+        ``line`` and added to ``deferred``, to be tried again on all its types."""
         # The views only shrink during a cycle, so a request that did not fit one never fits it later.
         unfit_now = self.unfit_now
-        waiting, waiting_requests, unchecked = self.waiting, self.waiting_requests, self.quota_unchecked.add
+        waiting, line_ids, line_numbers = self.line.jobs, self.line.ids.append, self.line.numbers.append
         own_types = None if deferred is None or self.gate is None else self.gate.own_types
         later = [] if deferred is None else deferred  # ``own_types`` is None without ``deferred``
         strict = self.policy.strict_order
@@ -144,9 +143,12 @@ class _Cycle:
                     self.checked = now_checked
                     if self._rest_all_wait(unfit_now, preemptor):
                         return at
-                waiting.append(queued)  # does not fit what is free, whatever its quota allows
-                waiting_requests.append(request)
-                unchecked(queued.id)
+                if strict:  # does not fit what is free, whatever its quota allows
+                    self.quota_unchecked.add(queued.id)
+                    self._waits(queued, request)
+                else:  # waits as its group does
+                    line_ids(item[-1])
+                    line_numbers(item[-2])
                 continue
             own = None if own_types is None else own_types(queued)
             if own is None:
@@ -222,8 +224,7 @@ class _Cycle:
         return True
 
     def _waits(self, queued: Job, request: Request) -> None:
-        self.waiting.append(queued)
-        self.waiting_requests.append(request)
+        self.line.add(queued, request)
 
     def _within_quota(self, job: Job, view: CapacityView) -> Job | None:
         """The job limited to the GPU types its team's quota allows now; None (with a reason) if none."""
@@ -366,12 +367,12 @@ class _Cycle:
         known = {job_id: (FASTER_GPU, message) for job_id, message in self.waits_for_faster.items()}
         known.update((job_id, (QUOTA, message)) for job_id, message in self.over_quota.items())
         quota = None if self.gate is None or self.awaited is None else self.awaited.unless(self.gate.reasons(view))
-        waiting, requests, unchecked = self.waiting, self.waiting_requests, self.quota_unchecked
+        line, unchecked = self.line, self.quota_unchecked
         behind = None
         if self.blocker is not None:
             behind = Reason(IN_ORDER, f"waiting behind job {self.blocker.id}: jobs start in submit order", True)
-        rest = (self.rest, self.group_member) if self.rest and self.group_member is not None else None
-        reasons = explain(waiting, view, self.snapshot, known, requests, unchecked, quota, rest, behind)
+        groups, rest = self.groups, self.rest
+        reasons = explain(line, view, self.snapshot, known, unchecked, quota, groups, rest, behind)
         reservation = self.reservation
         if reservation is not None and reservation.job_id in reasons and reservation.job_id not in known:
             reasons.replace(reservation.job_id, reserved_reason(reasons[reservation.job_id], reservation, self.now))

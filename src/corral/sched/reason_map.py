@@ -1,16 +1,16 @@
 """The reasons of a cycle's waiting jobs, most of them said once per group of the queue.
 
 A cycle that leaves 100,000 jobs waiting decides the reasons of the few thousand it looked at one by
-one, and those of the rest of the queue once per group (request and team). Writing a dictionary entry
-for each of the rest costs a large share of such a cycle, and most readers only go through the reasons
-in order (the head writes each one down). So ``Reasons`` keeps the rest as it was decided: the jobs'
-ids, each one's group, and each group's reason; a lookup by id builds the index on first use.
+one, and those of the rest once per group (request and team). Writing a dictionary entry for each
+job costs a large share of such a cycle, and most readers only go through the reasons in order (the
+head writes each one down). So ``Reasons`` keeps them as they were decided: the jobs' ids in order,
+each one's number, and the reason of each number (a job looked at one by one has a number of its own,
+below zero; the others share their group's); a lookup by id builds the index on first use.
 """
 
 from __future__ import annotations
 
 from collections.abc import ItemsView, Iterable, Iterator, Mapping, Sequence
-from itertools import chain, islice
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -18,23 +18,28 @@ if TYPE_CHECKING:
 
 
 class Reasons(Mapping[str, "Reason"]):
-    """Job id → ``Reason``, in queue order: the jobs looked at one by one (``first``), then the rest."""
+    """Job id → ``Reason``, in queue order."""
 
-    __slots__ = ("_first", "_ids", "_index", "_rest_at", "_rest_groups", "_said")
+    __slots__ = ("_ids", "_index", "_numbers", "_own", "_said")
 
     def __init__(
-        self,
-        first: dict[str, Reason],
-        rest_ids: Iterable[str] = (),
-        rest_groups: Sequence[int] = (),
-        said: Mapping[int, Reason] | None = None,
+        self, ids: Iterable[str], numbers: Sequence[int], said: dict[int, Reason], own: dict[str, int]
     ) -> None:
-        self._first = first
-        self._ids = tuple(chain(first, rest_ids))  # every job, in order (``ids``)
-        self._rest_at = len(first)
-        self._rest_groups = rest_groups
-        self._said: Mapping[int, Reason] = said or {}
-        self._index: dict[str, int] | None = None  # rest job id → its group, built on the first lookup
+        """``numbers`` gives each job of ``ids`` (in the same order) the number of its reason in ``said``.
+        ``own`` gives the jobs looked at one by one theirs: a number below zero that only the job has
+        (``replace`` may change its reason)."""
+        self._ids = tuple(ids)  # every job, in order (``ids``)
+        self._numbers = numbers
+        self._said = said
+        self._own = own
+        self._index: dict[str, int] | None = None  # job id → its number, built on the first lookup of a group's job
+
+    @classmethod
+    def of(cls, reasons: Mapping[str, Reason]) -> Reasons:
+        """Each job with a reason of its own, in the mapping's order."""
+        numbers = range(-1, -len(reasons) - 1, -1)
+        said = dict(zip(numbers, reasons.values(), strict=True))
+        return cls(reasons, numbers, said, dict(zip(reasons, numbers, strict=True)))
 
     def ids(self) -> tuple[str, ...]:
         """Every job's id, in queue order (kept, not copied: a plan's ``waiting`` is this tuple)."""
@@ -42,18 +47,16 @@ class Reasons(Mapping[str, "Reason"]):
 
     def replace(self, job_id: str, reason: Reason) -> None:
         """Give a job looked at one by one another reason (the cycle's last word on it)."""
-        if job_id not in self._first:
-            raise KeyError(job_id)
-        self._first[job_id] = reason
+        self._said[self._own[job_id]] = reason
 
     def __getitem__(self, job_id: str) -> Reason:
-        found = self._first.get(job_id)
-        if found is not None:
-            return found
-        return self._said[self._groups()[job_id]]
+        number = self._own.get(job_id)
+        if number is None:
+            number = self._numbers_by_id()[job_id]
+        return self._said[number]
 
     def __contains__(self, job_id: object) -> bool:
-        return job_id in self._first or (len(self._ids) > self._rest_at and job_id in self._groups())
+        return job_id in self._own or (len(self._ids) > len(self._own) and job_id in self._numbers_by_id())
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._ids)
@@ -66,18 +69,14 @@ class Reasons(Mapping[str, "Reason"]):
 
     def in_order(self) -> Iterator[tuple[str, Reason]]:
         """(job id, reason) in queue order, without building the index."""
-        rest = zip(self._rest_ids(), map(self._said.__getitem__, self._rest_groups), strict=True)
-        return chain(self._first.items(), rest)
+        return zip(self._ids, map(self._said.__getitem__, self._numbers), strict=True)
 
     def __repr__(self) -> str:
         return f"Reasons({dict(self.in_order())!r})"
 
-    def _rest_ids(self) -> Iterator[str]:
-        return islice(self._ids, self._rest_at, None)
-
-    def _groups(self) -> dict[str, int]:
+    def _numbers_by_id(self) -> dict[str, int]:
         if self._index is None:
-            self._index = dict(zip(self._rest_ids(), self._rest_groups, strict=True))
+            self._index = dict(zip(self._ids, self._numbers, strict=True))
         return self._index
 
 

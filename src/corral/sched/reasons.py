@@ -5,12 +5,12 @@ from __future__ import annotations
 from array import array
 from collections import Counter
 from collections.abc import Callable, Container, Mapping, Sequence
-from itertools import islice
+from itertools import chain, islice
 
 from corral.model import Job, Request
 from corral.sched import describe
 from corral.sched.feasibility import ClusterShapes, largest_domain, never_runs, required_domain
-from corral.sched.order import Item, group_of, id_of
+from corral.sched.order import Groups, Item, group_of, id_of
 from corral.sched.placement import candidates
 from corral.sched.plan import NEVER_FITS, NO_NODES, QUOTA, RESOURCES, Reason
 from corral.sched.reason_map import Reasons
@@ -18,37 +18,38 @@ from corral.sched.snapshot import CapacityView, Snapshot
 
 
 def explain(
-    waiting: Sequence[Job],
+    waiting: Sequence[Job] | Line,
     view: CapacityView,
     snapshot: Snapshot,
     known: Mapping[str, tuple[str, str]] | None = None,
-    requests: Sequence[Request] | None = None,
     unchecked: Container[str] = (),
     quota: Callable[[Job, Request], str | None] | None = None,
-    rest: tuple[Sequence[Item], Callable[[int], tuple[Job, Request]]] | None = None,
+    groups: Groups | None = None,
+    rest: Sequence[Item] = (),
     behind: Reason | None = None,
 ) -> Reasons:
     """A reason per waiting job (given in queue order, and kept in it), judged on what is left free in ``view``.
 
     ``known`` gives the code and message of jobs whose reason the cycle already knows (they keep
-    their place in the queue, unless their request can never fit). ``requests``, when given, are
-    the jobs' requests in the same order (equal ones best given as one object). ``quota`` says why
-    its team's quota keeps out a job of ``unchecked``, or of ``rest``, that has no known reason (asked
-    once per team and request: the answer is the same for all their jobs). ``rest`` is the rest of the
-    queue (``order`` items, after ``waiting``), waiting as a whole, with a job and the request of each group
-    by its number (``Groups.member``): no job there has a known reason, and its reasons are found once per
-    group (team and request) of the queue; with ``behind``, that is the reason of each job of ``rest``
-    waiting only for resources (a policy that starts jobs strictly in order).
+    their place in the queue, unless their request can never fit). ``quota`` says why
+    its team's quota keeps out a job of ``unchecked``, or one waiting as a member of its group (below),
+    that has no known reason (asked once per team and request: the answer is the same for all their jobs).
+
+    ``waiting`` may be a ``Line``: some of its jobs then wait as members of their group of the queue (team
+    and request, numbered by ``groups``); no such job has a known reason, and their reasons are found once
+    per group. ``rest`` is the rest of the queue (``order`` items, after ``waiting``), waiting as a whole,
+    its jobs as members of their groups; with ``behind``, that is the reason of each job of ``rest`` waiting
+    only for resources (a policy that starts jobs strictly in order; then no job of ``waiting`` is a member).
 
     Jobs with the same reason share one ``Reason`` (a queue position is the job's place in
     ``waiting``, see ``Plan.position``), so a cycle leaving 100,000 jobs waiting makes one per request and
     team at most (a few thousand), not one per job."""
-    if not waiting and not rest:
-        return Reasons({})
+    line = waiting if isinstance(waiting, Line) else Line.of(waiting)
+    if not line.ids and not rest:
+        return Reasons.of({})
     registered, unavailable = snapshot.shapes, snapshot.unavailable_shapes
     known = known or {}
-    if requests is None:
-        requests = [job.request for job in waiting]
+    jobs, requests = line.jobs, line.requests
     # id(request) → (its reason, team → the reason of the team's jobs not checked against quota). By
     # identity: hashing a request costs a Python call per job, and ``requests`` keeps every request alive.
     by_request: dict[int, tuple[Reason, dict[str, Reason]]] = {}
@@ -66,31 +67,63 @@ def explain(
             found = teams[job.team] = base if problem is None else Reason(QUOTA, problem, base.queued)
         return found
 
-    reasons: dict[str, Reason] = {}
-    for job, request in zip(waiting, requests, strict=True):
+    said: dict[int, Reason] = {}  # by number (``Reasons``): a job's own below zero, a group's its number
+    own: dict[str, int] = {}
+    for number, job, request in zip(range(-1, -len(jobs) - 1, -1), jobs, requests, strict=True):
         base, teams = base_of(request)
-        own = known.get(job.id)
-        if own is not None:
-            reasons[job.id] = Reason(own[0], own[1], base.queued)
+        own[job.id] = number
+        found = known.get(job.id)
+        if found is not None:
+            said[number] = Reason(found[0], found[1], base.queued)
         elif quota is not None and job.id in unchecked:
-            reasons[job.id] = unchecked_reason(job, request, base, teams)
+            said[number] = unchecked_reason(job, request, base, teams)
         else:
-            reasons[job.id] = base
-    if not rest:
-        return Reasons(reasons)
-    # Kept by the plan: an array of group numbers (which the collector does not walk, as it walks a list's
-    # items after each cycle) and the ids in one tuple with the others (``Reasons.ids``).
-    items, member = rest
-    numbers = list(map(group_of, items))  # (an array built from a list is built faster than from an iterator)
-    said: dict[int, Reason] = {}
-    for group in dict.fromkeys(numbers):
-        job, request = member(group)
-        base, teams = base_of(request)
-        if behind is not None and base.code == RESOURCES:  # it could start but for the job ahead
-            said[group] = behind
-        else:
-            said[group] = unchecked_reason(job, request, base, teams)
-    return Reasons(reasons, map(id_of, items), array("l", numbers), said)
+            said[number] = base
+    numbers: Sequence[int] = line.numbers
+    if len(line.ids) > len(jobs) or rest:
+        assert groups is not None and (behind is None or len(line.ids) == len(jobs))
+        # Kept by the plan: an array of numbers (which the collector does not walk, as it walks a list's items
+        # after each cycle) and the ids in one tuple.
+        numbers = all_numbers = array("l", numbers)
+        all_numbers.extend(array("l", list(map(group_of, rest))))  # (from a list: faster than from an iterator)
+        for group in dict.fromkeys(numbers):
+            if group >= 0:
+                job, request = groups.member(group)
+                base, teams = base_of(request)
+                if behind is not None and base.code == RESOURCES:  # it could start but for the job ahead
+                    said[group] = behind
+                else:
+                    said[group] = unchecked_reason(job, request, base, teams)
+    ids = chain(line.ids, map(id_of, rest)) if rest else line.ids
+    return Reasons(ids, numbers, said, own)
+
+
+class Line:
+    """The jobs waiting so far, in queue order: each job looked at one by one (``jobs``, with its request:
+    equal ones best given as one object) or as a member of its group of the queue (by its ``order`` item);
+    ``explain`` reads it."""
+
+    __slots__ = ("ids", "jobs", "numbers", "requests")
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.numbers: list[int] = []  # -k for ``jobs[k - 1]``; a member's group number
+        self.jobs: list[Job] = []
+        self.requests: list[Request] = []
+
+    @classmethod
+    def of(cls, jobs: Sequence[Job]) -> Line:
+        line = cls()
+        for job in jobs:
+            line.add(job, job.request)
+        return line
+
+    def add(self, job: Job, request: Request) -> None:
+        """A job looked at one by one."""
+        self.jobs.append(job)
+        self.requests.append(request)
+        self.ids.append(job.id)
+        self.numbers.append(-len(self.jobs))
 
 
 def _reason(
