@@ -163,3 +163,45 @@ def test_views_of_changing_node_subsets_equal_views_built_from_scratch():
         assert state(carried) == state(built), f"step {step}"
         in_order = sorted(held, key=lambda a: (a.allocation.node, a.job_id, *carry.allocation_order(a.allocation)[1:]))
         assert list(snapshot.live_in_order) == in_order
+
+
+def test_a_view_worked_on_by_a_cycle_is_brought_up_to_date_as_one_built_from_scratch():
+    """After a cycle, the view it took its placements and holds on is kept in place of the snapshot's: the
+    next snapshot lists most placements as live, not the holds (their victims still run), and others end."""
+    rng = random.Random(29)
+    policy = get_policy("default")
+    nodes = cluster(rng)
+    live: dict[str, LiveAllocation] = {}
+    used: dict[tuple[str, int], float] = {}
+    kept = 0
+    for step in range(150):
+        snapshot = Snapshot(nodes=nodes, live=tuple(live.values()))
+        view = snapshot.view(policy.gpu_ranker, policy.cpu_ranker)
+        assert state(view) == state(CapacityView(snapshot, policy.gpu_ranker, policy.cpu_ranker)), f"step {step}"
+        placed: dict[str, LiveAllocation] = {}
+        churn(rng, nodes, placed, used, step, ends=0, starts=4)
+        taken = list(placed.values())
+        if live and rng.random() < 0.5:  # a hold: on its victim's GPUs, as the victim still runs
+            taken.append(LiveAllocation(f"h{step}", rng.choice(list(live.values())).allocation))
+        view.take([a.allocation for a in taken])
+        snapshot.worked(view, taken)
+        kept += carry._views[(policy.gpu_ranker, policy.cpu_ranker)].view is view
+        churn(rng, nodes, live, used, step, ends=4, starts=0)
+        live.update(placed)  # the placements start; the holds wait for their victims
+    assert kept == 150
+
+
+def test_a_worked_view_showing_an_allocation_twice_is_not_kept():
+    """Views are brought up to date by sets of allocations: one the cycle took again, exactly as a live one,
+    is shown twice on its view, so that view is not kept (the next snapshot's is built as usual)."""
+    policy = get_policy("default")
+    nodes = cluster(random.Random(3))
+    gpu_node = next(n for n in nodes if n.gpus)
+    running = LiveAllocation("j", Allocation(gpu_node.name, (0,), 0.25))
+    snapshot = Snapshot(nodes=nodes, live=(running,))
+    view = snapshot.view(policy.gpu_ranker, policy.cpu_ranker)
+    view.take([running.allocation])
+    snapshot.worked(view, [running])
+    following = Snapshot(nodes=nodes, live=(running,))
+    carried = carry.pristine_view(following, policy.gpu_ranker, policy.cpu_ranker)
+    assert state(carried) == state(CapacityView(following, policy.gpu_ranker, policy.cpu_ranker))

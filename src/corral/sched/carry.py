@@ -33,13 +33,14 @@ _NODES_KEPT = 200_000  # per-node memos are dropped past this many node names (a
 @dataclass
 class _Kept:
     nodes: tuple[Node, ...]
-    live: tuple[LiveAllocation, ...]
+    live: tuple[LiveAllocation, ...] | None  # what ``view`` shows taken (None: ``live_set``, by ``keep_worked``)
     view: CapacityView
+    count: int  # how many allocations ``view`` shows taken (each one listed twice counts twice)
     live_set: set[LiveAllocation] | None = None  # brought up to date in place: see ``pristine_view``
 
     def live_now(self) -> set[LiveAllocation]:
         if self.live_set is None:
-            self.live_set = set(self.live)
+            self.live_set = set(self.live or ())
         return self.live_set
 
 
@@ -76,7 +77,7 @@ def pristine_view(snapshot: Snapshot, gpu_ranker: NodeRanker, cpu_ranker: NodeRa
             before = kept.live_now()
             gone, new = before - live, live - before
             # The same allocation listed twice counts twice in a view: only a set of distinct ones is a diff.
-            distinct = len(live) == len(snapshot.live) and len(before) == len(kept.live)
+            distinct = len(live) == len(snapshot.live) and len(before) == kept.count
             if distinct and len(gone) + len(new) <= _CHANGED_AT_MOST * max(1, len(live)):
                 released = (a.allocation for a in sorted(gone, key=_order))
                 kept.view.exchange(released, (a.allocation for a in sorted(new, key=_order)))
@@ -84,11 +85,31 @@ def pristine_view(snapshot: Snapshot, gpu_ranker: NodeRanker, cpu_ranker: NodeRa
                 # collector's old generation, and the young collection after a cycle does not walk it.
                 before -= gone
                 before |= new
-                kept.live = snapshot.live
+                kept.live, kept.count = snapshot.live, len(snapshot.live)
                 return kept.view.copy()
         view = _assembled(snapshot, gpu_ranker, cpu_ranker)
-        _views[key] = _Kept(snapshot.nodes, snapshot.live, view)
+        _views[key] = _Kept(snapshot.nodes, snapshot.live, view, len(snapshot.live))
         return view.copy()
+
+
+def keep_worked(
+    snapshot: Snapshot, gpu_ranker: NodeRanker, cpu_ranker: NodeRanker, view: CapacityView, taken: list[LiveAllocation]
+) -> None:
+    """Keep ``view`` to bring up to date for the next snapshot, in place of the snapshot's own: a copy of
+    the snapshot's view with ``taken`` taken on it and nothing else changed, which the caller leaves as it
+    is. After a cycle, the next snapshot lists most of what the cycle placed, so less changes from it.
+    Nothing is kept unless the snapshot's view is the one kept now, and every allocation distinct."""
+    key = (gpu_ranker, cpu_ranker)
+    with _lock:
+        kept = _views.get(key)
+        if kept is None or kept.live is not snapshot.live or not _same_nodes(kept.nodes, snapshot.nodes):
+            return
+        before = kept.live_now()
+        new = set(taken)
+        if len(new) != len(taken) or len(before) != kept.count or not before.isdisjoint(new):
+            return
+        before |= new
+        kept.live, kept.count, kept.view = None, len(before), view
 
 
 def ordered_on_node(name: str, held: list[LiveAllocation]) -> tuple[LiveAllocation, ...]:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from corral.model import Allocation, Job, Request
+from corral.model import Allocation, Job, LiveAllocation, Request
 from corral.sched.backfill import blocked_reason, ends_by, find_reservation, guard_view, reserved_reason, when
 from corral.sched.fairshare import share_tables
 from corral.sched.feasibility import NodesAwaited, never_runs
-from corral.sched.order import Groups, Item, merged, ordered_in_two
+from corral.sched.order import Groups, Item, merged, ordered_in_two, queue_key
 from corral.sched.placement import find_placement
 from corral.sched.plan import FASTER_GPU, IN_ORDER, QUOTA, Placement, Plan, Preemption, Reason, Reservation
 from corral.sched.policy import Policy
@@ -46,6 +45,7 @@ class _Cycle:
     preemptions: list[Preemption] = field(default_factory=list)
     line: Line = field(default_factory=Line)  # the jobs left waiting, in order
     taken: list[Allocation] = field(default_factory=list)  # placements and preemption holds, in order
+    applied: list[LiveAllocation] = field(default_factory=list)  # ``taken``, by job: all that changed the view
     special: dict[str, tuple[str, ...]] = field(default_factory=dict)  # job -> victims, or () when held back
     holders: dict[str, Job] = field(default_factory=dict)  # job -> the job as queued, for jobs holding victims
     reservation: Reservation | None = None
@@ -100,6 +100,7 @@ class _Cycle:
             if rest_at is not None:
                 self.rest = later[rest_at:]
         reasons = self._reasons(view, preemptor)
+        self.snapshot.worked(view, self.applied)
         return Plan(
             placements=tuple(self.placements),
             reasons=reasons,
@@ -133,7 +134,8 @@ class _Cycle:
             item = queue[at]
             queued, request = item[-4], item[-3]
             if strict and len(waiting) > self.seen:  # the first job that could run but did not start: the rest wait
-                self.blocker = next((j for j in waiting[self.seen :] if self._could_ever_run(j.request)), None)
+                nodes, shapes = self.snapshot.nodes, self.snapshot.shapes  # the first that could ever run blocks
+                self.blocker = next((j for j in waiting[self.seen :] if not never_runs(j.request, nodes, shapes)), None)
                 self.seen = len(waiting)
                 if self.blocker is not None:
                     return at
@@ -250,9 +252,6 @@ class _Cycle:
             self.queued_unfit = len(self.queued_requests & unfit_now)
         return self.queued_unfit == len(self.queued_requests)
 
-    def _could_ever_run(self, request: Request) -> bool:
-        return never_runs(request, self.snapshot.nodes, self.snapshot.shapes) is None
-
     def _fits_now(
         self, view: CapacityView, job: Job, unfit: set[tuple[bool, Request]], unfit_now: set[Request]
     ) -> bool:
@@ -282,7 +281,7 @@ class _Cycle:
         # same from cycle to cycle.
         shares = None if tables is None else tuple(tuple(sorted(table.items())) for table in tables)
         inputs = (policy.job_order, shares)
-        return ordered_in_two(self.snapshot.pending, _order_key(policy.job_order, tables), inputs, borrows)
+        return ordered_in_two(self.snapshot.pending, queue_key(policy.job_order, tables), inputs, borrows)
 
     def _make_room_in_team(self, job: Job, view: CapacityView, preemptor: Preemptor) -> bool:
         """A job over its team's quota may still stop lower-priority jobs of its own team to fit within it
@@ -320,7 +319,7 @@ class _Cycle:
         preemptor.commit(view, held, victims)
         if self.guard is not None:
             self.guard.apply(held)
-        self.taken.extend(held.allocations)
+        self._taken(held)
         self.preemptions.extend(named)
         self.special[job.id] = victims
         if self.quota is not None:
@@ -348,7 +347,11 @@ class _Cycle:
         view.apply(placement)
         if self.guard is not None:
             self.guard.apply(placement)
+        self._taken(placement)
+
+    def _taken(self, placement: Placement) -> None:
         self.taken.extend(placement.allocations)
+        self.applied.extend(LiveAllocation(placement.job_id, a) for a in placement.allocations)
 
     def _reserve(self, job: Job, view: CapacityView) -> None:
         """Reserve for the first blocked job that could ever fit; one attempt per cycle bounds the cost.
@@ -385,14 +388,3 @@ class _Cycle:
             elif reservation is not None:
                 reasons.replace(job_id, blocked_reason(base, reservation, self.now))
         return reasons
-
-
-def _order_key(
-    order: Callable[[Job], tuple[int, ...]], tables: tuple[dict[str, float], dict[str, float]] | None
-) -> Callable[[Job], tuple[object, ...]]:
-    """The queue's sort key (``ordered`` puts jobs that would borrow after the others): one flat tuple,
-    which compares faster than nested ones (a policy's order has the same length for every job)."""
-    if tables is None:
-        return lambda job: (*order(job), job.id)
-    teams, users = tables  # lower shares go first (``share_tables``); built inline, as it keys every pending job
-    return lambda job: (-job.priority, teams.get(job.team, 0.0), users.get(job.user, 0.0), *order(job), job.id)

@@ -86,6 +86,18 @@ def ordered_in_two(
         return items, split, kept.groups
 
 
+def queue_key(
+    order: Callable[[Job], tuple[int, ...]], tables: tuple[dict[str, float], dict[str, float]] | None
+) -> Callable[[Job], Key]:
+    """The queue's sort key: the policy's ``order``, or, with fair share's tables (team's and user's share,
+    ``share_tables``: lower shares go first), priority, then the shares, then the order; then the job's id.
+    One flat tuple, which compares faster than nested ones (a policy's order has the same length for every job)."""
+    if tables is None:
+        return lambda job: (*order(job), job.id)
+    teams, users = tables  # built inline, as it keys every pending job
+    return lambda job: (-job.priority, teams.get(job.team, 0.0), users.get(job.user, 0.0), *order(job), job.id)
+
+
 def forget() -> None:
     """Drop what is kept, so that the next call sorts afresh (for tests)."""
     with _lock:

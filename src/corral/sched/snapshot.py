@@ -57,6 +57,11 @@ class Snapshot:
             pristine = self._views[key] = carry.pristine_view(self, gpu_ranker, cpu_ranker)
         return pristine.copy()
 
+    def worked(self, view: CapacityView, taken: list[LiveAllocation]) -> None:
+        """``view`` is a copy of this snapshot's with ``taken`` taken on it, which no one changes any more: the
+        view of the next snapshot may start from it (``carry.keep_worked``)."""
+        carry.keep_worked(self, view._gpu_ranker, view._cpu_ranker, view, taken)
+
     @cached_property
     def shapes(self) -> ClusterShapes:
         """The registered nodes by shape (any state), for "could it ever fit?" (computed once)."""
