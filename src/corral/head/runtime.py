@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from corral.clock import Clock
 from corral.head.config import ConfigHolder
+from corral.head.desiredcache import DesiredPieces
 from corral.head.jobcache import JobCache
 from corral.head.lateness import Lateness
 from corral.head.nodecache import NodeModels
@@ -53,6 +54,7 @@ class HeadRuntime:
     node_models: NodeModels = field(default_factory=NodeModels)
     samples: SampleStore = field(default_factory=SampleStore)
     quiet: QuietBeats = field(default_factory=QuietBeats)
+    desired_pieces: DesiredPieces = field(default_factory=DesiredPieces)  # each node's tasks as JSON
     lateness: Lateness = field(default_factory=Lateness)  # when the head itself did not run
     # Called after every committed change to what gateways route by (``services.serving.watch``).
     service_watchers: list[Callable[[], None]] = field(default_factory=list)

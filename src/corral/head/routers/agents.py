@@ -49,8 +49,7 @@ async def desired(
     if rt.notifier is not None and wait > 0:
         await rt.notifier.wait_for_change(node, after, current, wait)
     desired = await asyncio.to_thread(service.read_desired, rt, node, token)
-    # Serialised here, once: the model was just built from the database and needs no validation again.
-    return Response(desired.model_dump_json(), media_type="application/json")
+    return Response(desired, media_type="application/json")
 
 
 @router.put("/{node}/logs/{job_id}/{generation}/{rank}")

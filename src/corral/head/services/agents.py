@@ -21,7 +21,7 @@ from corral.head.runtime import HeadRuntime
 from corral.head.security import hash_token, new_token, same_token
 from corral.head.services import health
 from corral.head.services.common import Conflict, NotAllowed, NotFound, bump_node, record_event, wake_scheduler
-from corral.head.services.desired import desired_state, handed_out
+from corral.head.services.desired import desired_json, desired_state, handed_out
 from corral.head.services.lifecycle import (
     LIVE_TASK_STATES,
     record_checkpoint,
@@ -157,16 +157,15 @@ def heartbeat(rt: HeadRuntime, node: str, token: str, req: HeartbeatRequest) -> 
         # An agent applies a desired state only when its version is newer than the one it has: the tasks
         # of a version it has applied would be read, sent and parsed for nothing. (A change committed
         # since reaches it through its watch and the next heartbeat.)
-        desired = DesiredState(version=version, tasks=[], stop_grace_s={})
+        answer = DesiredState(version=version, tasks=[], stop_grace_s={}).model_dump_json().encode()
     else:
         # Read after the write commits, so other writers need not wait while it is built; one read
         # transaction gives a consistent desired state and its version.
         with rt.read() as session:
             row = authenticate_node(session, node, token)
             version = row.desired_version
-            desired = desired_state(session, rt, row)
+            answer = desired_json(session, rt, row)
             token_hash = row.token_hash
-    answer = desired.model_dump_json().encode()
     rt.quiet.remember(node, token_hash, version, req, answer, applied_matters=news_pending)
     if rt.notifier is not None:
         rt.notifier.nodes_changed([(node, version)])
@@ -312,7 +311,8 @@ def current_version(rt: HeadRuntime, node: str, token: str) -> int:
         return authenticate_node(session, node, token).desired_version
 
 
-def read_desired(rt: HeadRuntime, node: str, token: str) -> DesiredState:
+def read_desired(rt: HeadRuntime, node: str, token: str) -> bytes:
+    """The node's desired state as JSON."""
     with rt.read() as session:
         row = authenticate_node(session, node, token)
-        return desired_state(session, rt, row)
+        return desired_json(session, rt, row)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
+import os
+from typing import Any
+
+from sqlalchemy import Row, select
 from sqlalchemy.orm import Session
 
 from corral.api import DesiredState, DesiredTask, HostSlots
+from corral.head.desiredcache import keep
 from corral.head.runtime import HeadRuntime
 from corral.head.services.lifecycle import LIVE_TASK_STATES, stop_grace
 from corral.head.store.tables import JobRow, NodeRow, TaskRow
@@ -17,54 +21,102 @@ def handed_out(task: TaskRow) -> bool:
     return task.node_rank == 0 or task.master_port != 0
 
 
+_CHUNK = 500  # ids per IN (...) list
+
+
 def desired_state(session: Session, rt: HeadRuntime, node: NodeRow) -> DesiredState:
-    """The tasks this node should run now, each with what it needs to start (three queries in all)."""
-    tasks = list(
-        session.scalars(
-            select(TaskRow)
-            .where(TaskRow.node == node.name, TaskRow.state.in_([s.value for s in LIVE_TASK_STATES]))
-            .order_by(TaskRow.id)
+    """The tasks this node should run now, each with what it needs to start."""
+    return DesiredState.model_validate_json(desired_json(session, rt, node))
+
+
+def desired_json(session: Session, rt: HeadRuntime, node: NodeRow) -> bytes:
+    """The node's desired state as JSON. Reads which tasks are live (one query, and one more for the
+    hosts of gangs) and serialises only the tasks the head has not serialised before (``desiredcache``)."""
+    live = session.execute(
+        select(
+            TaskRow.id,
+            TaskRow.job_id,
+            TaskRow.node_rank,
+            TaskRow.state,
+            TaskRow.master_port,
+            TaskRow.stop_grace_s,
+            JobRow.nodes,
         )
-    )
-    stop_grace = {
-        t.id: t.stop_grace_s for t in tasks if t.state == TaskState.STOPPING.value and t.stop_grace_s is not None
-    }
-    wanted = [t for t in tasks if t.state != TaskState.STOPPING.value and handed_out(t)]
-    if not wanted:
-        return DesiredState(version=node.desired_version, tasks=[], stop_grace_s=stop_grace)
-    job_ids = {t.job_id for t in wanted}
-    jobs = {job.id: job for job in session.scalars(select(JobRow).where(JobRow.id.in_(job_ids)))}
-    hosts = _hosts(session, job_ids)
+        .join(JobRow, JobRow.id == TaskRow.job_id)
+        .where(TaskRow.node == node.name, TaskRow.state.in_([s.value for s in LIVE_TASK_STATES]))
+        .order_by(TaskRow.id)
+    ).all()
+    stopping = TaskState.STOPPING.value
+    stop_grace = {t.id: t.stop_grace_s for t in live if t.state == stopping and t.stop_grace_s is not None}
+    wanted = [t for t in live if t.state != stopping and (t.node_rank == 0 or t.master_port != 0)]
+    hosts = _hosts(session, {t.job_id for t in wanted if t.nodes > 1})
+    keys = [(t.id, t.master_port, tuple((h.addr, h.slots) for h in hosts.get(t.id, ()))) for t in wanted]
+    with rt.desired_pieces.node(node.name, node.token_hash) as known:
+        missing = [t.id for t, key in zip(wanted, keys, strict=True) if key not in known]
+        made = _serialise(session, rt, node, missing, hosts) if missing else {}
+        listed = {key: known.get(key) or made[key[0]] for key in keys}
+        keep(known, listed)
+    envelope = DesiredState(version=node.desired_version, tasks=[], stop_grace_s=stop_grace).model_dump_json()
+    tasks = b'"tasks":[' + b",".join(listed.values()) + b"]"
+    return envelope.encode().replace(b'"tasks":[]', tasks, 1)
+
+
+def _serialise(
+    session: Session, rt: HeadRuntime, node: NodeRow, task_ids: list[str], gang_hosts: dict[str, list[HostSlots]]
+) -> dict[str, bytes]:
+    """Each of these tasks as the JSON of its ``DesiredTask``, by task id (columns only: no ORM objects)."""
     memory = _gpu_memory(node)
-    out = [
-        desired_task(rt, jobs[t.job_id], t, hosts.get((t.job_id, t.generation), []), memory)
-        for t in wanted
-        if t.job_id in jobs
-    ]
-    return DesiredState(version=node.desired_version, tasks=out, stop_grace_s=stop_grace)
+    own = node.address or node.name
+    checkpoints = str(rt.settings.checkpoints)  # joined as a string: a Path per task costs more than the rest
+    out: dict[str, bytes] = {}
+    for start in range(0, len(task_ids), _CHUNK):
+        rows = session.execute(
+            select(*_TASK_COLUMNS, *_JOB_COLUMNS)
+            .join(JobRow, JobRow.id == TaskRow.job_id)
+            .where(TaskRow.id.in_(task_ids[start : start + _CHUNK]))
+        ).all()
+        for row in rows:
+            hosts = gang_hosts.get(row.id) or [HostSlots(addr=own, slots=max(1, len(row.gpus)))]
+            out[row.id] = desired_task(rt, row, hosts, memory, checkpoints).model_dump_json().encode()
+    return out
 
 
-def _hosts(session: Session, job_ids: set[str]) -> dict[tuple[str, int], list[HostSlots]]:
-    """Every node of every attempt of these jobs, in node-rank order, with its GPU count as slots."""
+_TASK_COLUMNS = (
+    TaskRow.id,
+    TaskRow.job_id,
+    TaskRow.generation,
+    TaskRow.node_rank,
+    TaskRow.gpus,
+    TaskRow.gpu_fraction,
+    TaskRow.master_addr,
+    TaskRow.master_port,
+)
+_JOB_COLUMNS = (JobRow.name, JobRow.user, JobRow.team, JobRow.nodes, JobRow.gpus_per_node, JobRow.restarts, JobRow.spec)
+
+
+def _hosts(session: Session, job_ids: set[str]) -> dict[str, list[HostSlots]]:
+    """By task id: every node of the task's attempt, in node-rank order, with its GPU count as slots."""
+    if not job_ids:
+        return {}
     rows = session.execute(
-        select(TaskRow.job_id, TaskRow.generation, TaskRow.node, NodeRow.address, TaskRow.gpus)
+        select(TaskRow.id, TaskRow.job_id, TaskRow.generation, TaskRow.node, NodeRow.address, TaskRow.gpus)
         .join(NodeRow, NodeRow.name == TaskRow.node)
         .where(TaskRow.job_id.in_(job_ids))
         .order_by(TaskRow.job_id, TaskRow.generation, TaskRow.node_rank)
     ).all()
-    hosts: dict[tuple[str, int], list[HostSlots]] = {}
+    attempts: dict[tuple[str, int], list[HostSlots]] = {}
     for r in rows:
-        hosts.setdefault((r.job_id, r.generation), []).append(
+        attempts.setdefault((r.job_id, r.generation), []).append(
             HostSlots(addr=r.address or r.node, slots=max(1, len(r.gpus)))
         )
-    return hosts
+    return {r.id: attempts[(r.job_id, r.generation)] for r in rows}
 
 
 def _gpu_memory(node: NodeRow) -> dict[int, int]:
     return {int(g["index"]): int(g.get("memory_mb", 0)) for g in node.gpus}
 
 
-def _sharing_env(task: TaskRow, gpu_memory: dict[int, int]) -> dict[str, str]:
+def _sharing_env(task: Row[Any], gpu_memory: dict[int, int]) -> dict[str, str]:
     """For a fraction of a GPU: the share of its SMs (MPS) and of its memory the job may use."""
     if task.gpu_fraction >= 1.0 or not task.gpus:
         return {}
@@ -76,17 +128,20 @@ def _sharing_env(task: TaskRow, gpu_memory: dict[int, int]) -> dict[str, str]:
 
 
 def desired_task(
-    rt: HeadRuntime, job: JobRow, task: TaskRow, hosts: list[HostSlots], gpu_memory: dict[int, int] | None = None
+    rt: HeadRuntime, row: Row[Any], hosts: list[HostSlots], gpu_memory: dict[int, int], checkpoints: str
 ) -> DesiredTask:
+    """One task as its agent gets it, from a row of ``_TASK_COLUMNS`` and ``_JOB_COLUMNS``; ``checkpoints``
+    is the directory that holds each job's checkpoint directory."""
+    job = task = row
     spec = job.spec
     launcher = spec.get("launcher", "per-node")
     whole = int(job.gpus_per_node) if job.gpus_per_node >= 1 else 0
     processes = whole if launcher == "per-gpu" and whole > 0 else 1
-    checkpoint_dir = str(rt.settings.checkpoints / job.id)
+    checkpoint_dir = os.path.join(checkpoints, job.job_id)
     env = dict(spec.get("env", {}))
     env.update(
         {
-            "CORRAL_JOB_ID": job.id,
+            "CORRAL_JOB_ID": job.job_id,
             "CORRAL_JOB_NAME": job.name,
             "CORRAL_USER": job.user,
             "CORRAL_TEAM": job.team,
@@ -104,13 +159,13 @@ def desired_task(
     )
     if task.master_port:
         env["MASTER_PORT"] = str(task.master_port)
-    env.update(_sharing_env(task, gpu_memory or {}))
+    env.update(_sharing_env(task, gpu_memory))
     if spec.get("array_id"):
         env["CORRAL_ARRAY_JOB_ID"] = spec["array_id"]
         env["CORRAL_ARRAY_INDEX"] = str(spec["array_index"])
     return DesiredTask(
         task_id=task.id,
-        job_id=job.id,
+        job_id=job.job_id,
         generation=task.generation,
         node_rank=task.node_rank,
         command=spec["command"],
@@ -124,7 +179,7 @@ def desired_task(
         image=spec.get("image"),
         volumes=list(spec.get("volumes", [])),
         checkpoint_dir=checkpoint_dir,
-        grace_s=stop_grace(job, rt.settings.grace_s),
+        grace_s=stop_grace(spec, rt.settings.grace_s),
         hosts=hosts,
     )
 

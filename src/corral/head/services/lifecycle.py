@@ -7,8 +7,9 @@ down, then the job is requeued (restarts left) or ends FAILED.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import cast
+from typing import Any, cast
 
 from sqlalchemy import Table, delete, select
 from sqlalchemy.orm import Session
@@ -107,9 +108,9 @@ def stop_tasks(session: Session, job: JobRow, now: datetime, grace_s: float | No
         task.assigned_version = bump_node(session, task.node)
 
 
-def stop_grace(job: JobRow, default_s: float) -> float:
-    """The job's own grace period when it set one, else ``default_s``."""
-    own = job.spec.get("grace_period_s")
+def stop_grace(spec: Mapping[str, Any], default_s: float) -> float:
+    """The job's own grace period (from its stored spec) when it set one, else ``default_s``."""
+    own = spec.get("grace_period_s")
     return default_s if own is None else float(own)
 
 
@@ -118,7 +119,7 @@ def preempt(session: Session, job: JobRow, now: datetime, reason: str, grace_s: 
 
     A preemption starts a new attempt (``restarts`` + 1, a new generation) but does not use
     up ``max_restarts``: ``preemptions`` counts it apart."""
-    stop_tasks(session, job, now, stop_grace(job, grace_s))
+    stop_tasks(session, job, now, stop_grace(job.spec, grace_s))
     job.restarts += 1
     job.preemptions += 1
     job.generation += 1

@@ -112,7 +112,7 @@ def check_time_limits(rt: HeadRuntime) -> list[str]:
             job = session.scalar(select(JobRow).where(JobRow.id == job_id))
             if job is not None and job.state == JobState.RUNNING.value:
                 limit = float(job.spec["time_limit_s"])
-                grace = stop_grace(job, rt.settings.preempt_grace_s)
+                grace = stop_grace(job.spec, rt.settings.preempt_grace_s)
                 end_job(
                     session,
                     job,
