@@ -8,6 +8,11 @@ build reads the node's live tasks (which tasks, in which state: cheap columns) a
 tasks it has no piece for. Which tasks are listed is always read afresh: a piece is never a reason to
 list a task, so a task that ended since a piece was made is left out as before.
 
+Rank 0's port enters its own node's desired state without a new version (a one-node job's rank 0 reports
+one too): the agent never applies a version twice, and already runs the task with that port. Advancing
+the version for it would send the node's whole desired state again after every heartbeat that reports
+tasks started, for nothing; keying the piece on the port keeps every build correct without it.
+
 Everything else in a piece comes from rows that do not change while the task is wanted (the job's
 spec, name, owner and restart count; the task's GPUs and address), or from the node's own row, which
 changes only when the node registers, with a new credential: the pieces of a node are dropped when
