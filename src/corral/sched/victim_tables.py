@@ -109,7 +109,7 @@ def _scan_order(
     victim stopping."""
     stopping_on: set[str] = set()
     lowest_on: dict[str, float] = {}
-    order: list[tuple[Cost, str]] = []
+    order: list[tuple[float, int, str, Cost]] = []  # flat: a sort compares these faster than nested tuples
     for name, victims in on_node.items():
         cheapest, lowest_here = costs[victims[0]], math.inf
         for v in victims:
@@ -121,5 +121,6 @@ def _scan_order(
             if (cost := costs[v]) < cheapest:
                 cheapest = cost
         lowest_on[name] = lowest_here
-        order.append((cheapest, name))
-    return ScanOrder(sorted(order), lowest_on, stopping_on)
+        order.append((*cheapest, name, cheapest))
+    order.sort()  # by cost, then name (names differ: the cost objects are never compared)
+    return ScanOrder([(cost, name) for _, _, name, cost in order], lowest_on, stopping_on)
