@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from corral.spec import SpecError, load_job_yaml
+from corral.spec.cluster import load_cluster_yaml
 from corral.spec.config import load_cluster_config_yaml
 from corral.spec.service import load_service_yaml
 
@@ -87,7 +88,17 @@ def test_cluster_config_errors_say_what_is_valid(text, said):
         ("replicas: {max: -1}", "replicas.max: must be a whole number from 0 to 256, got -1"),
         ("readiness: {timeout: 100}", "readiness.timeout: must be a number above 0 and at most 60, got 100"),
         ("autoscale: {target_rps: 0}", "autoscale.target_rps: must be a number above 0, got 0"),
+        ("replicas: true", "replicas: expected a number of replicas such as 2, or {min: 1, max: 4}, got true"),
+        ("replicas: [2]", "replicas: expected a number of replicas such as 2, or {min: 1, max: 4}, got [2]"),
     ],
 )
 def test_service_errors_say_what_is_valid(text, said):
     assert refusal(load_service_yaml, f"name: s\ncommand: x\n{text}\n") == said
+
+
+@pytest.mark.parametrize(("text", "said"), [("- a\n", "got a list"), ("5\n", "got 5"), ("true\n", "got true")])
+def test_service_cluster_and_config_files_that_are_not_mappings_name_what_they_are_as_job_files_do(text, said):
+    """The same words as a job file's: the value as YAML writes it, not Python's type name."""
+    assert refusal(load_service_yaml, text) == f"service file must be a mapping of fields (name, command, …), {said}"
+    assert refusal(load_cluster_yaml, text) == f"cluster file must be a mapping with node_groups, {said}"
+    assert refusal(load_cluster_config_yaml, text).endswith(f"(teams, queues, ...), {said}")

@@ -9,6 +9,7 @@ from typing import Any
 from corral.model import Gpu, Node, NodeState
 from corral.spec import ClusterSpec, FieldError, SpecError, load_yaml_document, parse_cluster_spec, parse_memory_mb
 from corral.spec.quantities import MEMORY_HELP
+from corral.spec.wording import shown
 
 MAX_NODES = 1_000_000  # nodes in a simulated cluster, all groups together
 MAX_RATE = 1_000_000.0
@@ -39,7 +40,7 @@ def gpu_memory_mb(value: object) -> int:
     ``80GB``, ``80GiB``, ``80Gi``, ``80G``, a number of MiB); 0 only when written as a number, so that a
     size below 1MB is not taken for "unknown"."""
     if not isinstance(value, str | int | float):
-        raise ValueError(f"expected {GPU_MEMORY_HELP}, got {'nothing' if value is None else type(value).__name__}")
+        raise ValueError(f"expected {GPU_MEMORY_HELP}, got {shown(value)}")
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"must be a finite size, got {value}; expected {GPU_MEMORY_HELP}")
     try:

@@ -10,6 +10,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from corral.spec.config import GpuSpeed
 from corral.spec.errors import FieldError, SpecError, from_validation_error
 from corral.spec.quantities import check_gpu_speeds, parse_memory_mb
+from corral.spec.wording import shown
 from corral.spec.yamldoc import load_yaml_document
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9\-]{0,39}$")
@@ -177,7 +178,7 @@ class ClusterSpec(BaseModel):
 def parse_cluster_spec(data: Any, source: str = "cluster file") -> ClusterSpec:
     """Validate a decoded cluster document; raise SpecError naming each bad field."""
     if not isinstance(data, dict):
-        kind = "empty" if data is None else type(data).__name__
+        kind = "empty" if data is None else shown(data)
         raise SpecError([FieldError("", f"{source} must be a mapping with node_groups, got {kind}")])
     try:
         return ClusterSpec.model_validate(data)

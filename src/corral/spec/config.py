@@ -19,6 +19,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from corral.spec.errors import FieldError, SpecError, field_path, from_validation_error
 from corral.spec.job import MAX_PRIORITY, PRIORITY_HELP
 from corral.spec.quantities import MIN_GPU_SPEED, NUMBER_RE, check_gpu_speeds, parse_duration_s
+from corral.spec.wording import shown, written
 from corral.spec.yamldoc import load_yaml_document
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,62}$")
@@ -38,7 +39,7 @@ def _flag(value: Any) -> Any:
     """A boolean, and nothing converted to one (``"yes"``, ``1``)."""
     if isinstance(value, bool):
         return value
-    raise ValueError(f"expected true or false, got {_shown(value)}")
+    raise ValueError(f"expected true or false, got {written(value)}")
 
 
 def _number(expected: str, most: float) -> Callable[[Any], Any]:
@@ -52,7 +53,7 @@ def _number(expected: str, most: float) -> Callable[[Any], Any]:
         number = isinstance(value, int | float) and not isinstance(value, bool)
         if number and (not value > most or value == math.inf):  # infinity is refused as not finite, after this
             return value
-        raise ValueError(f"expected {expected}, got {given.strip() if value is not given else _shown(given)}")
+        raise ValueError(f"expected {expected}, got {given.strip() if value is not given else written(given)}")
 
     return check
 
@@ -63,14 +64,7 @@ def _priority(value: Any) -> Any:
     number = int(number) if isinstance(number, float) and number.is_integer() else number
     if isinstance(number, int) and not isinstance(number, bool) and -MAX_PRIORITY <= number <= MAX_PRIORITY:
         return number
-    raise ValueError(f"must be {PRIORITY_HELP}, got {_shown(value)}")
-
-
-def _shown(value: Any) -> str:
-    """A value as YAML writes it, for messages (true, not True)."""
-    if value is None:
-        return "null"
-    return str(value).lower() if isinstance(value, bool) else repr(value)
+    raise ValueError(f"must be {PRIORITY_HELP}, got {written(value)}")
 
 
 Gpus = Annotated[
@@ -327,7 +321,7 @@ def parse_cluster_config(data: Any, source: str = "config file") -> ClusterConfi
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        kind = type(data).__name__
+        kind = shown(data)
         raise SpecError([FieldError("", f"{source} must be a mapping of sections (teams, queues, ...), got {kind}")])
     try:
         config = ClusterConfig.model_validate(data)

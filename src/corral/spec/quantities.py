@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from corral.spec.wording import shown
+
 _MEMORY_UNITS_MB = {
     "": 1.0 / (1024 * 1024),  # plain number of bytes
     "b": 1.0 / (1024 * 1024),
@@ -56,10 +58,6 @@ def whole_number(value: object) -> object:
     return value  # as given, so that a refusal shows it as written (1e30, '1.5')
 
 
-def _kind(value: object) -> str:
-    return "nothing" if value is None else f"a {type(value).__name__}"
-
-
 def parse_memory_mb(value: str | int | float) -> int:
     """Memory size in MiB; units are binary (1GB = 1024MB), as GPU vendors print them."""
     if isinstance(value, bool):
@@ -71,7 +69,7 @@ def parse_memory_mb(value: str | int | float) -> int:
             raise ValueError(f"must be at most {MAX_MEMORY_MB} MB, got {value}")
         return _whole_mb(value, value)
     if not isinstance(value, str):
-        raise ValueError(f"expected {MEMORY_HELP}, got {_kind(value)}")
+        raise ValueError(f"expected {MEMORY_HELP}, got {shown(value)}")
     match = _MEMORY_RE.match(value)
     if not match:
         raise ValueError(f"expected {MEMORY_HELP}, got {value!r}")
@@ -105,7 +103,7 @@ def parse_duration_s(value: str | int | float, allow_zero: bool = False) -> floa
             raise ValueError(f"must be at most {MAX_DURATION_S:.0f} s (ten years), got {value}")
         return float(value)
     if not isinstance(value, str):
-        raise ValueError(f"expected {DURATION_HELP}, got {_kind(value)}")
+        raise ValueError(f"expected {DURATION_HELP}, got {shown(value)}")
     text = value.strip().lower()
     if text.startswith("-"):
         raise ValueError(f"{_sign_rule(allow_zero)}, got {value!r}")

@@ -12,6 +12,7 @@ from corral.spec.errors import FieldError, SpecError, from_validation_error
 from corral.spec.job import CORRAL_SETS_ENV, MAX_PRIORITY, PRIORITY_HELP, JobSpec, reserved_env_problem
 from corral.spec.quantities import parse_duration_s, whole_number
 from corral.spec.resources import ResourcesSpec
+from corral.spec.wording import shown, written
 from corral.spec.yamldoc import load_yaml_document
 
 # Service names appear in URLs (/s/NAME/...) and in job names: keep them DNS-label-like.
@@ -125,7 +126,7 @@ class ServiceSpec(BaseModel):
         if isinstance(value, int) and not isinstance(value, bool):
             return {"min": value, "max": value}
         if value is not None and not isinstance(value, dict | ReplicasSpec):
-            raise ValueError(f"expected a number of replicas such as 2, or {{min: 1, max: 4}}, got {value!r}")
+            raise ValueError(f"expected a number of replicas such as 2, or {{min: 1, max: 4}}, got {written(value)}")
         return value
 
     readiness: ReadinessSpec = Field(default_factory=ReadinessSpec)
@@ -207,7 +208,7 @@ REPLICA_RESTARTS = 3
 def parse_service_spec(data: Any, source: str = "service") -> ServiceSpec:
     """Validate a decoded service document; raise SpecError naming each bad field."""
     if not isinstance(data, dict):
-        kind = "empty" if data is None else type(data).__name__
+        kind = "empty" if data is None else shown(data)
         raise SpecError([FieldError("", f"{source} must be a mapping of fields (name, command, …), got {kind}")])
     if data.get("kind") not in (None, "service"):
         raise SpecError([FieldError("kind", f"expected 'service' for a service, got {data.get('kind')!r}")])
