@@ -139,7 +139,7 @@ def test_an_empty_name_is_bad_usage_naming_the_argument(tmp_path, args, named):
     [
         (["submit", "-"], "command: [true\n", "standard input is not valid YAML at line 2"),
         (["submit", "-"], "", "standard input must be a mapping of fields"),
-        (["submit", "-"], "command: true\nresources: {gpus: 1.5}\n", "resources.gpus: must be a whole number"),
+        (["submit", "-"], "command: 'true'\nresources: {gpus: 1.5}\n", "resources.gpus: must be a whole number"),
         (["serve", "-"], "kind: service\nname: [x\n", "standard input is not valid YAML at line 3"),
     ],
 )

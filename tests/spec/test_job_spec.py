@@ -357,8 +357,19 @@ def test_gpus_must_be_a_number_not_a_boolean():
         load_job_yaml("command: x\nresources: {gpus: true}")
 
 
-def test_yaml_scalars_in_a_command_become_strings():
-    assert load_job_yaml("command: true").command == "true"
+@pytest.mark.parametrize(("text", "got"), [("5", "5"), ("010", "8"), ("1.5", "1.5"), ("true", "true"), ("yes", "true")])
+def test_a_command_that_yaml_reads_as_a_number_or_boolean_is_refused(text, got):
+    """YAML has read it as a value, whose text may not be what was written (010 is 8, yes is true)."""
+    with pytest.raises(SpecError) as refused:
+        load_job_yaml(f"command: {text}")
+    assert str(refused.value).startswith(
+        f"command: must be a shell command line (a string) or a list of arguments (strings), got {got}: "
+    )
+    assert "quote the command to run it as written" in str(refused.value)
+    assert load_job_yaml(f"command: '{text}'").command == text
+
+
+def test_yaml_scalars_in_a_command_list_become_strings():
     assert load_job_yaml("command: [python, train.py, --epochs, 3]").command == [
         "python",
         "train.py",

@@ -59,6 +59,8 @@ def test_defaults_run_one_replica_probed_at_the_root():
         ({"name": "Big_Name", "command": "x"}, "name", "lowercase"),
         ({"command": "x"}, "name", "required"),
         ({"name": "a", "command": ""}, "command", "must not be empty"),
+        ({"name": "a", "command": 5}, "command", "a list of arguments (strings), got 5: YAML reads an unquoted"),
+        ({"name": "a", "command": True}, "command", "a list of arguments (strings), got true: YAML reads an unquoted"),
         ({"name": "a", "command": "x", "replicas": {"min": 3, "max": 2}}, "replicas", "at least min"),
         (
             {"name": "a", "command": "x", "replicas": {"min": -1}},
@@ -120,3 +122,8 @@ def test_max_0_alone_stops_a_service():
 def test_a_services_priority_takes_the_range_of_a_jobs():
     assert parse_service_spec({"name": "a", "command": "serve", "priority": 5000}).replica_job(1).priority == 5000
     assert "priority" in errors_of({"name": "a", "command": "serve", "priority": 1_000_001})
+
+
+def test_numbers_in_a_command_list_become_text_as_in_a_job():
+    spec = parse_service_spec({"name": "web", "command": ["serve", "--workers", 2, "--reload", True]})
+    assert spec.command == ["serve", "--workers", "2", "--reload", "true"]

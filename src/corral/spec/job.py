@@ -80,6 +80,26 @@ def _check_exec_sizes(texts: list[str], names: list[str], all_of: str, instead: 
         raise ValueError(f"{all_of} come to {total:,} bytes; at most {MAX_TOTAL_BYTES:,} in all: {instead}")
 
 
+COMMAND_HELP = "a shell command line (a string) or a list of arguments (strings)"
+
+
+def command_value(value: Any) -> Any:
+    """A job's or service's command before its checks: text, or a list whose numbers and booleans become
+    their text (YAML reads the 3 of ``[python, train.py, --epochs, 3]`` as a number). A number or boolean
+    alone is refused: YAML read it as a value (``010`` as 8, ``yes`` as true), so its text may not be what
+    was written."""
+    if isinstance(value, bool | int | float):
+        raise ValueError(
+            f"must be {COMMAND_HELP}, got {written(value)}: YAML reads an unquoted number, true, false, yes or no"
+            " as a value, not as text; quote the command to run it as written"
+        )
+    if isinstance(value, list):
+        return [_env_text(v) if isinstance(v, bool | int | float) else v for v in value]
+    if not isinstance(value, str):
+        raise ValueError(f"must be {COMMAND_HELP}, got {shown(value)}")
+    return value
+
+
 def _duration(value: Any) -> Any:
     if value is None:
         return None
@@ -179,15 +199,7 @@ class JobSpec(BaseModel):
     @field_validator("command", mode="before")
     @classmethod
     def _command_scalars(cls, value: Any) -> Any:
-        """YAML reads `command: true` or `[python, train.py, --epochs, 3]` with non-strings in them."""
-        if isinstance(value, bool | int | float):
-            return _env_text(value)
-        if isinstance(value, list):
-            return [_env_text(v) if isinstance(v, bool | int | float) else v for v in value]
-        if not isinstance(value, str):
-            kind = "nothing" if value is None else f"a {type(value).__name__}"
-            raise ValueError(f"must be a shell command line (a string) or a list of arguments, not {kind}")
-        return value
+        return command_value(value)
 
     @field_validator("command", "workdir")
     @classmethod

@@ -9,7 +9,14 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from corral.spec.containers import Image, VolumeText
 from corral.spec.errors import FieldError, SpecError, from_validation_error
-from corral.spec.job import CORRAL_SETS_ENV, MAX_PRIORITY, PRIORITY_HELP, JobSpec, reserved_env_problem
+from corral.spec.job import (
+    CORRAL_SETS_ENV,
+    MAX_PRIORITY,
+    PRIORITY_HELP,
+    JobSpec,
+    command_value,
+    reserved_env_problem,
+)
 from corral.spec.quantities import parse_duration_s, whole_number
 from corral.spec.resources import ResourcesSpec
 from corral.spec.wording import shown, written
@@ -157,15 +164,16 @@ class ServiceSpec(BaseModel):
             )
         return value
 
-    @field_validator("command", "env", mode="before")
+    @field_validator("command", mode="before")
+    @classmethod
+    def _command(cls, value: Any) -> Any:
+        """As a job's: ``[serve, --port, 8000]`` has a number in it, and ``command: 5`` is refused."""
+        return command_value(value)
+
+    @field_validator("env", mode="before")
     @classmethod
     def _scalars_as_text(cls, value: Any) -> Any:
-        """YAML reads ``command: [serve, --port, 8000]`` or ``env: {N: 1}`` with numbers in them;
-        the replica job spec then checks these fields as it does a job's."""
-        if isinstance(value, bool | int | float):
-            return _text(value)
-        if isinstance(value, list):
-            return [_text(v) if isinstance(v, bool | int | float) else v for v in value]
+        """YAML reads ``env: {N: 1}`` with numbers in it; the replica job spec then checks it as a job's."""
         if isinstance(value, dict):
             return {k: _text(v) if isinstance(v, bool | int | float) else v for k, v in value.items()}
         return value
