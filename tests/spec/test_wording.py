@@ -46,6 +46,11 @@ def refusal(load, text: str) -> str:
             "resources.gpu_type: expected a GPU type or a list of them, such as H100 or [H100, A100], got false",
         ),
         ("launcher: mpi", "launcher: must be 'per-gpu' or 'per-node', got 'mpi'"),
+        ("preemptible: 1", "preemptible: expected true or false, got 1"),
+        ("preemptible: 0", "preemptible: expected true or false, got 0"),
+        ("preemptible: 'yes'", "preemptible: expected true or false, got 'yes'"),
+        ("preemptible: 'true'", "preemptible: expected true or false, got 'true'"),
+        ("resources: {cpus: true}", "resources.cpus: must be a number above 0 and at most 4,096, got true"),
     ],
 )
 def test_job_field_errors_say_what_is_valid(text, said):
@@ -88,12 +93,21 @@ def test_cluster_config_errors_say_what_is_valid(text, said):
         ("replicas: {max: -1}", "replicas.max: must be a whole number from 0 to 256, got -1"),
         ("readiness: {timeout: 100}", "readiness.timeout: must be a number above 0 and at most 60, got 100"),
         ("autoscale: {target_rps: 0}", "autoscale.target_rps: must be a number above 0, got 0"),
+        ("replicas: {min: true}", "replicas.min: must be a whole number from 0 to 256, got true"),
+        ("replicas: {max: true}", "replicas.max: must be a whole number from 0 to 256, got true"),
+        ("autoscale: {target_inflight: true}", "autoscale.target_inflight: must be a number above 0, got true"),
+        ("autoscale: {target_rps: false}", "autoscale.target_rps: must be a number above 0, got false"),
         ("replicas: true", "replicas: expected a number of replicas such as 2, or {min: 1, max: 4}, got true"),
         ("replicas: [2]", "replicas: expected a number of replicas such as 2, or {min: 1, max: 4}, got [2]"),
     ],
 )
 def test_service_errors_say_what_is_valid(text, said):
     assert refusal(load_service_yaml, f"name: s\ncommand: x\n{text}\n") == said
+
+
+def test_a_cluster_files_slowdown_is_a_number_not_a_boolean():
+    text = "node_groups: [{count: 1, gpus_per_node: 8, gpu_type: V100}]\ncross_rack_slowdown: true\n"
+    assert refusal(load_cluster_yaml, text) == "cross_rack_slowdown: must be a number from 1 to 100, got true"
 
 
 @pytest.mark.parametrize(("text", "said"), [("- a\n", "got a list"), ("5\n", "got 5"), ("true\n", "got true")])

@@ -10,6 +10,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from corral.spec.config import GpuSpeed
 from corral.spec.errors import FieldError, SpecError, from_validation_error
 from corral.spec.quantities import check_gpu_speeds, parse_memory_mb
+from corral.spec.strict import not_a_flag
 from corral.spec.wording import shown
 from corral.spec.yamldoc import load_yaml_document
 
@@ -106,6 +107,11 @@ class ClusterSpec(BaseModel):
         le=100.0,
         description="a gang whose nodes are in more than one rack runs this many times longer (1: no penalty)",
     )
+
+    @field_validator("cross_rack_slowdown", mode="before")
+    @classmethod
+    def _not_bool(cls, value: Any) -> Any:
+        return not_a_flag(value)
 
     @field_validator("gpu_speed")
     @classmethod

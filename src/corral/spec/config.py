@@ -19,6 +19,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from corral.spec.errors import FieldError, SpecError, field_path, from_validation_error
 from corral.spec.job import MAX_PRIORITY, PRIORITY_HELP
 from corral.spec.quantities import MIN_GPU_SPEED, NUMBER_RE, check_gpu_speeds, parse_duration_s
+from corral.spec.strict import Flag
 from corral.spec.wording import shown, written
 from corral.spec.yamldoc import load_yaml_document
 
@@ -33,13 +34,6 @@ def _duration(value: Any) -> Any:
     if isinstance(value, str) and NUMBER_RE.fullmatch(value.strip()):
         value = float(value)  # seconds, as YAML 1.1 leaves 1e3 as text
     return None if value is None else parse_duration_s(value)
-
-
-def _flag(value: Any) -> Any:
-    """A boolean, and nothing converted to one (``"yes"``, ``1``)."""
-    if isinstance(value, bool):
-        return value
-    raise ValueError(f"expected true or false, got {written(value)}")
 
 
 def _number(expected: str, most: float) -> Callable[[Any], Any]:
@@ -72,7 +66,6 @@ Gpus = Annotated[
     BeforeValidator(_number(f"a number of GPUs from 0 to {MAX_QUOTA_GPUS:,.0f}, such as 8 or 0.5", MAX_QUOTA_GPUS)),
     Field(strict=True, ge=0, le=MAX_QUOTA_GPUS),
 ]
-Flag = Annotated[bool, BeforeValidator(_flag), Field(strict=True)]
 GpuSpeed = Annotated[
     float,
     BeforeValidator(_number(f"a speed from 0.001 to {MAX_GPU_SPEED:g}, such as 1.0 or 0.2", MAX_GPU_SPEED)),

@@ -21,6 +21,7 @@ from corral.spec.containers import Image, Volume, VolumeText, parse_volume
 from corral.spec.errors import FieldError, SpecError, from_validation_error
 from corral.spec.quantities import parse_duration_s, whole_number
 from corral.spec.resources import STORED, ResourcesSpec
+from corral.spec.strict import Flag
 from corral.spec.wording import shown, written
 from corral.spec.yamldoc import load_yaml_document
 
@@ -166,7 +167,7 @@ class JobSpec(BaseModel):
         default=None, alias="time_limit", description="wall-clock limit, e.g. 2h"
     )
     max_restarts: int = Field(default=0, ge=0, le=1000, description="requeues allowed after failure or node loss")
-    preemptible: bool = Field(
+    preemptible: Flag = Field(
         default=False, description="once running, may be stopped (and requeued) for a higher-priority job"
     )
     grace_period_s: Annotated[float | None, BeforeValidator(_grace)] = Field(

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from corral.spec.quantities import NUMBER_RE, parse_memory_mb
+from corral.spec.strict import not_a_flag
 from corral.spec.wording import shown, written
 
 STORED = "stored"
@@ -57,6 +58,11 @@ class ResourcesSpec(BaseModel):
         if (value >= 1 and not float(value).is_integer()) or 0 < value < MIN_GPU_FRACTION:
             raise ValueError(f"must be {GPUS_HELP}, got {shown(value)}")
         return value
+
+    @field_validator("cpus", mode="before")
+    @classmethod
+    def _cpus_not_bool(cls, value: Any) -> Any:
+        return not_a_flag(value)
 
     @field_validator("gpu_type", mode="before")
     @classmethod

@@ -19,6 +19,7 @@ from corral.spec.job import (
 )
 from corral.spec.quantities import parse_duration_s, whole_number
 from corral.spec.resources import ResourcesSpec
+from corral.spec.strict import not_a_flag
 from corral.spec.wording import shown, written
 from corral.spec.yamldoc import load_yaml_document
 
@@ -66,6 +67,11 @@ class ReplicasSpec(BaseModel):
             return {**data, "max": max(1, data["min"])} if not isinstance(data["min"], bool) else data
         return data
 
+    @field_validator("min", "max", mode="before")
+    @classmethod
+    def _not_bool(cls, value: Any) -> Any:
+        return not_a_flag(value)
+
     @model_validator(mode="after")
     def _ordered(self) -> ReplicasSpec:
         if self.max < self.min:
@@ -107,6 +113,11 @@ class AutoscaleSpec(BaseModel):
     down_delay_s: Seconds = Field(
         default=60.0, alias="down_delay", ge=0, le=86400, description="underload this long: remove"
     )
+
+    @field_validator("target_inflight", "target_rps", mode="before")
+    @classmethod
+    def _not_bool(cls, value: Any) -> Any:
+        return not_a_flag(value)
 
     @model_validator(mode="after")
     def _one_target(self) -> AutoscaleSpec:
