@@ -183,7 +183,12 @@ def test_a_stored_service_accepted_before_that_rule_still_loads():
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [(["H100", "H100"], "lists a GPU type twice"), ("H 100", "bad GPU type 'H 100'"), (["A100", "-x"], "'-x'")],
+    [
+        (["H100", "A100", "H100"], "lists H100 twice: give each type once"),
+        ("L4,L4", "lists L4 twice"),
+        ("H 100", "bad GPU type 'H 100'"),
+        (["A100", "-x"], "'-x'"),
+    ],
 )
 def test_bad_gpu_types_name_the_field(value, expected):
     error = the_error({"command": "x", "resources": {"gpu_type": value}})
@@ -484,3 +489,8 @@ def test_zero_memory_accepted_before_still_loads_from_storage():
     from corral.spec.resources import STORED, ResourcesSpec
 
     assert ResourcesSpec.model_validate({"memory": 0}, context={STORED: True}).memory_mb == 0
+
+
+def test_a_dependency_listed_twice_is_named():
+    with pytest.raises(SpecError, match=r"after_ok: lists j-a1 twice: give each job once"):
+        load_job_yaml("command: x\nafter_ok: [j-a1, j-b2, j-a1]\n")

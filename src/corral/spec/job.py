@@ -22,7 +22,7 @@ from corral.spec.errors import FieldError, SpecError, from_validation_error
 from corral.spec.quantities import parse_duration_s, whole_number
 from corral.spec.resources import STORED, ResourcesSpec
 from corral.spec.strict import Flag
-from corral.spec.wording import shown, written
+from corral.spec.wording import first_repeat, shown, written
 from corral.spec.yamldoc import load_yaml_document
 
 Launcher = Literal["per-gpu", "per-node"]
@@ -272,8 +272,8 @@ class JobSpec(BaseModel):
         for job_id in value:
             if not _JOB_ID_RE.match(job_id):
                 raise ValueError(f"bad job id {job_id!r}: expected an id such as j-3fk2a9qz")
-        if len(set(value)) != len(value):
-            raise ValueError("lists a job twice")
+        if (twice := first_repeat(value)) is not None:
+            raise ValueError(f"lists {twice} twice: give each job once")
         return value
 
     @field_validator("topology", mode="after")

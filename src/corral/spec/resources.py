@@ -9,7 +9,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationIn
 
 from corral.spec.quantities import NUMBER_RE, parse_memory_mb
 from corral.spec.strict import not_a_flag
-from corral.spec.wording import shown, written
+from corral.spec.wording import first_repeat, shown, written
 
 STORED = "stored"
 """Validation context key: the spec was accepted before, under rules that may since have become stricter."""
@@ -89,8 +89,8 @@ class ResourcesSpec(BaseModel):
                 raise ValueError("has an empty GPU type name: give types such as [H100, A100] (or leave gpu_type out)")
             if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", name):
                 raise ValueError(f"bad GPU type {name!r}: expected a name such as H100 or A100")
-        if len(set(value)) != len(value):
-            raise ValueError("lists a GPU type twice")
+        if (twice := first_repeat(value)) is not None:
+            raise ValueError(f"lists {twice} twice: give each type once, preferred first (such as [H100, A100])")
         return value
 
     @field_validator("memory_mb")

@@ -44,6 +44,16 @@ def written(value: Any) -> str:
     return repr(value)
 
 
+def first_repeat(items: list[str]) -> str | None:
+    """The first item given a second time, for a message that names it (``lists H100 twice``)."""
+    seen: set[str] = set()
+    for item in items:
+        if item in seen:
+            return item
+        seen.add(item)
+    return None
+
+
 def _number(value: Any) -> str:
     """A limit as people write it: ``4,096``, ``1,000,000``, ``0.01``."""
     if isinstance(value, float) and value.is_integer():
