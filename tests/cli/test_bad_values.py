@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from corral.cli.main import main
+
 
 def corral(*args: str, home) -> subprocess.CompletedProcess[str]:
     env = {"CORRAL_HOME": str(home), "CORRAL_HEAD": "http://127.0.0.1:9", "PATH": "/usr/bin:/bin"}
@@ -154,3 +156,15 @@ def test_a_bad_spec_on_standard_input_is_named_as_such(tmp_path, args, text, exp
     assert expected in result.stderr
     assert "- is not" not in result.stderr and "- must" not in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("rank", ["-1", "-10"])
+def test_a_negative_rank_exits_2_naming_the_option_and_the_ranks(monkeypatch, tmp_path, capsys, rank):
+    """Refused before the head is asked (here there is none): the head's own refusal named a query field."""
+    monkeypatch.setenv("CORRAL_HOME", str(tmp_path))
+    monkeypatch.setenv("CORRAL_HEAD", "http://127.0.0.1:9")
+    with pytest.raises(SystemExit) as ended:
+        main(["logs", "j-x", "--rank", rank])
+    assert ended.value.code == 2
+    err = capsys.readouterr().err
+    assert f"'--rank': {rank}: a rank is a whole number from 0 (the first process) to the job's WORLD_SIZE - 1" in err

@@ -8,15 +8,25 @@ import click
 
 from corral.cli import names
 from corral.cli.context import api
+from corral.cli.numbers import PlainIntRange
 from corral.client.errors import Unreachable
 
 TERMINAL_STATES = ("SUCCEEDED", "FAILED", "CANCELLED", "TIMEOUT")
+
+RANK_RULE = "a rank is a whole number from 0 (the first process) to the job's WORLD_SIZE - 1"
 
 
 @click.command()
 @click.argument("job_id", metavar="JOB", callback=names.JOB)
 @click.option("-f", "--follow", is_flag=True, help="keep printing new output until the job ends")
-@click.option("--rank", type=int, default=0, show_default=True, help="which rank's output")
+@click.option(
+    "--rank",
+    type=PlainIntRange(min=0, rule=RANK_RULE),
+    default=0,
+    show_default=True,
+    metavar="R",
+    help="which rank's output: 0 (the first process) to WORLD_SIZE - 1",
+)
 def logs(job_id: str, follow: bool, rank: int) -> None:
     """Print the stdout and stderr of JOB (rank 0 unless --rank), latest attempt."""
     out = sys.stdout.buffer

@@ -22,12 +22,22 @@ class FiniteFloatRange(click.FloatRange):
 
 class PlainIntRange(click.IntRange):
     """``click.IntRange`` that takes only ASCII digits (and a sign): ``int()`` also takes ``1_000`` and the
-    digits of other scripts."""
+    digits of other scripts. With ``rule``, a number out of range is refused in those words rather than
+    click's (``-1 is not in the range x>=0``)."""
+
+    def __init__(self, *args: Any, rule: str | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.rule = rule
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str) and not re.fullmatch(r"\s*[+-]?[0-9]+\s*", value):
             self.fail(f"{value!r} is not a whole number written with the digits 0-9.", param, ctx)
-        return super().convert(value, param, ctx)
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter:
+            if self.rule is None:
+                raise
+            self.fail(f"{str(value).strip()}: {self.rule}", param, ctx)
 
 
 class FiniteFloat(click.ParamType[float, object]):
