@@ -162,6 +162,7 @@ def test_a_relative_sqlite_path_is_under_corral_home_for_head_and_up(home, monke
         (["--labels", "a b=c"], "bad label key 'a b'"),
         (["--labels", "rack=r 1"], "--labels: bad value 'r 1' of label 'rack': a value holds letters, digits"),
         (["--labels", "rack="], "--labels: label 'rack' has no value"),
+        (["--labels", "rack=r1,"], "--labels: expected key=value pairs such as rack=r1,nvlink=nv0, got an empty entry"),
         (["--fake-gpus", ""], "--fake-gpus"),
         (["--fake-gpus", "8xH100:0GB"], "GPU memory must be at least"),
         (["--fake-gpus", "100000xH100"], "at most 64"),

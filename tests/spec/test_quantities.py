@@ -139,14 +139,33 @@ def test_bad_fake_gpu_inventories_say_what_is_valid(value, expected):
     ("text", "labels"),
     [
         ("rack=r1,nvlink=nv0", {"rack": "r1", "nvlink": "nv0"}),
-        (" rack = r1 , ", {"rack": "r1"}),
+        (" rack = r1 ", {"rack": "r1"}),
         ("", {}),
+        ("  ", {}),
         ("zone=eu-west.1_b", {"zone": "eu-west.1_b"}),
         (f"long={'v' * 63}", {"long": "v" * 63}),
     ],
 )
 def test_labels(text, labels):
     assert parse_labels(text) == labels
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("rack=r1,", "entry 2 of 2 in 'rack=r1,'"),
+        (" rack = r1 , ", "entry 2 of 2 in ' rack = r1 , '"),
+        (",rack=r1", "entry 1 of 2 in ',rack=r1'"),
+        ("rack=r1,,nvlink=nv0", "entry 2 of 3 in 'rack=r1,,nvlink=nv0'"),
+    ],
+)
+def test_an_empty_label_entry_is_refused_naming_it(text, where):
+    """As --gpu-prices refuses one: a trailing comma is a slip (a label left out?), not nothing."""
+    with pytest.raises(ValueError) as refused:
+        parse_labels(text)
+    assert str(refused.value) == (
+        f"expected key=value pairs such as rack=r1,nvlink=nv0, got an empty entry ({where}): remove the extra comma"
+    )
 
 
 @pytest.mark.parametrize("text", ["zone=", "zone= ", "rack=r1,zone="])

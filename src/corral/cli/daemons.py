@@ -241,15 +241,15 @@ def parse_prices(text: str) -> dict[str, float]:
 
     Type names are kept as given: they match the GPU types nodes report exactly, case included, as a
     job's ``gpu_type`` and the cluster config's quotas do. Nothing (or blanks only) means no prices."""
+    from corral.spec.quantities import comma_entries
+
     prices: dict[str, float] = {}
-    if not text.strip():
-        return prices
     expected = "expected TYPE=PRICE pairs such as H100=2.5,A100=1.2 (price per GPU-hour, a finite number, not negative)"
-    parts = [p.strip() for p in text.split(",")]
-    for position, part in enumerate(parts, 1):
-        if not part:
-            where = f"entry {position} of {len(parts)} in {text!r}"
-            raise InvalidRequest(f"--gpu-prices: {expected}, got an empty entry ({where}): remove the extra comma")
+    try:
+        parts = comma_entries(text)
+    except ValueError as exc:
+        raise InvalidRequest(f"--gpu-prices: {expected}, {exc}") from None
+    for part in parts:
         name, sep, value = part.partition("=")
         try:
             price = float(value) if sep and name.strip() else -1.0

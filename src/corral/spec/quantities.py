@@ -214,14 +214,29 @@ def parse_gpu_groups(value: str) -> list[GpuGroup]:
     return groups
 
 
+def comma_entries(text: str) -> list[str]:
+    """The entries of a comma-separated option such as ``rack=r1,nvlink=nv0``, stripped; nothing (or blanks
+    only) is no entry. An empty entry, such as a trailing comma leaves, raises ``ValueError`` naming it."""
+    if not text.strip():
+        return []
+    parts = [part.strip() for part in text.split(",")]
+    for position, part in enumerate(parts, 1):
+        if not part:
+            raise ValueError(
+                f"got an empty entry (entry {position} of {len(parts)} in {text!r}): remove the extra comma"
+            )
+    return parts
+
+
 def parse_labels(value: str) -> dict[str, str]:
     """Parse ``k=v,k2=v2`` node labels; a key may appear once, and holds only ``LABEL_KEY_HELP``;
     a value holds only ``LABEL_VALUE_HELP``."""
     labels: dict[str, str] = {}
-    for raw in value.split(","):
-        item = raw.strip()
-        if not item:
-            continue
+    try:
+        items = comma_entries(value)
+    except ValueError as exc:
+        raise ValueError(f"expected key=value pairs such as rack=r1,nvlink=nv0, {exc}") from None
+    for item in items:
         key, sep, val = item.partition("=")
         if not sep or not key.strip():
             raise ValueError(f"bad label {item!r}: expected key=value pairs such as rack=r1,nvlink=nv0")
