@@ -1,12 +1,15 @@
-"""`corral submit --array` over a file's `array:`, and the note `corral jobs --limit` prints."""
+"""`corral submit --array` over a file's `array:`, a file's relative `workdir`, and the note `corral jobs --limit`
+prints."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
 
 import corral.cli.jobs
+import corral.cli.serve
 from corral.cli.main import main
 
 
@@ -15,12 +18,17 @@ class FakeHead:
 
     def __init__(self, jobs: int = 0) -> None:
         self.batches: list[list[dict[str, Any]]] = []
+        self.submitted: list[dict[str, Any]] = []
         self.rows = [{"id": f"j-{i}"} for i in range(jobs)]
 
     def submit_batch(self, specs: list[dict[str, Any]], idempotency_key: str | None = None) -> list[str]:
         assert idempotency_key, "an array is sent with an idempotency key, so that it can be sent again"
         self.batches.append(specs)
         return ["j-a", "j-b"]
+
+    def submit(self, spec: dict[str, Any], idempotency_key: str | None = None) -> dict[str, Any]:
+        self.submitted.append(spec)
+        return {"id": "j-a"}
 
     def jobs(self, include_all: bool = False, states: Any = (), limit: int | None = None) -> list[dict[str, Any]]:
         return self.rows[:limit]
@@ -55,6 +63,34 @@ def test_the_array_option_wins_over_the_files_with_a_note(head, tmp_path, capsys
     assert [spec["array"] for spec in head.batches[0]] == ["0-1"]
     assert err.strip() == "note: --array 0-1 replaces the file's array: 0-3"
     assert out.split() == ["j-a", "j-b"]
+
+
+@pytest.mark.parametrize(
+    ("given", "sent"),
+    [
+        ("data/run", "{cwd}/data/run"),
+        ("./run", "{cwd}/run"),
+        ("../other", "{parent}/other"),
+        ("/abs/dir", "/abs/dir"),
+        (None, "{cwd}"),
+    ],
+)
+def test_a_relative_workdir_is_resolved_against_where_submit_runs(head, tmp_path, capsys, monkeypatch, given, sent):
+    """As sbatch resolves a relative --chdir: on the node, the path as written would be relative to the agent."""
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    code, _, err = submit(tmp_path, capsys, "command: x\n" + (f"workdir: {given}\n" if given else ""))
+    assert code == 0, err
+    cwd = os.getcwd()  # the directory as the system names it (tmp_path may lie under a symbolic link)
+    assert head.submitted[0]["workdir"] == sent.format(cwd=cwd, parent=os.path.dirname(cwd))
+
+
+def test_a_services_relative_workdir_is_resolved_as_a_jobs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "web.yaml"
+    path.write_text("kind: service\nname: web\ncommand: serve\nworkdir: app\n")
+    assert corral.cli.serve._read_spec(str(path))["workdir"] == os.path.join(os.getcwd(), "app")
 
 
 @pytest.mark.parametrize(

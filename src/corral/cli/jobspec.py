@@ -35,8 +35,16 @@ def validated(data: Any, source: str, options: Mapping[str, str] | None = None) 
         parse_job_spec(data, source)
     except SpecError as exc:
         raise spec_error(exc, options) from None
-    body = {k: v for k, v in data.items() if k != "kind"}
-    body.setdefault("workdir", os.getcwd())
+    return with_workdir({k: v for k, v in data.items() if k != "kind"})
+
+
+def with_workdir(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` with its ``workdir`` on the node: the directory this command runs in when none is given, and a
+    relative one resolved against it, as sbatch resolves a relative ``--chdir`` (on the node, a relative
+    path would be relative to wherever its agent runs)."""
+    workdir = body.get("workdir", os.curdir)
+    if isinstance(workdir, str) and not os.path.isabs(workdir):
+        body["workdir"] = os.path.abspath(workdir)
     return body
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
@@ -10,6 +9,7 @@ import click
 
 from corral.cli import names
 from corral.cli.files import input_name, read_input
+from corral.cli.jobspec import with_workdir
 from corral.cli.render import ago, emit_json, output_option, render, styled_state, table
 from corral.client.errors import InvalidRequest
 
@@ -40,9 +40,7 @@ def _read_spec(file: str) -> dict[str, Any]:
             )
     except SpecError as exc:
         raise InvalidRequest("invalid service spec:\n  " + "\n  ".join(str(e) for e in exc.errors)) from None
-    body = {k: v for k, v in data.items() if k != "kind"}
-    body.setdefault("workdir", os.getcwd())
-    return body
+    return with_workdir({k: v for k, v in data.items() if k != "kind"})
 
 
 @click.command()
