@@ -13,7 +13,8 @@ placements, and between cycles a share of the running jobs finishes, freeing GPU
 
 It prints each cycle's time (wall clock, and the process's CPU time, which another process on a
 shared machine disturbs less) and placements, the placements per second over all cycles, and the
-p50/p99 cycle time.
+p50/p99 cycle time. A cycle's time includes the garbage collection that follows it; the bench's own
+inputs are frozen out of the collector's sight before the first cycle, as a head's are at start.
 """
 
 from __future__ import annotations
