@@ -1,9 +1,9 @@
 """A real head (FastAPI app, fake clock) driven through its HTTP API, on each database backend.
 
-Every test that takes ``head`` or ``start_head`` runs twice: on a SQLite file and on a
-real PostgreSQL server (one throw-away server per session, a fresh database per test
-copied from a migrated template). Where no server can start, the PostgreSQL half skips
-with the reason.
+Every test that takes ``head`` or ``start_head`` runs twice: on a SQLite file (a new one is a
+copy of a migrated one) and on a real PostgreSQL server (one throw-away server per session, with
+one migrated database that is emptied for each test). Where no server can start, the PostgreSQL
+half skips with the reason.
 
 Loops do not run: tests call a scheduling cycle or a liveness check when they want
 one. Agents are simulated by calling the agent API with their node tokens.
@@ -11,6 +11,7 @@ one. Agents are simulated by calling the agent API with their node tokens.
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
 import warnings
@@ -310,11 +311,25 @@ def db_url(request: pytest.FixtureRequest) -> str | None:
     return url
 
 
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated SQLite database: a head that starts on a new one gets a copy (the head's own migration
+    then finds nothing to do, as on a restart), which is faster than migrating it."""
+    path = tmp_path_factory.mktemp("sqlite-template") / "corral.db"
+    database = Database(sqlite_url(path))
+    database.migrate()
+    database.close()  # the last connection's close writes the WAL back: the one file holds it all
+    return path
+
+
 @pytest.fixture
-def start_head(db_url: str | None) -> Callable[..., AbstractContextManager[Head]]:
+def start_head(db_url: str | None, request: pytest.FixtureRequest) -> Callable[..., AbstractContextManager[Head]]:
     def start(home: Path, clock: FakeClock, **overrides: Any) -> AbstractContextManager[Head]:
         if db_url is not None:
             overrides.setdefault("db_url", db_url)
+        elif "db_url" not in overrides and not (home / "corral.db").exists():
+            home.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(request.getfixturevalue("sqlite_template"), home / "corral.db")
         return open_head(home, clock, **overrides)
 
     return start
