@@ -57,7 +57,7 @@ def _digests(checkpoint_dir: Path, ranks: int) -> set[str]:
 def test_a_ddp_job_survives_losing_a_node_and_resumes_from_its_checkpoint(ddp):
     cluster = ddp.cluster
     job_id = cluster.run(
-        *DDP_2x2, "--max-restarts", "2", command=f"{TRAIN} --steps 100 --checkpoint-every 10 --step-seconds 0.05"
+        *DDP_2x2, "--max-restarts", "2", command=f"{TRAIN} --steps 60 --checkpoint-every 10 --step-seconds 0.05"
     )
     checkpoints = Path(cluster.show(job_id)["checkpoint_dir"])
     cluster.wait_for(lambda: (checkpoints / ".corral-checkpoint").exists(), 60, "the first checkpoint", 0.05)
