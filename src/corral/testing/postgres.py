@@ -99,13 +99,19 @@ class PostgresServer:
             conn.execute(sql.encode())  # statements built from our own identifiers
 
     def empty_tables(self, database: str, keep: tuple[str, ...] = ("alembic_version",)) -> None:
-        """Delete every row of every table (the schema stays), in one statement."""
+        """Delete every row of every table (the schema stays) and restart every sequence, as in a new
+        database, in one statement. DELETE rather than TRUNCATE, which makes new files for every table
+        and index: on tables this small several times slower. Foreign keys are not checked meanwhile
+        (``session_replication_role``), so the tables empty in any order."""
         kept = ", ".join(f"'{name}'" for name in keep)
         self.execute(
-            "DO $$ DECLARE names text; BEGIN "
-            "SELECT string_agg(quote_ident(tablename), ', ') INTO names FROM pg_tables "
-            f"WHERE schemaname = 'public' AND tablename NOT IN ({kept}); "
-            "IF names IS NOT NULL THEN EXECUTE 'TRUNCATE ' || names || ' RESTART IDENTITY CASCADE'; END IF; END $$",
+            "DO $$ DECLARE name text; BEGIN "
+            "SET LOCAL session_replication_role = replica; "
+            "FOR name IN SELECT quote_ident(tablename) FROM pg_tables "
+            f"WHERE schemaname = 'public' AND tablename NOT IN ({kept}) LOOP "
+            "EXECUTE 'DELETE FROM ' || name; END LOOP; "
+            "FOR name IN SELECT quote_ident(sequencename) FROM pg_sequences WHERE schemaname = 'public' LOOP "
+            "EXECUTE 'ALTER SEQUENCE ' || name || ' RESTART'; END LOOP; END $$",
             database,
         )
 
