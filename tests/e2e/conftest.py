@@ -96,6 +96,20 @@ class Cluster:
         assert isinstance(job, dict)
         return job
 
+    # For polling: the head's API answers through the transport the CLI uses, without the CLI's process
+    # (one started for every poll takes CPU from the cluster the test waits for).
+    def api(self) -> Any:
+        from corral.client.calls import HeadApi
+        from corral.client.light import LightTransport
+
+        return HeadApi(LightTransport(self.url, self.config()["token"]))
+
+    def api_job(self, job_id: str) -> dict[str, Any]:
+        """The job as ``show JOB -o json`` prints it."""
+        job = self.api().job(job_id)
+        assert isinstance(job, dict)
+        return job
+
     def wait(self, *job_ids: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
         return self.cli("wait", *job_ids, "--timeout", str(timeout), timeout=timeout + 30)
 

@@ -30,7 +30,7 @@ def _waiting_job(cluster, tmp_path, nodes: int, exit_code: int) -> tuple[str, ob
     flag = tmp_path / "finish"
     command = f"echo started; while [ ! -e {flag} ]; do sleep 0.1; done; echo finishing; exit {exit_code}"
     job_id = cluster.run("--nodes", str(nodes), "--gpus", "1", command=command)
-    cluster.wait_for(lambda: cluster.show(job_id)["state"] == "RUNNING", 30, "the job to run")
+    cluster.wait_for(lambda: cluster.api_job(job_id)["state"] == "RUNNING", 30, "the job to run")
     return job_id, flag
 
 

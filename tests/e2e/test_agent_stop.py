@@ -33,7 +33,7 @@ def _ready(cluster) -> bool:
 
 def _running(cluster, command: str) -> str:
     job_id = cluster.run("--gpus", "1", "--max-restarts", "0", command=command)
-    cluster.wait_for(lambda: cluster.show(job_id)["state"] == "RUNNING", 30, "the job to run")
+    cluster.wait_for(lambda: cluster.api_job(job_id)["state"] == "RUNNING", 30, "the job to run")
     return job_id
 
 

@@ -68,7 +68,7 @@ def test_cancel_kills_a_tree_that_ignores_sigterm_and_frees_the_gpu(quick_cluste
         return [int(p) for p in text.split()] if text.count("\n") >= 3 else []
 
     pids = cluster.wait_for(recorded, 30, "the job to record its 3 pids")
-    cluster.wait_for(lambda: cluster.show(job_id)["state"] == "RUNNING", 30, "the job to run")
+    cluster.wait_for(lambda: cluster.api_job(job_id)["state"] == "RUNNING", 30, "the job to run")
     keys = {key for pid in pids if (key := cluster.process_key(pid)) is not None}
     assert len(keys) == 3, f"recorded processes {pids} are not all alive"
     tree = cluster.processes_mentioning(f"CORRAL_JOB_ID={job_id}\0")

@@ -120,7 +120,7 @@ def test_cancel_passes_sigterm_into_the_container_once_and_leaves_no_container(p
     assert [name.split("-r")[-1] for name in podman.containers()] == ["0"]
 
     assert cluster.cli("cancel", job_id).returncode == 0
-    cluster.wait_for(lambda: cluster.show(job_id)["state"] == "CANCELLED", 20, "the job to be cancelled")
+    cluster.wait_for(lambda: cluster.api_job(job_id)["state"] == "CANCELLED", 20, "the job to be cancelled")
     cluster.wait_for(lambda: podman.containers() == [], 10, "the container to be removed")
     cluster.wait_for(lambda: _logs_say(cluster, job_id, "got-term"), 10, "the job's last words")
     assert cluster.ok("logs", job_id).count("got-term") == 1
@@ -151,7 +151,7 @@ def test_a_container_past_its_time_limit_is_stopped_and_removed(podman_cluster):
     job_id = _submit(
         cluster, f'image: {podman.image}\ncommand: "{command}"\ntime_limit: 2s\ngrace_period: 1s\n', "overtime"
     )
-    cluster.wait_for(lambda: cluster.show(job_id)["state"] == "TIMEOUT", 30, "the time limit")
+    cluster.wait_for(lambda: cluster.api_job(job_id)["state"] == "TIMEOUT", 30, "the time limit")
     cluster.wait_for(lambda: podman.containers() == [], 15, "the container to be removed", interval_s=0.2)
 
 
@@ -168,7 +168,7 @@ def test_a_container_left_by_a_dead_agent_is_stopped_by_the_next_one(podman_clus
     assert len(podman.containers()) == 1
     control.restart_agent("boxed")  # adopts the task it finds running, only to stop it
     cluster.wait_for(lambda: podman.containers() == [], GRACE_S + 30, "the container to be removed", interval_s=0.2)
-    cluster.wait_for(lambda: cluster.show(job_id)["state"] == "CANCELLED", 20, "the job to end")
+    cluster.wait_for(lambda: cluster.api_job(job_id)["state"] == "CANCELLED", 20, "the job to end")
 
 
 @pytest.mark.timeout(90)
@@ -198,7 +198,7 @@ def test_a_container_whose_rank_died_with_its_agent_is_removed_by_the_next_agent
     control, podman = podman_cluster
     cluster = control.cluster
     job_id = _submit(cluster, f"image: {podman.image}\ncommand: sleep 300\n", "power-cut")
-    cluster.wait_for(lambda: cluster.show(job_id)["state"] == "RUNNING", 30, "the job to run")
+    cluster.wait_for(lambda: cluster.api_job(job_id)["state"] == "RUNNING", 30, "the job to run")
     cluster.wait_for(lambda: len(podman.containers()) == 1, 30, "the container to start")
 
     # The agent, the rank and the container's processes die; podman usually still lists the container
@@ -235,7 +235,7 @@ def test_a_container_whose_rank_died_with_its_agent_is_removed_by_the_next_agent
         assert podman.podman("rm", "-f", foreign).returncode == 0
     finally:
         podman.podman("rm", "-f", "--ignore", left_behind, foreign)
-    cluster.wait_for(lambda: cluster.show(job_id)["state"] != "RUNNING", 30, "the lost job to end")
+    cluster.wait_for(lambda: cluster.api_job(job_id)["state"] != "RUNNING", 30, "the lost job to end")
 
 
 def test_the_agent_says_which_runtime_it_uses(podman_cluster):

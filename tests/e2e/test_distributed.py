@@ -29,7 +29,7 @@ def ddp(ddp_cluster):
 
 
 def _running(cluster, job_id: str) -> dict:
-    return cluster.wait_for(lambda: (j := cluster.show(job_id))["state"] == "RUNNING" and j, 60, f"{job_id} to run")
+    return cluster.wait_for(lambda: (j := cluster.api_job(job_id))["state"] == "RUNNING" and j, 60, f"{job_id} to run")
 
 
 def _rank_pids(job_id: str) -> dict[int, set[int]]:
@@ -92,7 +92,7 @@ def test_a_failing_rank_takes_the_whole_gang_down_within_5s(ddp):
         if not ranks:
             break
         assert rank_1_gone is None or now - rank_1_gone < 5.0, f"ranks still alive: {ranks}"
-        assert cluster.show(job_id)["state"] in ("RUNNING", "PENDING", "FAILED")
+        assert cluster.api_job(job_id)["state"] in ("RUNNING", "PENDING", "FAILED")
         time.sleep(0.05)
     assert rank_1_gone is not None
     cluster.wait(job_id, timeout=30)

@@ -63,7 +63,7 @@ def test_events_lists_and_follows_a_jobs_life(cluster):
 @pytest.mark.timeout(60)
 def test_top_once_shows_the_nodes_and_a_running_job(cluster):
     job_id = cluster.run("--gpus", "1", command="sleep 20")
-    cluster.wait_for(lambda: cluster.show(job_id)["state"] == "RUNNING", 20, "the job to run")
+    cluster.wait_for(lambda: cluster.api_job(job_id)["state"] == "RUNNING", 20, "the job to run")
     text = cluster.ok("top", "--once", env=cluster.env(COLUMNS="160"))
     assert "local-1" in text and "local-2" in text
     assert job_id in text and "RUNNING" in text

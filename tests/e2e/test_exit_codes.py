@@ -63,7 +63,7 @@ def test_wait_times_out_with_124(cluster):
 @pytest.mark.timeout(90)
 def test_preempt_and_cancel_with_an_unknown_id_exit_4_and_act_on_no_job(cluster):
     job_id = cluster.run("--gpus", "1", command="sleep 120")
-    cluster.wait_for(lambda: cluster.show(job_id)["state"] == "RUNNING", 30, "the job to run")
+    cluster.wait_for(lambda: cluster.api_job(job_id)["state"] == "RUNNING", 30, "the job to run")
     for verb in ("preempt", "cancel"):
         result = cluster.cli(verb, job_id, "j-doesnotexist", "j-neither")
         assert result.returncode == 4, (verb, result.stderr)

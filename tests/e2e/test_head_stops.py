@@ -17,7 +17,7 @@ pytestmark = pytest.mark.e2e
 def test_followers_exit_3_when_the_head_stops(stoppable_cluster):
     cluster, daemons = stoppable_cluster
     job_id = cluster.run("--gpus", "1", command="for i in $(seq 1 60); do echo tick$i; sleep 0.5; done")
-    wait_for(lambda: cluster.show(job_id)["state"] == "RUNNING", 30, "the job to start")
+    wait_for(lambda: cluster.api_job(job_id)["state"] == "RUNNING", 30, "the job to start")
 
     def follow(*args: str) -> subprocess.Popen[str]:
         return subprocess.Popen(

@@ -24,7 +24,7 @@ def _gpu_utilization(url: str, job_id: str) -> float | None:
 @pytest.mark.timeout(60)
 def test_a_running_job_shows_up_in_the_gpu_gauges(cluster):
     job_id = cluster.run("--gpus", "1", command="sleep 20")
-    cluster.wait_for(lambda: cluster.show(job_id)["state"] == "RUNNING", 20, "the job to run")
+    cluster.wait_for(lambda: cluster.api_job(job_id)["state"] == "RUNNING", 20, "the job to run")
     busy = cluster.wait_for(
         lambda: (u := _gpu_utilization(cluster.url, job_id)) is not None and u > 0 and u, 15, "a busy GPU reading"
     )

@@ -19,7 +19,9 @@ def _markers(cluster, prefix: str) -> set[int]:
 def test_a_silent_node_is_declared_lost_and_its_job_runs_elsewhere(lossy_cluster):
     cluster, daemons = lossy_cluster
     job_id = cluster.run("--gpus", "1", "--max-restarts", "1", command="echo attempt $CORRAL_RESTART_COUNT; sleep 60")
-    first = cluster.wait_for(lambda: (job := cluster.show(job_id))["state"] == "RUNNING" and job, 30, "the job to run")
+    first = cluster.wait_for(
+        lambda: (job := cluster.api_job(job_id))["state"] == "RUNNING" and job, 30, "the job to run"
+    )
     lost_node = first["allocation"][0]["node"]
     other = "n2" if lost_node == "n1" else "n1"
     first_attempt = f"{lost_node}:{job_id}/0/"
@@ -34,7 +36,7 @@ def test_a_silent_node_is_declared_lost_and_its_job_runs_elsewhere(lossy_cluster
             "the silent node to be declared NOT_READY",
         )
         second = cluster.wait_for(
-            lambda: (job := cluster.show(job_id))["state"] == "RUNNING" and job["restarts"] == 1 and job,
+            lambda: (job := cluster.api_job(job_id))["state"] == "RUNNING" and job["restarts"] == 1 and job,
             30,
             "the job to run again on the other node",
         )
@@ -62,7 +64,7 @@ def test_a_silent_node_is_declared_lost_and_its_job_runs_elsewhere(lossy_cluster
 def test_an_agent_cut_off_from_the_head_stops_its_tasks_after_its_lease(lossy_cluster):
     cluster, daemons = lossy_cluster
     job_id = cluster.run("--gpus", "1", "--max-restarts", "1", command="sleep 60")
-    job = cluster.wait_for(lambda: (j := cluster.show(job_id))["state"] == "RUNNING" and j, 30, "the job to run")
+    job = cluster.wait_for(lambda: (j := cluster.api_job(job_id))["state"] == "RUNNING" and j, 30, "the job to run")
     node = job["allocation"][0]["node"]
     attempt = f"{node}:{job_id}/0/"
     head = daemons["head"]
@@ -74,7 +76,7 @@ def test_an_agent_cut_off_from_the_head_stops_its_tasks_after_its_lease(lossy_cl
     finally:
         os.kill(head.pid, signal.SIGCONT)
     again = cluster.wait_for(
-        lambda: (j := cluster.show(job_id))["state"] == "RUNNING" and j["restarts"] == 1 and j,
+        lambda: (j := cluster.api_job(job_id))["state"] == "RUNNING" and j["restarts"] == 1 and j,
         30,
         "the job to run again",
     )
@@ -86,7 +88,9 @@ def test_an_agent_cut_off_from_the_head_stops_its_tasks_after_its_lease(lossy_cl
 def test_an_agent_that_dies_and_stays_away_has_its_tasks_killed_when_its_lease_ends(lossy_cluster):
     cluster, daemons = lossy_cluster
     job_id = cluster.run("--gpus", "1", "--max-restarts", "1", command="sleep 60")
-    first = cluster.wait_for(lambda: (job := cluster.show(job_id))["state"] == "RUNNING" and job, 30, "the job to run")
+    first = cluster.wait_for(
+        lambda: (job := cluster.api_job(job_id))["state"] == "RUNNING" and job, 30, "the job to run"
+    )
     lost_node = first["allocation"][0]["node"]
     first_attempt = f"{lost_node}:{job_id}/0/"
     assert _markers(cluster, first_attempt)
@@ -97,7 +101,7 @@ def test_an_agent_that_dies_and_stays_away_has_its_tasks_killed_when_its_lease_e
     cluster.wait_for(lambda: not _markers(cluster, first_attempt), 20, "the watchdog to kill the orphaned task")
     assert time.monotonic() - died <= 4 + 3, "killed once the 4 s lease ran out, not much later"
     second = cluster.wait_for(
-        lambda: (job := cluster.show(job_id))["state"] == "RUNNING" and job["restarts"] == 1 and job,
+        lambda: (job := cluster.api_job(job_id))["state"] == "RUNNING" and job["restarts"] == 1 and job,
         40,
         "the next attempt to run on the other node",
     )

@@ -83,12 +83,12 @@ def test_cpu_only_job_gets_no_gpu_and_runs_in_the_submitters_directory(cluster):
 @pytest.mark.timeout(90)
 def test_gang_that_cannot_fit_waits_whole_then_starts(cluster):
     blocker = cluster.run("--gpus", "4", command="sleep 120")
-    cluster.wait_for(lambda: cluster.show(blocker)["state"] == "RUNNING", 30, "the blocker to run")
+    cluster.wait_for(lambda: cluster.api_job(blocker)["state"] == "RUNNING", 30, "the blocker to run")
     busy_node = cluster.show(blocker)["allocation"][0]["node"]
 
     gang = cluster.run("--nodes", "2", "--gpus", "4", command='echo "$RANK $CORRAL_NODE $CUDA_VISIBLE_DEVICES"')
     job = cluster.wait_for(
-        lambda: (j := cluster.show(gang))["reason"] != "waiting for the scheduler" and j,
+        lambda: (j := cluster.api_job(gang))["reason"] != "waiting for the scheduler" and j,
         20,
         "the scheduler to give the gang a reason",
     )

@@ -143,7 +143,7 @@ def test_serve_then_requests_through_the_gateway_name_their_replica(quick_cluste
         status, _, body = request(cluster.url + "/s/nothing-here/", method="GET")
         assert status == 404 and b"nothing-here" in body
     assert "hello" not in {s["name"] for s in cluster.json("services")}
-    cluster.wait_for(lambda: cluster.show(replica["job_id"])["state"] == "CANCELLED", 10, "the replica to stop")
+    cluster.wait_for(lambda: cluster.api_job(replica["job_id"])["state"] == "CANCELLED", 10, "the replica to stop")
 
 
 def test_a_bad_service_file_exits_2_and_names_the_field(quick_cluster):
@@ -301,7 +301,7 @@ def test_a_drained_replica_finishes_the_request_it_holds(quick_cluster):
         ((status, headers, body),) = answers
         assert status == 200, body  # it ran on past the drain minimum until its request was answered
         assert headers["x-corral-replica"] == replica["job_id"]
-        cluster.wait_for(lambda: cluster.show(replica["job_id"])["state"] == "CANCELLED", 10, "the replica to stop")
+        cluster.wait_for(lambda: cluster.api_job(replica["job_id"])["state"] == "CANCELLED", 10, "the replica to stop")
 
 
 def test_a_command_that_exits_at_once_is_replaced_after_growing_waits(quick_cluster):

@@ -10,7 +10,7 @@ pytestmark = pytest.mark.e2e
 def test_top_as_json_is_one_frame_of_nodes_and_the_live_queue(quick_cluster):
     cluster = quick_cluster
     running = cluster.run("--gpus", "1", command="sleep 60")
-    cluster.wait_for(lambda: cluster.show(running)["state"] == "RUNNING", 30, "the first job to start")
+    cluster.wait_for(lambda: cluster.api_job(running)["state"] == "RUNNING", 30, "the first job to start")
     waiting = cluster.run("--gpus", "1", command="true")
     try:
         frame = cluster.json("top")

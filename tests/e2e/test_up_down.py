@@ -46,7 +46,7 @@ def test_up_is_idempotent_and_down_up_keeps_finished_jobs(cluster):
 
     survivor = cluster.run("--gpus", "1", "--max-restarts", "0", command="sleep 3")
     deadline = time.monotonic() + 30
-    while cluster.show(survivor)["state"] != "RUNNING":
+    while cluster.api_job(survivor)["state"] != "RUNNING":
         assert time.monotonic() < deadline, cluster.show(survivor)
         time.sleep(0.2)
 

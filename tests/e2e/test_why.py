@@ -9,7 +9,7 @@ pytestmark = pytest.mark.e2e
 
 def test_why_names_each_node_group_and_its_verdict(cluster):
     holder = cluster.run("--gpus", "4", command="sleep 30")
-    cluster.wait_for(lambda: cluster.show(holder)["state"] == "RUNNING", 30, "the holder to run")
+    cluster.wait_for(lambda: cluster.api_job(holder)["state"] == "RUNNING", 30, "the holder to run")
     out = cluster.json("why", holder)
     assert out["job_id"] == holder and out["nodes_needed"] == 1
     verdicts = {g["filter"]: g for g in out["groups"]}
