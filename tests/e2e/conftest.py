@@ -110,6 +110,15 @@ class Cluster:
         assert isinstance(job, dict)
         return job
 
+    def api_service(self, name: str) -> dict[str, Any]:
+        """The service as ``service show NAME -o json`` prints it."""
+        from corral.client.light import LightTransport
+        from corral.client.services import ServiceApi
+
+        service = ServiceApi(LightTransport(self.url, self.config()["token"])).service(name)
+        assert isinstance(service, dict)
+        return service
+
     def wait(self, *job_ids: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
         return self.cli("wait", *job_ids, "--timeout", str(timeout), timeout=timeout + 30)
 

@@ -44,7 +44,7 @@ def service(cluster, name: str) -> dict:
 
 def ready_replicas(cluster, name: str, count: int, timeout_s: float = 30.0, revision: int | None = None) -> dict:
     def enough():
-        svc = service(cluster, name)
+        svc = cluster.api_service(name)
         serving = [r for r in svc["replicas"] if r["ready"] and not r["draining"]]
         if revision is not None:
             serving = [r for r in serving if r["revision"] == revision]
@@ -188,9 +188,7 @@ def test_load_scales_out_to_three_replicas_and_back_to_min(quick_cluster):
         assert load.failed == 0, load.outcomes
         assert len([r for r in load.replicas if r]) == 3  # the load spread over every replica
         cluster.wait_for(
-            lambda: (
-                len(service(cluster, "busy")["replicas"]) == 1 and service(cluster, "busy")["replicas_desired"] == 1
-            ),
+            lambda: len((svc := cluster.api_service("busy"))["replicas"]) == 1 and svc["replicas_desired"] == 1,
             20,
             "the service to scale back to its minimum",
             interval_s=0.3,
@@ -221,7 +219,7 @@ def test_a_rolling_update_loses_no_request(quick_cluster):
             assert cluster.ok("serve", str(path)).strip() == "rolling"
 
             def replaced():
-                now = service(cluster, "rolling")
+                now = cluster.api_service("rolling")
                 current = {r["job_id"] for r in now["replicas"] if r["ready"] and r["revision"] == 2}
                 return len(current) == 2 and not old & {r["job_id"] for r in now["replicas"]}
 
@@ -245,7 +243,10 @@ def test_scale_to_zero_holds_the_first_request_through_a_cold_start(quick_cluste
         assert headers["x-corral-replica"]
         assert time.monotonic() - started > 1.0  # it waited for the replica to start and be ready
         cluster.wait_for(
-            lambda: service(cluster, "sleepy")["replicas"] == [], 20, "the idle service to sleep again", interval_s=0.3
+            lambda: cluster.api_service("sleepy")["replicas"] == [],
+            20,
+            "the idle service to sleep again",
+            interval_s=0.3,
         )
 
 
