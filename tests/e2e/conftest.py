@@ -110,6 +110,16 @@ class Cluster:
         assert isinstance(job, dict)
         return job
 
+    def api_nodes(self) -> list[dict[str, Any]]:
+        """The nodes as ``nodes -o json`` prints them."""
+        nodes = self.api().nodes()
+        assert isinstance(nodes, list)
+        return nodes
+
+    def api_logs(self, job_id: str) -> str:
+        """What ``logs JOB`` prints (rank 0, the latest attempt)."""
+        return b"".join(self.api().logs(job_id)).decode(errors="replace")
+
     def api_service(self, name: str) -> dict[str, Any]:
         """The service as ``service show NAME -o json`` prints it."""
         from corral.client.light import LightTransport

@@ -93,7 +93,7 @@ def test_a_task_the_head_no_longer_wants_is_stopped_by_the_restarted_agent(nodes
     )
     assert cluster.show(job_id)["state"] == "CANCELLED"
     cluster.wait_for(
-        lambda: all(g["allocated_to"] is None for n in cluster.json("nodes") for g in n["gpus"]),
+        lambda: all(g["allocated_to"] is None for n in cluster.api_nodes() for g in n["gpus"]),
         15,
         "its GPU to be free",
     )

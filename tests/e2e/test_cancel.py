@@ -95,7 +95,7 @@ def test_cancel_kills_a_tree_that_ignores_sigterm_and_frees_the_gpu(quick_cluste
     assert took < GRACE_S + 8
 
     def gpu_free() -> bool:
-        return all(g["allocated_to"] is None for n in cluster.json("nodes") for g in n["gpus"])
+        return all(g["allocated_to"] is None for n in cluster.api_nodes() for g in n["gpus"])
 
     cluster.wait_for(gpu_free, 15, "the GPU to be released", interval_s=0.3)
     assert cluster.show(job_id)["state"] == "CANCELLED"

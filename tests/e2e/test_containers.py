@@ -38,7 +38,7 @@ def _agent_log(cluster) -> str:
 
 
 def _logs_say(cluster, job_id: str, text: str) -> bool:
-    return text in cluster.cli("logs", job_id).stdout
+    return text in cluster.api_logs(job_id)
 
 
 @pytest.mark.timeout(90)

@@ -31,7 +31,7 @@ def test_followers_exit_3_when_the_head_stops(stoppable_cluster):
         )
 
     followers = {"logs": follow("logs", job_id, "--follow"), "events": follow("events", "--follow", "-o", "json")}
-    wait_for(lambda: "tick3" in (cluster.ok("logs", job_id)), 30, "some output")
+    wait_for(lambda: "tick3" in cluster.api_logs(job_id), 30, "some output")
     daemons["head"].send_signal(signal.SIGTERM)
     daemons["head"].wait(30)
     for name, follower in followers.items():

@@ -14,13 +14,13 @@ def test_a_failing_health_command_requeues_the_nodes_jobs(health_cluster):
     cluster.wait_for(lambda: cluster.api_job(job_id)["state"] == "RUNNING", 20, "the job to run")
     flag.write_text("broken\n")
     node = cluster.wait_for(
-        lambda: (n := cluster.json("nodes")[0])["state"] == "NOT_READY" and n, 20, "the node to turn unhealthy"
+        lambda: (n := cluster.api_nodes()[0])["state"] == "NOT_READY" and n, 20, "the node to turn unhealthy"
     )
     assert "health command" in node["reason"]
     job = cluster.wait_for(lambda: (j := cluster.api_job(job_id))["state"] == "PENDING" and j, 20, "a requeue")
     assert job["restarts"] == 1  # the head-level tests check the requeue's reason word for word
     flag.unlink()
-    cluster.wait_for(lambda: cluster.json("nodes")[0]["state"] == "READY", 20, "the node to be healthy again")
+    cluster.wait_for(lambda: cluster.api_nodes()[0]["state"] == "READY", 20, "the node to be healthy again")
     cluster.wait_for(lambda: cluster.api_job(job_id)["state"] == "RUNNING", 20, "the job to run again")
-    cluster.wait_for(lambda: "attempt 1" in cluster.ok("logs", job_id).splitlines(), 20, "the second attempt's output")
+    cluster.wait_for(lambda: "attempt 1" in cluster.api_logs(job_id).splitlines(), 20, "the second attempt's output")
     cluster.ok("cancel", job_id)

@@ -31,7 +31,7 @@ def test_a_silent_node_is_declared_lost_and_its_job_runs_elsewhere(lossy_cluster
     os.kill(agent.pid, signal.SIGSTOP)  # the node goes silent; its task keeps running for now
     try:
         cluster.wait_for(
-            lambda: {n["name"]: n["state"] for n in cluster.json("nodes")}[lost_node] == "NOT_READY",
+            lambda: {n["name"]: n["state"] for n in cluster.api_nodes()}[lost_node] == "NOT_READY",
             20,
             "the silent node to be declared NOT_READY",
         )
@@ -47,7 +47,7 @@ def test_a_silent_node_is_declared_lost_and_its_job_runs_elsewhere(lossy_cluster
     # Back from its silence, the agent is told the node was lost: it stops the stale attempt and registers again.
     cluster.wait_for(lambda: not _markers(cluster, first_attempt), 20, "the stale attempt to be stopped")
     cluster.wait_for(
-        lambda: {n["name"]: n["state"] for n in cluster.json("nodes")}[lost_node] == "READY",
+        lambda: {n["name"]: n["state"] for n in cluster.api_nodes()}[lost_node] == "READY",
         20,
         "the node to be READY again",
     )

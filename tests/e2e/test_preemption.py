@@ -45,7 +45,7 @@ def _trainer(cluster) -> str:
 
 
 def _running_and_logging(cluster, job_id: str, line: str) -> bool:
-    return cluster.show(job_id)["state"] == "RUNNING" and line in cluster.ok("logs", job_id)
+    return cluster.api_job(job_id)["state"] == "RUNNING" and line in cluster.api_logs(job_id)
 
 
 @pytest.mark.timeout(120)
