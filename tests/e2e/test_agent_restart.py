@@ -3,6 +3,8 @@ agent re-adopts the tasks it finds running if the head still wants them, and sto
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 pytestmark = pytest.mark.e2e
@@ -15,11 +17,21 @@ def nodes(restartable_cluster):
 
 
 def _task_processes(cluster, node: str, job_id: str) -> set[tuple[int, int]]:
-    """The task's lasting processes (its shells; not the short ``sleep`` they keep starting)."""
-    found = cluster.processes_mentioning(f"CORRAL_TASK_MARKER={node}:{job_id}/")
-    return {
-        key for pid, cmdline in found.items() if not cmdline.startswith("sleep") and (key := cluster.process_key(pid))
-    }
+    """The task's lasting processes (its shells; not the short ``sleep`` they keep starting): those found in
+    two scans half a second apart. A shell's child forked to run ``sleep 0.1`` shows the shell's command line
+    until it runs ``sleep``, and lives a tenth of a second: one scan may find it, not both."""
+
+    def scan() -> set[tuple[int, int]]:
+        found = cluster.processes_mentioning(f"CORRAL_TASK_MARKER={node}:{job_id}/")
+        return {
+            key
+            for pid, cmdline in found.items()
+            if not cmdline.startswith("sleep") and (key := cluster.process_key(pid))
+        }
+
+    first = scan()
+    time.sleep(0.5)
+    return first & scan()
 
 
 def _agent_log(cluster, node: str) -> str:
