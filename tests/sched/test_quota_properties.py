@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from corral.model import EPSILON, Job, LiveAllocation, TeamQuota
 from corral.sched import Preemption, Snapshot, get_policy, schedule
 from corral.sched.quota import QuotaLedger
+from corral.sched.quota_gate import QuotaGate
 from corral.testing import JobBuilder, make_job, make_node, running_job, snapshot
 from corral.testing.strategies import running_snapshots
 
@@ -221,3 +222,24 @@ def test_allows_says_what_admits_says_without_the_words(snap: Snapshot) -> None:
         for gpu_type in types:
             assert ledger.allows(job, gpu_type) == (ledger.admits(job, gpu_type) is None)
             ledger.take(job, gpu_type)  # and as usage grows
+
+
+@FAST
+@given(quota_snapshots())
+def test_whether_a_job_would_borrow_is_what_the_ledger_says_of_each_type(snap: Snapshot) -> None:
+    """The quota gate asks each team's room once per type, not per size: its answers (would a job borrow on
+    every type it accepts, and on which accepted types it would not) are the ledger's, type by type."""
+    ledger = QuotaLedger(snap)
+    gate = QuotaGate(ledger)
+    cluster_types = tuple(sorted({g.type for n in snap.nodes for g in n.gpus}))
+    borrows = gate.borrows(cluster_types)
+    for job in snap.pending:
+        if job.request.gpus_per_node <= 0:
+            assert not borrows(job)
+            continue
+        types = job.request.gpu_types or cluster_types
+        within = {t: ledger.within_nominal(job, t) for t in types}
+        assert borrows(job) == (bool(types) and not any(within.values()))
+        accepted = [t for t in types if t in cluster_types]
+        own = tuple(t for t in accepted if within[t])
+        assert gate.own_types(job) == (None if len(own) == len(accepted) else own)

@@ -16,6 +16,8 @@ from corral.model import Job, Request
 from corral.sched.quota import QuotaLedger
 from corral.sched.snapshot import CapacityView
 
+_UNKNOWN: tuple[float, float] = (0.0, 0.0)  # not yet asked (a sentinel, by identity)
+
 QuotaKey = tuple[str, tuple[str, ...], float]
 """A job's team, GPU types and GPUs: all that the quota's answers about it depend on, with usage."""
 
@@ -46,28 +48,31 @@ class QuotaGate:
         tried on all its types only after them."""
         quota, own_at_start = self.quota, self._own_at_start
         known: dict[QuotaKey, bool] = {}
-        within: dict[tuple[str, str, float], bool] = {}  # (team, GPU type, GPUs) → within its nominal
+        # (team, GPU type) → its usage and the most it may use within its nominal (``TypeQuotas.room``); None
+        # where no team has a quota for the type. Asked once per team and type, not per size.
+        rooms: dict[tuple[str, str], tuple[float, float] | None] = {}
 
-        def within_nominal(job: Job, gpu_type: str) -> bool:
-            key = (job.team, gpu_type, job.request.total_gpus)
-            found = within.get(key)
-            if found is None:
-                found = within[key] = quota.within_nominal(job, gpu_type)
-            return found
+        def within_nominal(team: str, gpu_type: str, gpus: float) -> bool:  # ``QuotaLedger.within_nominal``
+            room = rooms.get((team, gpu_type), _UNKNOWN)
+            if room is _UNKNOWN:
+                governed = gpu_type in quota.governed
+                room = rooms[(team, gpu_type)] = quota.levels(gpu_type).room(team) if governed else None
+            return room is None or room[0] + gpus <= room[1]
 
         def borrows(job: Job) -> bool:
             request = job.request
             if request.gpus_per_node <= 0:
                 return False
-            key = quota_key(job)
+            team, gpus = job.team, request.gpus_per_node * request.nodes  # as the ledger counts them
+            key = (team, request.gpu_types, request.total_gpus)  # ``quota_key``
             found = known.get(key)
             if found is None:
                 types = request.gpu_types or gpu_types
-                found = known[key] = bool(types) and not any(within_nominal(job, t) for t in types)
-                accepted = [t for t in types if t in gpu_types]
-                own = tuple(t for t in accepted if within_nominal(job, t))
-                if len(own) < len(accepted):
-                    own_at_start[key] = own
+                within = [within_nominal(team, t, gpus) for t in types]
+                found = known[key] = bool(types) and not any(within)
+                accepted = [t in gpu_types for t in types]
+                if not all(w for w, a in zip(within, accepted, strict=True) if a):
+                    own_at_start[key] = tuple(t for t, w, a in zip(types, within, accepted, strict=True) if a and w)
             return found
 
         return borrows

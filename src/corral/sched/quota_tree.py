@@ -159,6 +159,12 @@ class TypeQuotas:
         self._ensure(team)
         return self.usage[team] + gpus <= self.nominal[team] + EPSILON
 
+    def room(self, team: str) -> tuple[float, float]:
+        """The team's usage and the most it may use within its nominal: ``within(team, gpus)`` is
+        ``usage + gpus <= most``, the same sum (for asking of many sizes at once)."""
+        self._ensure(team)
+        return self.usage[team], self.nominal[team] + EPSILON
+
     def lends_nothing_to(self, team: str, gpus: float) -> bool:
         """Whether ``gpus`` more for the team's own jobs borrow at no level: within its nominal, and its own
         jobs within its unassigned quota (``own_over``)."""
