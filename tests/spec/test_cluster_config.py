@@ -31,6 +31,13 @@ def test_a_parent_named_as_the_organisation_is_no_parent():
     assert config.ancestors("nlp") == ["research", "acme"]
 
 
+def test_members_take_every_name_a_user_can_have():
+    """`corral user add` takes names with '@' and of 64 characters; the config can list them as members."""
+    long_name = "u" * 64
+    config = load_cluster_config_yaml(f"teams: {{a: {{members: [ann@corp.io, {long_name}]}}}}")
+    assert (config.team_of("ann@corp.io"), config.team_of(long_name)) == ("a", "a")
+
+
 def test_a_full_config_loads():
     config = load_cluster_config_yaml(GOOD)
     assert config.team_of("alice") == "vision"
@@ -46,6 +53,9 @@ def test_a_full_config_loads():
         ("teams: {a: {parent: b}}", "teams.a.parent", "unknown team 'b'"),
         ("teams: {a: {quotas: {'': {nominal: 2}}}}", "teams.a.quotas", "GPU type '': give a type name such as H100"),
         ("teams: {a: {members: [x]}, b: {members: [x]}}", "teams.b.members[0]", "x is already in team a"),
+        ("teams: {a: {quotas: {'H 100': {nominal: 2}}}}", "teams.a.quotas", "bad GPU type 'H 100'"),
+        ("gpu_speed: {'H100!': 2}", "gpu_speed", "bad GPU type 'H100!'"),
+        ("teams: {a: {members: [-x]}}", "teams.a.members", "bad user name '-x': use 1-64 characters"),
         ("teams: {a: {quotas: {H100: {nominal: 2, lending_limit: 3}}}}", "teams.a.quotas.H100.lending_limit", "exceed"),
         (
             "teams: {a: {quotas: {H100: {nominal: -1}}}}",

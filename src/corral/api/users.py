@@ -8,8 +8,10 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$"
-NAME_RULE = "1-64 characters: letters, digits, '_', '.', '@' and '-', starting with a letter or digit"
+from corral.spec.names import USER_NAME_PATTERN, USER_NAME_RULE
+
+NAME_PATTERN = USER_NAME_PATTERN
+NAME_RULE = USER_NAME_RULE
 TEAM_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,62}$"  # as a job's `team` and the cluster config's teams
 TEAM_RULE = "1-63 characters: letters, digits, '_', '.' and '-', starting with a letter or digit"
 AGENT_USER = "agent"

@@ -18,6 +18,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from corral.spec.errors import FieldError, SpecError, field_path, from_validation_error
 from corral.spec.job import MAX_PRIORITY, PRIORITY_HELP
+from corral.spec.names import GPU_TYPE_RULE, USER_NAME_RULE, is_gpu_type, is_user_name
 from corral.spec.quantities import MIN_GPU_SPEED, NUMBER_RE, check_gpu_speeds, parse_duration_s
 from corral.spec.strict import Flag
 from corral.spec.wording import shown, written
@@ -109,13 +110,16 @@ class TeamConfig(BaseModel):
         for gpu_type in value:
             if not gpu_type.strip() or gpu_type != gpu_type.strip():
                 raise ValueError(f"GPU type {gpu_type!r}: give a type name such as H100, without spaces around it")
+            if not is_gpu_type(gpu_type):
+                raise ValueError(f"bad GPU type {gpu_type!r}: {GPU_TYPE_RULE}")
         return value
 
     @field_validator("members")
     @classmethod
     def _members(cls, value: list[str]) -> list[str]:
         for user in value:
-            _check_name(user, "user name")
+            if not is_user_name(user):
+                raise ValueError(f"bad user name {user!r}: use {USER_NAME_RULE}")
         if len(set(value)) != len(value):
             raise ValueError("lists a user twice")
         return value

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from corral.spec.names import GPU_TYPE_RULE, is_gpu_type
 from corral.spec.wording import shown
 
 _MEMORY_UNITS_MB = {
@@ -275,6 +276,8 @@ def check_gpu_speeds(speeds: dict[str, float]) -> dict[str, float]:
     for gpu_type, speed in speeds.items():
         if not gpu_type.strip():
             raise ValueError(f"has an empty GPU type name ({gpu_type!r}): give a type name such as H100")
+        if not is_gpu_type(gpu_type):
+            raise ValueError(f"bad GPU type {gpu_type!r}: {GPU_TYPE_RULE}")
         if not speed >= MIN_GPU_SPEED:
             raise ValueError(f"speed of {gpu_type} must be at least {MIN_GPU_SPEED}, got {speed}")
     return speeds
