@@ -33,6 +33,8 @@ def refusal(load, text: str) -> str:
         ("grace_period: .inf", "grace_period: must be a number at most 86,400, got inf"),
         ("grace_period: .nan", "grace_period: must be a number at most 86,400, got nan"),
         ("grace_period: 1000000000", "grace_period: must be a number at most 86,400, got 1000000000"),
+        ("grace_period: 2d", "grace_period: must be at most 1d (86,400 seconds), got '2d'"),
+        ("grace_period: '24:00:01'", "grace_period: must be at most 1d (86,400 seconds), got '24:00:01'"),
         ("name: [a]", "name: expected text, got a list"),
         ("resources: 5", "resources: expected a mapping of fields, got 5; valid fields are gpus"),
         ("resources: true", "resources: expected a mapping of fields, got true;"),

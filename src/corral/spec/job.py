@@ -118,7 +118,10 @@ def _grace(value: Any) -> Any:
     number = isinstance(value, int | float) and not isinstance(value, bool)
     if number and not value < 0 and not value <= MAX_GRACE_S:  # NaN too; a negative one is refused below
         raise ValueError(f"must be a number at most {MAX_GRACE_S:,}, got {value}")
-    return parse_duration_s(value, allow_zero=True)
+    seconds = parse_duration_s(value, allow_zero=True)
+    if isinstance(value, str) and seconds > MAX_GRACE_S:  # say so with the text given, not its seconds
+        raise ValueError(f"must be at most 1d ({MAX_GRACE_S:,} seconds), got {value!r}")
+    return seconds
 
 
 class TopologySpec(BaseModel):
