@@ -596,3 +596,17 @@ def test_a_container_job_that_could_not_run_points_at_the_runtime_too(head, code
     reason = head.job(job["id"])["reason"]
     assert reason.endswith(f"exit code {code}; {hint}: `corral logs {job['id']}` says which"), reason
     assert "check the command" not in reason
+
+
+def test_the_sm_shares_of_one_gpu_never_add_up_to_more_than_all_of_it(head):
+    """Fractions that fill a GPU get whole percents that fill at most 100 between them, rounded down as
+    the memory is: 0.335 + 0.335 + 0.33 is 33 + 33 + 33, not 34 + 34 + 33; 0.995 is 99, not the whole GPU."""
+    agent = head.register("n1", gpus=3)
+    thirds = [head.submit({"command": "a", "resources": {"gpus": g}})["id"] for g in (0.335, 0.335, 0.33)]
+    nearly = head.submit({"command": "b", "resources": {"gpus": 0.995}})["id"]
+    odd = head.submit({"command": "c", "resources": {"gpus": 0.29}})["id"]
+    head.cycle()
+    env = {t["job_id"]: t["env"] for t in agent.tasks()}
+    assert [env[j]["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] for j in thirds] == ["33", "33", "33"]
+    assert env[nearly]["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] == "99"
+    assert env[odd]["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] == "29"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any
 
@@ -121,7 +122,10 @@ def _sharing_env(task: Row[Any], gpu_memory: dict[int, int]) -> dict[str, str]:
     if task.gpu_fraction >= 1.0 or not task.gpus:
         return {}
     memory = min((gpu_memory.get(i, 0) for i in task.gpus), default=0)
-    env = {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": str(max(1, round(task.gpu_fraction * 100)))}
+    # Whole percents rounded down, as the memory is, so the sharers of one GPU never get more than 100
+    # between them, nor one of them all of it; the nudge keeps 0.29 (28.999… × 100) at 29.
+    percent = max(1, math.floor(task.gpu_fraction * 100 + 1e-9))
+    env = {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": str(percent)}
     if memory:
         env["CORRAL_GPU_MEMORY_LIMIT_MB"] = str(int(memory * task.gpu_fraction))
     return env
