@@ -107,6 +107,18 @@ def test_service_errors_say_what_is_valid(text, said):
     assert refusal(load_service_yaml, f"name: s\ncommand: x\n{text}\n") == said
 
 
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("node_groups:\n", "node_groups: expected a list, got nothing; it must hold at least 1 item"),
+        ("node_groups: []\n", "node_groups: must hold at least 1 item, got none"),
+    ],
+)
+def test_a_cluster_file_without_node_groups_is_not_told_to_leave_them_out(text, said):
+    """node_groups is required and holds at least one group: neither leaving it out nor [] is a way out."""
+    assert refusal(load_cluster_yaml, text) == said
+
+
 def test_a_cluster_files_slowdown_is_a_number_not_a_boolean():
     text = "node_groups: [{count: 1, gpus_per_node: 8, gpu_type: V100}]\ncross_rack_slowdown: true\n"
     assert refusal(load_cluster_yaml, text) == "cross_rack_slowdown: must be a number from 1 to 100, got true"

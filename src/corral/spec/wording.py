@@ -216,11 +216,14 @@ def phrase(err: Mapping[str, Any], model: type[BaseModel] | None = None, loc: tu
     if kind == "missing":
         return "is required"
     if kind in ("dict_type", "mapping_type"):
-        empty = "; leave it out, or write {} for none" if given is None else ""
+        empty = _when_empty(model, loc or tuple(err["loc"]), "{}") if given is None else ""
         return f"expected a mapping of {_mapping_help(model, loc or tuple(err['loc']))}{got}{empty}"
     if kind == "list_type":
-        empty = "; leave it out, or write [] for none" if given is None else ""
+        empty = _when_empty(model, loc or tuple(err["loc"]), "[]") if given is None else ""
         return f"expected a list{got}{empty}"
+    if kind == "too_short":
+        least = (err.get("ctx") or {}).get("min_length", 1)
+        return f"must hold at least {_items(least)}, got {_items(len(given or ()))}"
     if kind in ("string_type", "string_unicode"):
         return f"expected text{got}"
     if kind in ("bool_type", "bool_parsing"):
@@ -229,3 +232,19 @@ def phrase(err: Mapping[str, Any], model: type[BaseModel] | None = None, loc: tu
         expected = (err.get("ctx") or {}).get("expected")
         return f"must be {expected}{got}" if expected else None
     return None
+
+
+def _items(count: int) -> str:
+    return "none" if count == 0 else f"{count:,} {'item' if count == 1 else 'items'}"
+
+
+def _when_empty(model: type[BaseModel] | None, loc: tuple[int | str, ...], none: str) -> str:
+    """What to write instead of a list or mapping left empty (``key:`` alone): leave it out or write ``[]``
+    where that is valid; a field that must hold items says how many instead."""
+    info, _ = _field_at(model, loc)
+    if info is None:
+        return f"; leave it out, or write {none} for none"
+    least = max((item.min_length for item in info.metadata if isinstance(item, annotated_types.MinLen)), default=0)
+    if least:
+        return f"; it must hold at least {_items(least)}"
+    return f"; write {none} for none" if info.is_required() else f"; leave it out, or write {none} for none"
