@@ -67,6 +67,17 @@ def test_out_writes_a_report_with_its_plots(tmp_path: Path) -> None:
     assert f"wrote {out}/summary.json, jobs-fifo.csv, jobs-tiresias.csv, report.html" in table.output
 
 
+def test_team_names_with_dollar_signs_are_drawn_as_written(tmp_path: Path) -> None:
+    """A vc such as $\\frac$ or a$b is text from the trace; matplotlib would read $…$ as TeX and fail."""
+    trace = "job_id,submit_time_s,duration_s,num_gpus,vc\na,0,10,1,$\\frac$\nb,0,10,1,a$b\nc,0,10,1,$x^2$\n"
+    cluster = "node_groups:\n  - {count: 1, gpus_per_node: 8, gpu_type: V100}\n"
+    sim, out = sim_inputs(tmp_path, trace, cluster)
+    result = CliRunner().invoke(cli, [*sim, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert (out / "team_share.png").read_bytes().startswith(PNG_MAGIC)
+    assert "<td>$\\frac$</td>" in (out / "report.html").read_text()
+
+
 def test_the_timeline_is_recorded_only_when_asked() -> None:
     spec, trace = one_gpu_cluster()
     nodes = build_nodes(spec)

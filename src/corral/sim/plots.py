@@ -76,7 +76,8 @@ def team_share(results: Mapping[str, SimResult], path: Path) -> None:
     for k, (name, figures) in enumerate(shares.items()):
         values = [figures[t].gpu_share if t in figures else 0.0 for t in teams]
         axes.barh([i + k * height for i in range(len(teams))], values, height=height, label=name)
-    axes.set_yticks([i + 0.4 - height / 2 for i in range(len(teams))], teams)
+    # team names are the trace's text: a $ in one is a dollar sign, not the start of TeX matplotlib would parse
+    axes.set_yticks([i + 0.4 - height / 2 for i in range(len(teams))], teams, parse_math=False)
     axes.set_xlabel("share of busy GPU-hours")
     axes.invert_yaxis()
     _save(figure, axes, path)
