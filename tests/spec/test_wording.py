@@ -119,6 +119,17 @@ def test_a_cluster_file_without_node_groups_is_not_told_to_leave_them_out(text, 
     assert refusal(load_cluster_yaml, text) == said
 
 
+def test_a_long_text_given_for_a_mapping_is_shown_by_its_start_and_length():
+    """A CSV trace given as the cluster file reads as one long YAML string: the message shows its start, not
+    the whole file."""
+    text = "job_id,submit_time_s,duration_s,num_gpus\n\n" + "a,0,10,1\n\n" * 10_000
+    said = refusal(load_cluster_yaml, text)
+    assert said.startswith("cluster file must be a mapping with node_groups, got 'job_id,submit_time_s,")
+    assert said.endswith("'… (90,040 characters)") and len(said) < 200  # YAML folds the blank lines
+    said = refusal(load_cluster_yaml, f"node_groups: [{'x' * 500}]")
+    assert said.startswith(f"node_groups[0]: expected a mapping of fields, got a str ('{'x' * 60}'… (500 characters))")
+
+
 def test_a_cluster_files_slowdown_is_a_number_not_a_boolean():
     text = "node_groups: [{count: 1, gpus_per_node: 8, gpu_type: V100}]\ncross_rack_slowdown: true\n"
     assert refusal(load_cluster_yaml, text) == "cross_rack_slowdown: must be a number from 1 to 100, got true"

@@ -78,7 +78,7 @@ def from_validation_error(exc: ValidationError, prefix: str = "", model: type[Ba
         message = phrase(err, model, user_loc(loc)) or message
         if err["type"] == "model_type":  # pydantic names its class: "… or instance of ResourcesSpec"
             got = err.get("input")
-            kind = f"a {type(got).__name__} ({got!r})" if isinstance(got, str) else shown(got)
+            kind = f"a {type(got).__name__} ({shown(got)})" if isinstance(got, str) else shown(got)
             message = f"expected a mapping of fields, got {kind}"
             nested = model_at(model, loc) if model is not None else None
             if nested is not None:

@@ -20,8 +20,14 @@ _NUMBER = {"float_type", "float_parsing", "finite_number"}
 _BOUNDS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
 
 
+_LONGEST_SHOWN = 60  # characters of a text shown in full; a longer one (a whole file read as one string) is cut
+
+
 def shown(value: Any) -> str:
-    """A given value for a message, as YAML would write it: ``null``, ``true``, ``'abc'``, ``1.5``, ``a list``."""
+    """A given value for a message, as YAML would write it: ``null``, ``true``, ``'abc'``, ``1.5``, ``a list``;
+    a long text by its start and length (``'job_id,submit_time_s,…'… (414,702 characters)``)."""
+    if isinstance(value, str) and len(value) > _LONGEST_SHOWN:
+        return f"{value[:_LONGEST_SHOWN]!r}… ({len(value):,} characters)"
     if value is None:
         return "nothing"
     if isinstance(value, bool):
