@@ -36,7 +36,7 @@ def one_gpu_cluster() -> tuple[ClusterSpec, Trace]:
 def sim_inputs(tmp_path: Path, trace_csv: str, cluster_yaml: str) -> tuple[list[str], Path]:
     """``corral sim`` arguments for this trace and cluster file, written under tmp_path, and an --out folder."""
     trace, cluster = tmp_path / "trace.csv", tmp_path / "cluster.yaml"
-    trace.write_text(trace_csv)
+    trace.write_text(trace_csv, encoding="utf-8")
     cluster.write_text(cluster_yaml)
     return ["sim", "--trace", str(trace), "--cluster", str(cluster)], tmp_path / "out"
 
@@ -75,7 +75,18 @@ def test_team_names_with_dollar_signs_are_drawn_as_written(tmp_path: Path) -> No
     result = CliRunner().invoke(cli, [*sim, "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert (out / "team_share.png").read_bytes().startswith(PNG_MAGIC)
-    assert "<td>$\\frac$</td>" in (out / "report.html").read_text()
+    assert "<td>$\\frac$</td>" in (out / "report.html").read_text(encoding="utf-8")
+
+
+def test_team_names_the_plots_font_cannot_draw_give_no_warnings(tmp_path: Path) -> None:
+    """Warnings are errors in the tests: matplotlib's 'Glyph … missing from font' would fail the command."""
+    trace = "job_id,submit_time_s,duration_s,num_gpus,vc\na,0,10,1,\u56e2\u961f\nb,0,10,1,\U0001f600\n"
+    cluster = "node_groups:\n  - {count: 1, gpus_per_node: 8, gpu_type: V100}\n"
+    sim, out = sim_inputs(tmp_path, trace, cluster)
+    result = CliRunner().invoke(cli, [*sim, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert (out / "team_share.png").read_bytes().startswith(PNG_MAGIC)
+    assert "<td>\u56e2\u961f</td>" in (out / "report.html").read_text(encoding="utf-8")
 
 
 def test_the_timeline_is_recorded_only_when_asked() -> None:

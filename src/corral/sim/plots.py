@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -112,4 +113,8 @@ def _figure(title: str, ylabel: str) -> tuple[Figure, Axes]:
 def _save(figure: Figure, axes: Axes, path: Path) -> None:
     if axes.get_legend_handles_labels()[0]:
         axes.legend()
-    figure.savefig(path, format="png")
+    with warnings.catch_warnings():
+        # a team name in a script the font lacks (CJK, emoji) is drawn with boxes, and the report's tables
+        # show it as written: matplotlib's warning per glyph would only put its source lines on stderr
+        warnings.filterwarnings("ignore", message="Glyph .* missing from font", category=UserWarning)
+        figure.savefig(path, format="png")
