@@ -24,6 +24,7 @@ from corral.model import Allocation, LiveAllocation, Node, NodeState
 if TYPE_CHECKING:
     from corral.sched.feasibility import ClusterShapes, _Shape
     from corral.sched.node_capacity import IndexEntries, NodeCapacity, NodeRanker
+    from corral.sched.plan import Placement
     from corral.sched.snapshot import CapacityView, Snapshot
 
 _CHANGED_AT_MOST = 0.5  # past this share of allocations changed, assembling from nodes is as cheap
@@ -33,14 +34,19 @@ _NODES_KEPT = 200_000  # per-node memos are dropped past this many node names (a
 @dataclass
 class _Kept:
     nodes: tuple[Node, ...]
-    live: tuple[LiveAllocation, ...] | None  # what ``view`` shows taken (None: ``live_set``, by ``keep_worked``)
+    live: tuple[LiveAllocation, ...]  # the snapshot's allocations ``view`` shows taken, with ``taken``
     view: CapacityView
     count: int  # how many allocations ``view`` shows taken (each one listed twice counts twice)
     live_set: set[LiveAllocation] | None = None  # brought up to date in place: see ``pristine_view``
+    taken: list[Placement] | None = None  # taken on ``view`` too (``keep_worked``), not yet in ``live_set``
 
     def live_now(self) -> set[LiveAllocation]:
+        """What ``view`` shows taken, as a set: ``count`` is its size unless some allocation is shown twice."""
         if self.live_set is None:
-            self.live_set = set(self.live or ())
+            self.live_set = set(self.live)
+        if self.taken is not None:
+            self.live_set |= {LiveAllocation(p.job_id, a) for p in self.taken for a in p.allocations}
+            self.taken = None
         return self.live_set
 
 
@@ -93,23 +99,23 @@ def pristine_view(snapshot: Snapshot, gpu_ranker: NodeRanker, cpu_ranker: NodeRa
 
 
 def keep_worked(
-    snapshot: Snapshot, gpu_ranker: NodeRanker, cpu_ranker: NodeRanker, view: CapacityView, taken: list[LiveAllocation]
+    snapshot: Snapshot, gpu_ranker: NodeRanker, cpu_ranker: NodeRanker, view: CapacityView, taken: list[Placement]
 ) -> None:
     """Keep ``view`` to bring up to date for the next snapshot, in place of the snapshot's own: a copy of
     the snapshot's view with ``taken`` taken on it and nothing else changed, which the caller leaves as it
     is. After a cycle, the next snapshot lists most of what the cycle placed, so less changes from it.
-    Nothing is kept unless the snapshot's view is the one kept now, and every allocation distinct."""
+    Kept only in place of the snapshot's own view; the set of what it shows taken is made when the next
+    snapshot needs it (``live_now``), and if some allocation is shown twice, that view is built afresh."""
     key = (gpu_ranker, cpu_ranker)
     with _lock:
         kept = _views.get(key)
-        if kept is None or kept.live is not snapshot.live or not _same_nodes(kept.nodes, snapshot.nodes):
+        if kept is None or kept.live is not snapshot.live or kept.taken is not None:
             return
-        before = kept.live_now()
-        new = set(taken)
-        if len(new) != len(taken) or len(before) != kept.count or not before.isdisjoint(new):
+        if not _same_nodes(kept.nodes, snapshot.nodes):
             return
-        before |= new
-        kept.live, kept.count, kept.view = None, len(before), view
+        view.forget_lookups()
+        kept.view, kept.taken = view, taken
+        kept.count += sum(len(p.allocations) for p in taken)
 
 
 def ordered_on_node(name: str, held: list[LiveAllocation]) -> tuple[LiveAllocation, ...]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from corral.model import Allocation, Job, LiveAllocation, Request
+from corral.model import Allocation, Job, Request
 from corral.sched.backfill import blocked_reason, ends_by, find_reservation, guard_view, reserved_reason, when
 from corral.sched.fairshare import share_tables
 from corral.sched.feasibility import NodesAwaited, never_runs
@@ -45,7 +45,7 @@ class _Cycle:
     preemptions: list[Preemption] = field(default_factory=list)
     line: Line = field(default_factory=Line)  # the jobs left waiting, in order
     taken: list[Allocation] = field(default_factory=list)  # placements and preemption holds, in order
-    applied: list[LiveAllocation] = field(default_factory=list)  # ``taken``, by job: all that changed the view
+    applied: list[Placement] = field(default_factory=list)  # placements and holds: all that changed the view
     special: dict[str, tuple[str, ...]] = field(default_factory=dict)  # job -> victims, or () when held back
     holders: dict[str, Job] = field(default_factory=dict)  # job -> the job as queued, for jobs holding victims
     reservation: Reservation | None = None
@@ -351,7 +351,7 @@ class _Cycle:
 
     def _taken(self, placement: Placement) -> None:
         self.taken.extend(placement.allocations)
-        self.applied.extend(LiveAllocation(placement.job_id, a) for a in placement.allocations)
+        self.applied.append(placement)
 
     def _reserve(self, job: Job, view: CapacityView) -> None:
         """Reserve for the first blocked job that could ever fit; one attempt per cycle bounds the cost.

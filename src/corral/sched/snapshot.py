@@ -57,7 +57,7 @@ class Snapshot:
             pristine = self._views[key] = carry.pristine_view(self, gpu_ranker, cpu_ranker)
         return pristine.copy()
 
-    def worked(self, view: CapacityView, taken: list[LiveAllocation]) -> None:
+    def worked(self, view: CapacityView, taken: list[Placement]) -> None:
         """``view`` is a copy of this snapshot's with ``taken`` taken on it, which no one changes any more: the
         view of the next snapshot may start from it (``carry.keep_worked``)."""
         carry.keep_worked(self, view._gpu_ranker, view._cpu_ranker, view, taken)
@@ -194,6 +194,12 @@ class CapacityView:
         twin.version = 0
         twin._domains = self._domains.copy()
         return twin
+
+    def forget_lookups(self) -> None:
+        """Drop what was built on first use (the CPU-only order, domain sizes), as a view new from a snapshot
+        has none: each one kept is brought up to date at every change of a node, used or not."""
+        self._hosts = None
+        self._domains = DomainSizes()
 
     def nodes_with_empty(self, gpu_type: str, count: int) -> Iterator[NodeCapacity]:
         """Nodes with at least ``count`` empty GPUs of the type, preferred first."""
