@@ -52,3 +52,8 @@ def test_top_level_help_lists_every_command():
 def test_sim_help_marks_the_trace_and_cluster_as_required(command):
     text = " ".join(CliRunner().invoke(cli, [*command, "--help"]).output.split())
     assert "gpu_type, …) [required]" in text and "gpu_speed table [required]" in text
+
+
+def test_sim_help_names_the_out_folder_as_the_contract_does():
+    text = " ".join(CliRunner().invoke(cli, ["sim", "--help"]).output.split())
+    assert "--out DIR" in text and "DIRECTORY" not in text

@@ -68,6 +68,7 @@ _DEFAULT = click.core.ParameterSource.DEFAULT
     "--out",
     "out_dir",
     type=click.Path(file_okay=False),
+    metavar="DIR",
     callback=out_dir_option,
     help="also write summary.json, jobs-POLICY.csv (one row per job) and report.html with its plots into this folder",
 )
