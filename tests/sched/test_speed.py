@@ -28,6 +28,7 @@ def test_the_job_waits_for_the_faster_type_when_it_frees_up_soon():
     assert reason.code == FASTER_GPU
     assert reason.message.startswith("waiting for H100 GPUs, expected to free up at 2026-01-01 00:01:40 UTC (in 1m40s)")
     assert reason.message.endswith("the job finishes sooner there than on L4 now")
+    assert reason.expected_start == datetime(2026, 1, 1, 0, 1, 40, tzinfo=UTC)  # shown as the job's expected start
 
 
 def test_the_job_runs_on_the_slower_type_when_waiting_would_finish_later():

@@ -63,7 +63,9 @@ class JobOut(BaseModel):
     preemptions: int = 0
     last_checkpoint_at: datetime | None = None
     expected_start: datetime | None = Field(
-        default=None, description="for a pending job with a backfill reservation: when it is expected to start"
+        default=None,
+        description="for a pending job with a backfill reservation, or held back for a faster GPU type: when it is"
+        " expected to start",
     )
     usage: UsageOut | None = Field(
         default=None, description="GPU-seconds, cost and energy of every attempt so far (one job's view only)"

@@ -53,7 +53,7 @@ class _Cycle:
     reserve_tried: bool = False
     quota: QuotaLedger | None = None
     over_quota: dict[str, str] = field(default_factory=dict)  # job → why its team may not take more now
-    waits_for_faster: dict[str, str] = field(default_factory=dict)  # job → the faster GPU type it waits for
+    waits_for_faster: dict[str, tuple[str, datetime]] = field(default_factory=dict)  # job → why, and when it starts
     speed_checks: int = 0
     quota_unchecked: set[str] = field(default_factory=set)  # waiting without a quota check: nothing fits them
     rest: list[Item] = field(default_factory=list)  # the queue after ``line``: waits as a whole, preempting nothing
@@ -337,9 +337,11 @@ class _Cycle:
         if found is None:
             return False
         faster, wait = found
+        at = self.now + timedelta(seconds=wait)
         self.waits_for_faster[job.id] = (
-            f"waiting for {faster} GPUs, expected to free up at {when(self.now + timedelta(seconds=wait), self.now)}:"
-            f" the job finishes sooner there than on {chosen} now"
+            f"waiting for {faster} GPUs, expected to free up at {when(at, self.now)}:"
+            f" the job finishes sooner there than on {chosen} now",
+            at,
         )
         return True
 
@@ -367,7 +369,7 @@ class _Cycle:
             self.guard = guard_view(self.snapshot, self.policy, self.taken, self.reservation, view)
 
     def _reasons(self, view: CapacityView, preemptor: Preemptor | None) -> Reasons:
-        known = {job_id: (FASTER_GPU, message) for job_id, message in self.waits_for_faster.items()}
+        known = {job_id: (FASTER_GPU, message) for job_id, (message, _) in self.waits_for_faster.items()}
         known.update((job_id, (QUOTA, message)) for job_id, message in self.over_quota.items())
         quota = None if self.gate is None or self.awaited is None else self.awaited.unless(self.gate.reasons(view))
         line, unchecked = self.line, self.quota_unchecked
@@ -376,6 +378,9 @@ class _Cycle:
             behind = Reason(IN_ORDER, f"waiting behind job {self.blocker.id}: jobs start in submit order", True)
         groups, rest = self.groups, self.rest
         reasons = explain(line, view, self.snapshot, known, unchecked, quota, groups, rest, behind)
+        for job_id, (_, at) in self.waits_for_faster.items():  # it starts when the faster GPUs free up
+            if known[job_id][0] == FASTER_GPU and job_id in reasons:
+                reasons.replace(job_id, reasons[job_id]._replace(expected_start=at))
         reservation = self.reservation
         if reservation is not None and reservation.job_id in reasons and reservation.job_id not in known:
             reasons.replace(reservation.job_id, reserved_reason(reasons[reservation.job_id], reservation, self.now))

@@ -50,7 +50,7 @@ class Reason(NamedTuple):
     code: str
     message: str
     queued: bool = False  # the job has a place in the queue (it could fit the cluster, and waits its turn)
-    expected_start: datetime | None = None  # set for a reserved job: when its reservation begins
+    expected_start: datetime | None = None  # a reserved job's reservation, or when the faster GPUs it waits for free up
 
     def describe(self, position: tuple[int, int] | None = None) -> str:
         """The message with the queue position (place, queue length), as users read it."""
