@@ -222,7 +222,7 @@ def test_a_key_inside_a_named_section_is_named_with_what_is_valid(text, field, w
         ("priority_classes: {high: {value: 1000001}}", "priority_classes.high.value", "got 1000001"),
         ("teams: {a: {}}\nfair_share: {weights: {a: true}}", "fair_share.weights.a", "a weight above 0"),
         ("teams: {a: {}}\nfair_share: {weights: {a: 1e7}}", "fair_share.weights.a", "at most 1,000,000, such as 2"),
-        ("gpu_speed: {H100: true}", "gpu_speed.H100", "expected a speed from 0.001 to 1000, such as 1.0 or 0.2"),
+        ("gpu_speed: {H100: true}", "gpu_speed.H100", "expected a speed from 0.001 to 1,000, such as 1.0 or 0.2"),
         ("gpu_speed: {H100: 5000}", "gpu_speed.H100", "got 5000"),
     ],
 )

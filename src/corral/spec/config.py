@@ -69,7 +69,7 @@ Gpus = Annotated[
 ]
 GpuSpeed = Annotated[
     float,
-    BeforeValidator(_number(f"a speed from 0.001 to {MAX_GPU_SPEED:g}, such as 1.0 or 0.2", MAX_GPU_SPEED)),
+    BeforeValidator(_number(f"a speed from 0.001 to {MAX_GPU_SPEED:,g}, such as 1.0 or 0.2", MAX_GPU_SPEED)),
     Field(strict=True, ge=MIN_GPU_SPEED, le=MAX_GPU_SPEED),
 ]
 """A GPU type's run-time speed (the cluster config's and the simulator's cluster file's ``gpu_speed``)."""
