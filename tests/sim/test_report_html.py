@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from corral.cli.main import cli
@@ -67,26 +68,25 @@ def test_out_writes_a_report_with_its_plots(tmp_path: Path) -> None:
     assert f"wrote {out}/summary.json, jobs-fifo.csv, jobs-tiresias.csv, report.html" in table.output
 
 
-def test_team_names_with_dollar_signs_are_drawn_as_written(tmp_path: Path) -> None:
-    """A vc such as $\\frac$ or a$b is text from the trace; matplotlib would read $…$ as TeX and fail."""
-    trace = "job_id,submit_time_s,duration_s,num_gpus,vc\na,0,10,1,$\\frac$\nb,0,10,1,a$b\nc,0,10,1,$x^2$\n"
+@pytest.mark.parametrize(
+    ("teams", "cell"),
+    [
+        # A vc such as $\frac$ or a$b is text from the trace; matplotlib would read $…$ as TeX and fail.
+        (["$\\frac$", "a$b", "$x^2$"], "<td>$\\frac$</td>"),
+        # Warnings are errors in the tests: matplotlib's 'Glyph … missing from font' would fail the command.
+        (["\u56e2\u961f", "\U0001f600"], "<td>\u56e2\u961f</td>"),
+    ],
+    ids=["dollar signs drawn as written", "glyphs the plot's font lacks give no warnings"],
+)
+def test_team_names_from_the_trace_are_drawn_as_written(tmp_path: Path, teams: list[str], cell: str) -> None:
+    rows = "".join(f"{chr(ord('a') + i)},0,10,1,{team}\n" for i, team in enumerate(teams))
+    trace = "job_id,submit_time_s,duration_s,num_gpus,vc\n" + rows
     cluster = "node_groups:\n  - {count: 1, gpus_per_node: 8, gpu_type: V100}\n"
     sim, out = sim_inputs(tmp_path, trace, cluster)
     result = CliRunner().invoke(cli, [*sim, "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert (out / "team_share.png").read_bytes().startswith(PNG_MAGIC)
-    assert "<td>$\\frac$</td>" in (out / "report.html").read_text(encoding="utf-8")
-
-
-def test_team_names_the_plots_font_cannot_draw_give_no_warnings(tmp_path: Path) -> None:
-    """Warnings are errors in the tests: matplotlib's 'Glyph … missing from font' would fail the command."""
-    trace = "job_id,submit_time_s,duration_s,num_gpus,vc\na,0,10,1,\u56e2\u961f\nb,0,10,1,\U0001f600\n"
-    cluster = "node_groups:\n  - {count: 1, gpus_per_node: 8, gpu_type: V100}\n"
-    sim, out = sim_inputs(tmp_path, trace, cluster)
-    result = CliRunner().invoke(cli, [*sim, "--out", str(out)])
-    assert result.exit_code == 0, result.output
-    assert (out / "team_share.png").read_bytes().startswith(PNG_MAGIC)
-    assert "<td>\u56e2\u961f</td>" in (out / "report.html").read_text(encoding="utf-8")
+    assert cell in (out / "report.html").read_text(encoding="utf-8")
 
 
 def test_the_timeline_is_recorded_only_when_asked() -> None:

@@ -18,7 +18,7 @@ from corral.sched.snapshot import CapacityView, Snapshot
 
 
 def explain(
-    waiting: Sequence[Job] | Line,
+    line: Line,
     view: CapacityView,
     snapshot: Snapshot,
     known: Mapping[str, tuple[str, str]] | None = None,
@@ -28,23 +28,22 @@ def explain(
     rest: Sequence[Item] = (),
     behind: Reason | None = None,
 ) -> Reasons:
-    """A reason per waiting job (given in queue order, and kept in it), judged on what is left free in ``view``.
+    """A reason per waiting job of ``line`` (in queue order, and kept in it), judged on what is left free in ``view``.
 
     ``known`` gives the code and message of jobs whose reason the cycle already knows (they keep
     their place in the queue, unless their request can never fit). ``quota`` says why
     its team's quota keeps out a job of ``unchecked``, or one waiting as a member of its group (below),
     that has no known reason (asked once per team and request: the answer is the same for all their jobs).
 
-    ``waiting`` may be a ``Line``: some of its jobs then wait as members of their group of the queue (team
-    and request, numbered by ``groups``); no such job has a known reason, and their reasons are found once
-    per group. ``rest`` is the rest of the queue (``order`` items, after ``waiting``), waiting as a whole,
+    Some jobs of ``line`` may wait as members of their group of the queue (team and request, numbered by
+    ``groups``); no such job has a known reason, and their reasons are found once per group. ``rest`` is the
+    rest of the queue (``order`` items, after ``line``), waiting as a whole,
     its jobs as members of their groups; with ``behind``, that is the reason of each job of ``rest`` waiting
-    only for resources (a policy that starts jobs strictly in order; then no job of ``waiting`` is a member).
+    only for resources (a policy that starts jobs strictly in order; then no job of ``line`` is a member).
 
     Jobs with the same reason share one ``Reason`` (a queue position is the job's place in
-    ``waiting``, see ``Plan.position``), so a cycle leaving 100,000 jobs waiting makes one per request and
+    ``line``, see ``Plan.position``), so a cycle leaving 100,000 jobs waiting makes one per request and
     team at most (a few thousand), not one per job."""
-    line = waiting if isinstance(waiting, Line) else Line.of(waiting)
     if not line.ids and not rest:
         return Reasons.of({})
     registered, unavailable = snapshot.shapes, snapshot.unavailable_shapes
@@ -110,13 +109,6 @@ class Line:
         self.numbers: list[int] = []  # -k for ``jobs[k - 1]``; a member's group number
         self.jobs: list[Job] = []
         self.requests: list[Request] = []
-
-    @classmethod
-    def of(cls, jobs: Sequence[Job]) -> Line:
-        line = cls()
-        for job in jobs:
-            line.add(job, job.request)
-        return line
 
     def add(self, job: Job, request: Request) -> None:
         """A job looked at one by one."""

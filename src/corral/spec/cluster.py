@@ -9,13 +9,13 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from corral.spec.config import GpuSpeed
 from corral.spec.errors import FieldError, SpecError, from_validation_error
+from corral.spec.names import is_gpu_type
 from corral.spec.quantities import check_gpu_speeds, parse_memory_mb
 from corral.spec.strict import not_a_flag
 from corral.spec.wording import shown
 from corral.spec.yamldoc import load_yaml_document
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9\-]{0,39}$")
-_TYPE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 
 
 def _memory(value: Any) -> Any:
@@ -76,7 +76,7 @@ class NodeGroupSpec(BaseModel):
     @field_validator("gpu_type")
     @classmethod
     def _gpu_type(cls, value: str) -> str:
-        if not _TYPE_RE.match(value):
+        if not is_gpu_type(value):
             raise ValueError(f"bad GPU type {value!r}: expected a name such as V100 or H100")
         return value
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from corral.spec.names import is_gpu_type
 from corral.spec.quantities import NUMBER_RE, parse_memory_mb
 from corral.spec.strict import not_a_flag
 from corral.spec.wording import first_repeat, shown, written
@@ -87,7 +87,7 @@ class ResourcesSpec(BaseModel):
         for name in value:
             if not name.strip():
                 raise ValueError("has an empty GPU type name: give types such as [H100, A100] (or leave gpu_type out)")
-            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", name):
+            if not is_gpu_type(name):
                 raise ValueError(f"bad GPU type {name!r}: expected a name such as H100 or A100")
         if (twice := first_repeat(value)) is not None:
             raise ValueError(f"lists {twice} twice: give each type once, preferred first (such as [H100, A100])")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import Row, select
 from sqlalchemy.orm import Session
@@ -17,7 +17,12 @@ from corral.head.store.tables import JobRow, NodeRow, TaskRow
 from corral.model import TaskState
 
 
-def handed_out(task: TaskRow) -> bool:
+class _Ranked(Protocol):
+    node_rank: int
+    master_port: int
+
+
+def handed_out(task: _Ranked) -> bool:
     """Whether the task is in its node's desired state yet: a rank above 0 waits for rank 0's port."""
     return task.node_rank == 0 or task.master_port != 0
 
@@ -49,7 +54,7 @@ def desired_json(session: Session, rt: HeadRuntime, node: NodeRow) -> bytes:
     ).all()
     stopping = TaskState.STOPPING.value
     stop_grace = {t.id: t.stop_grace_s for t in live if t.state == stopping and t.stop_grace_s is not None}
-    wanted = [t for t in live if t.state != stopping and (t.node_rank == 0 or t.master_port != 0)]
+    wanted = [t for t in live if t.state != stopping and handed_out(t)]
     hosts = _hosts(session, {t.job_id for t in wanted if t.nodes > 1})
     keys = [(t.id, t.master_port, tuple((h.addr, h.slots) for h in hosts.get(t.id, ()))) for t in wanted]
     with rt.desired_pieces.node(node.name, node.token_hash) as known:
