@@ -1,5 +1,5 @@
-"""`corral submit --array` over a file's `array:`, a file's relative `workdir`, and the note `corral jobs --limit`
-prints."""
+"""`corral submit --array` over a file's `array:`, a file's relative `workdir`, its command and env as written,
+and the note `corral jobs --limit` prints."""
 
 from __future__ import annotations
 
@@ -91,6 +91,20 @@ def test_a_services_relative_workdir_is_resolved_as_a_jobs(tmp_path, monkeypatch
     path = tmp_path / "web.yaml"
     path.write_text("kind: service\nname: web\ncommand: serve\nworkdir: app\n")
     assert corral.cli.serve._read_spec(str(path))["workdir"] == os.path.join(os.getcwd(), "app")
+
+
+def test_submit_sends_command_arguments_and_env_values_as_written(head, tmp_path, capsys):
+    code, _, err = submit(tmp_path, capsys, "command: [train, --seed, 010, --resume, yes]\nenv: {LR: 1.50, ON: on}\n")
+    assert code == 0, err
+    assert head.submitted[0]["command"] == ["train", "--seed", "010", "--resume", "yes"]
+    assert head.submitted[0]["env"] == {"LR": "1.50", "ON": "on"}
+
+
+def test_serve_sends_command_arguments_and_env_values_as_written(tmp_path):
+    path = tmp_path / "web.yaml"
+    path.write_text("kind: service\nname: web\ncommand: [serve, --workers, 010]\nenv: {DEBUG: no}\n")
+    sent = corral.cli.serve._read_spec(str(path))
+    assert (sent["command"], sent["env"]) == (["serve", "--workers", "010"], {"DEBUG": "no"})
 
 
 @pytest.mark.parametrize(

@@ -226,9 +226,14 @@ def test_env_values_are_coerced_to_strings():
     assert spec.env == {"EPOCHS": "3", "LR": "0.5", "DEBUG": "true", "OFF": "false", "S": "s"}
 
 
-def test_env_values_from_yaml_are_strings():
-    spec = load_job_yaml("command: x\nenv:\n  EPOCHS: 3\n  VERBOSE: yes\n")
-    assert spec.env == {"EPOCHS": "3", "VERBOSE": "true"}
+def test_env_values_from_yaml_are_strings_as_written():
+    spec = load_job_yaml("command: x\nenv:\n  EPOCHS: 3\n  VERBOSE: yes\n  RUN: 010\n  LR: 1.50\n  DAY: 2026-01-01\n")
+    assert spec.env == {"EPOCHS": "3", "VERBOSE": "yes", "RUN": "010", "LR": "1.50", "DAY": "2026-01-01"}
+
+
+def test_an_env_variable_without_a_value_in_yaml_is_still_refused():
+    with pytest.raises(SpecError, match='env: E has no value; write E: "" for an empty string'):
+        load_job_yaml("command: x\nenv: {E: }\n")
 
 
 @pytest.mark.parametrize("key", ["1X", "A-B", "A B", ""])
@@ -307,12 +312,12 @@ def test_an_env_value_must_be_a_scalar():
         load_job_yaml("command: x\nenv: {FOO: [1, 2]}")
 
 
-def test_an_env_value_yaml_reads_as_a_date_or_bytes_is_refused_with_a_hint():
+def test_an_env_value_tagged_as_bytes_or_a_date_is_refused_with_a_hint():
     with pytest.raises(SpecError, match=r"env: DAY must be a string, number or boolean, not a date \(quote"):
-        load_job_yaml("command: x\nenv: {DAY: 2024-01-01}")
+        load_job_yaml("command: x\nenv: {DAY: !!timestamp 2024-01-01}")
     with pytest.raises(SpecError, match="not a bytes"):
         load_job_yaml("command: x\nenv: {BLOB: !!binary aGVsbG8=}")
-    assert load_job_yaml('command: x\nenv: {DAY: "2024-01-01"}').env == {"DAY": "2024-01-01"}
+    assert load_job_yaml("command: x\nenv: {DAY: 2024-01-01}").env == {"DAY": "2024-01-01"}
 
 
 @pytest.mark.parametrize("name", ["CUDA_VISIBLE_DEVICES", "RANK", "MASTER_ADDR", "CORRAL_JOB_ID", "CORRAL_ANYTHING"])
@@ -381,6 +386,13 @@ def test_yaml_scalars_in_a_command_list_become_strings():
         "--epochs",
         "3",
     ]
+
+
+def test_a_command_list_keeps_its_arguments_as_written():
+    """YAML would read 010 as 8, yes and on as true, 1.50 as 1.5 and a date as a date: the job runs what was
+    written, not those values written back."""
+    text = "command: [run, 010, yes, on, 1.50, .inf, 2026-01-01, 0x1F, '010']\n"
+    assert load_job_yaml(text).command == ["run", "010", "yes", "on", "1.50", ".inf", "2026-01-01", "0x1F", "010"]
 
 
 @pytest.mark.parametrize(

@@ -127,3 +127,11 @@ def test_a_services_priority_takes_the_range_of_a_jobs():
 def test_numbers_in_a_command_list_become_text_as_in_a_job():
     spec = parse_service_spec({"name": "web", "command": ["serve", "--workers", 2, "--reload", True]})
     assert spec.command == ["serve", "--workers", "2", "--reload", "true"]
+
+
+def test_a_service_command_list_and_env_keep_their_text_as_written():
+    spec = load_service_yaml(
+        "kind: service\nname: a\ncommand: [serve, --workers, 010, --debug, yes]\nenv: {LR: 1.50}\n"
+    )
+    assert spec.command == ["serve", "--workers", "010", "--debug", "yes"]
+    assert spec.env == {"LR": "1.50"}

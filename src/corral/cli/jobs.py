@@ -40,11 +40,11 @@ def submit(file: str, array: str | None, after_ok: tuple[str, ...], after_any: t
     CORRAL_ARRAY_INDEX set, and prints every id, one per line. --array wins over the
     file's `array:` (a note on stderr says so).
     """
-    from corral.spec import SpecError, load_yaml_document
+    from corral.spec import SPEC_TEXT_KEYS, SpecError, load_yaml_document
 
     text = read_input(file, "job file")
     try:
-        data = load_yaml_document(text, source=input_name(file))
+        data = load_yaml_document(text, source=input_name(file), as_written=SPEC_TEXT_KEYS)
     except SpecError as exc:
         raise spec_error(exc) from None
     if isinstance(data, dict):

@@ -27,12 +27,12 @@ def _services_api() -> Any:
 
 def _read_spec(file: str) -> dict[str, Any]:
     """The file's fields, checked here for a clear exit 2 before the head is reached."""
-    from corral.spec import FieldError, SpecError, load_yaml_document
+    from corral.spec import SPEC_TEXT_KEYS, FieldError, SpecError, load_yaml_document
     from corral.spec.service import parse_service_spec
 
     text = read_input(file, "service file")
     try:
-        data = load_yaml_document(text, source=input_name(file))
+        data = load_yaml_document(text, source=input_name(file), as_written=SPEC_TEXT_KEYS)
         parse_service_spec(data, input_name(file))
         if data.get("kind") != "service":  # a job file served by mistake would become a service
             raise SpecError(

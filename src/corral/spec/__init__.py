@@ -22,10 +22,11 @@ from corral.spec.quantities import (
     parse_memory_mb,
 )
 from corral.spec.resources import ResourcesSpec
-from corral.spec.yamldoc import load_yaml_document
+from corral.spec.yamldoc import SPEC_TEXT_KEYS, load_yaml_document
 
 __all__ = [
     "LAUNCHERS",
+    "SPEC_TEXT_KEYS",
     "ClusterConfig",
     "ClusterSpec",
     "FairShareConfig",

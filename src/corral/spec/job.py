@@ -23,7 +23,7 @@ from corral.spec.quantities import parse_duration_s, whole_number
 from corral.spec.resources import STORED, ResourcesSpec
 from corral.spec.strict import Flag
 from corral.spec.wording import first_repeat, shown, written
-from corral.spec.yamldoc import load_yaml_document
+from corral.spec.yamldoc import SPEC_TEXT_KEYS, load_yaml_document
 
 Launcher = Literal["per-gpu", "per-node"]
 LAUNCHERS: tuple[str, ...] = ("per-gpu", "per-node")
@@ -377,4 +377,4 @@ def parse_job_spec(data: Any, source: str = "job") -> JobSpec:
 
 def load_job_yaml(text: str, source: str = "job file") -> JobSpec:
     """Parse YAML text into a JobSpec."""
-    return parse_job_spec(load_yaml_document(text, source), source)
+    return parse_job_spec(load_yaml_document(text, source, as_written=SPEC_TEXT_KEYS), source)

@@ -21,7 +21,7 @@ from corral.spec.quantities import parse_duration_s, whole_number
 from corral.spec.resources import ResourcesSpec
 from corral.spec.strict import not_a_flag
 from corral.spec.wording import shown, written
-from corral.spec.yamldoc import load_yaml_document
+from corral.spec.yamldoc import SPEC_TEXT_KEYS, load_yaml_document
 
 # Service names appear in URLs (/s/NAME/...) and in job names: keep them DNS-label-like.
 _SERVICE_NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
@@ -244,4 +244,4 @@ def parse_service_spec(data: Any, source: str = "service") -> ServiceSpec:
 
 
 def load_service_yaml(text: str, source: str = "service file") -> ServiceSpec:
-    return parse_service_spec(load_yaml_document(text, source), source)
+    return parse_service_spec(load_yaml_document(text, source, as_written=SPEC_TEXT_KEYS), source)

@@ -13,6 +13,10 @@ class _NoDuplicateKeysLoader(yaml.SafeLoader):
     """YAML's safe loader, except that a key given twice in one mapping is an error (the plain loader
     keeps the last value and silently drops the first)."""
 
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.tagged: set[int] = set()  # ids of the scalar nodes whose tag was written out
+
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         first_line: dict[Any, int] = {}
         for key_node, _ in node.value:
@@ -30,6 +34,14 @@ class _NoDuplicateKeysLoader(yaml.SafeLoader):
             first_line[key] = key_node.start_mark.line
         return super().construct_mapping(node, deep)
 
+    def compose_scalar_node(self, anchor: Any) -> yaml.ScalarNode:
+        """As the base loader's; scalars with a tag written out (``!!binary``) are noted in ``tagged``."""
+        tag = self.peek_event().tag  # type: ignore[no-untyped-call]
+        node: yaml.ScalarNode = super().compose_scalar_node(anchor)
+        if tag not in (None, "!"):
+            self.tagged.add(id(node))
+        return node
+
     def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
         """A whole number, except that one of more digits than Python reads (thousands) is an error
         naming its line, not a ValueError from deep inside the loader."""
@@ -46,10 +58,26 @@ class _NoDuplicateKeysLoader(yaml.SafeLoader):
 _NoDuplicateKeysLoader.add_constructor("tag:yaml.org,2002:int", _NoDuplicateKeysLoader.construct_yaml_int)
 
 
-def load_yaml_document(text: str, source: str = "job file") -> Any:
-    """Decode YAML text; syntax errors, and a key given twice in one mapping, name the line and column."""
+SPEC_TEXT_KEYS = ("command", "env")
+"""The keys of a job or service file whose items are text as written (``load_yaml_document``'s ``as_written``)."""
+_STR = "tag:yaml.org,2002:str"
+_VALUES = frozenset(f"tag:yaml.org,2002:{kind}" for kind in ("bool", "int", "float", "timestamp"))  # not text
+
+
+def load_yaml_document(text: str, source: str = "job file", as_written: tuple[str, ...] = ()) -> Any:
+    """Decode YAML text; syntax errors, and a key given twice in one mapping, name the line and column.
+
+    ``as_written`` names top-level keys whose list items or mapping values are text, whatever they look
+    like: an unquoted ``010``, ``yes`` or ``1.50`` there is kept as those characters, not read as 8, true
+    or 1.5 and written back differently (a command's arguments, environment variables)."""
+    loader = _NoDuplicateKeysLoader(text)
     try:
-        return yaml.load(text, Loader=_NoDuplicateKeysLoader)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if as_written:
+            _keep_as_written(loader, node, as_written)
+        return loader.construct_document(node)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
@@ -57,3 +85,26 @@ def load_yaml_document(text: str, source: str = "job file") -> Any:
         raise SpecError([FieldError("", f"{source} is not valid YAML{where}: {problem}")]) from None
     except RecursionError:
         raise SpecError([FieldError("", f"{source} nests lists or mappings too deeply to read")]) from None
+    finally:
+        loader.dispose()
+
+
+def _keep_as_written(loader: _NoDuplicateKeysLoader, document: yaml.Node, keys: tuple[str, ...]) -> None:
+    """Tag the unquoted scalars under ``keys`` (items of a list, keys and values of a mapping) as text, so that they
+    are constructed from the characters written; an empty value stays null, for its field to say so, and a
+    tag written out (``!!binary``) is kept."""
+    if not isinstance(document, yaml.MappingNode):
+        return
+    for key_node, value_node in document.value:
+        if not (isinstance(key_node, yaml.ScalarNode) and key_node.value in keys and key_node.tag == _STR):
+            continue
+        if isinstance(value_node, yaml.SequenceNode):
+            scalars = value_node.value
+        elif isinstance(value_node, yaml.MappingNode):
+            scalars = [scalar for pair in value_node.value for scalar in pair]  # keys too: YAML reads ON as true
+        else:
+            continue
+        for scalar in scalars:
+            plain = isinstance(scalar, yaml.ScalarNode) and scalar.style is None and id(scalar) not in loader.tagged
+            if plain and scalar.tag in _VALUES:
+                scalar.tag = _STR
