@@ -15,7 +15,7 @@ from corral.cli.sim import simulate_policies
 from corral.sched import get_policy
 from corral.sim import Trace, TraceJob, build_nodes, prepare, simulate
 from corral.sim.htmlreport import out_files
-from corral.sim.plots import PLOTS, resample
+from corral.sim.plots import PLOTS, resample, shown_teams
 from corral.sim.result import Sample
 from corral.spec import ClusterSpec, NodeGroupSpec
 
@@ -87,6 +87,17 @@ def test_team_names_from_the_trace_are_drawn_as_written(tmp_path: Path, teams: l
     assert result.exit_code == 0, result.output
     assert (out / "team_share.png").read_bytes().startswith(PNG_MAGIC)
     assert cell in (out / "report.html").read_text(encoding="utf-8")
+
+
+def test_the_team_share_plot_draws_the_largest_teams_and_sums_the_others() -> None:
+    shares = {"a": {f"t{i:04d}": (i + 1) / 5e8 for i in range(3001)}, "b": {"t0000": 0.5, "zz": 1e-9}}
+    teams, bars = shown_teams(shares, limit=20)
+    assert teams == ["t0000", *(f"t{i:04d}" for i in range(2982, 3001)), "2,982 other teams"]
+    assert len(bars["a"]) == len(bars["b"]) == 21
+    assert sum(bars["a"]) == pytest.approx(sum(shares["a"].values()))
+    assert bars["b"][0] == 0.5 and bars["b"][-1] == 1e-9  # zz is among the others: its share is in their bar
+    few = {"a": {"y": 0.25, "x": 0.75}}
+    assert shown_teams(few) == (["x", "y"], {"a": [0.75, 0.25]})
 
 
 def test_the_timeline_is_recorded_only_when_asked() -> None:

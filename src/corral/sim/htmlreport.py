@@ -36,7 +36,10 @@ _CAPTIONS = {
     "utilization": "Busy GPUs over all GPUs, after each moment something happened.",
     "queue": "Jobs waiting to start (new and preempted).",
     "jct_cdf": "Fraction of jobs finished within a given completion time (finish − submit).",
-    "team_share": "Each team's share of the GPU-hours jobs held (the trace's vc column).",
+    "team_share": (
+        "Each team's share of the GPU-hours jobs held (the trace's vc column); past 20 teams, the 20 with the"
+        " largest share, and the others together in the last bar."
+    ),
 }
 _STYLE = (
     "body{font-family:system-ui,sans-serif;margin:2em;max-width:70em}"

@@ -14,6 +14,7 @@ from corral.sim.fairness import team_figures
 from corral.sim.result import Sample, SimResult
 
 MAX_POINTS = 4000  # a longer timeline is resampled evenly: plots stay small and fast
+MAX_TEAMS = 20  # teams drawn one by one in the team share plot; the rest are one bar
 PLOTS = {
     "utilization": "utilization.png",
     "queue": "queue.png",
@@ -71,17 +72,39 @@ def jct_cdf(results: Mapping[str, SimResult], path: Path) -> None:
 
 def team_share(results: Mapping[str, SimResult], path: Path) -> None:
     figure, axes = _figure("Share of busy GPU-hours per team", "team")
-    shares = {name: team_figures(result.records) for name, result in results.items()}
-    teams = sorted({team for figures in shares.values() for team in figures})
+    shares = {
+        name: {team: figures.gpu_share for team, figures in team_figures(result.records).items()}
+        for name, result in results.items()
+    }
+    teams, bars = shown_teams(shares)
     height = 0.8 / max(1, len(shares))
-    for k, (name, figures) in enumerate(shares.items()):
-        values = [figures[t].gpu_share if t in figures else 0.0 for t in teams]
+    for k, (name, values) in enumerate(bars.items()):
         axes.barh([i + k * height for i in range(len(teams))], values, height=height, label=name)
     # team names are the trace's text: a $ in one is a dollar sign, not the start of TeX matplotlib would parse
     axes.set_yticks([i + 0.4 - height / 2 for i in range(len(teams))], teams, parse_math=False)
     axes.set_xlabel("share of busy GPU-hours")
     axes.invert_yaxis()
     _save(figure, axes, path)
+
+
+def shown_teams(
+    shares: Mapping[str, Mapping[str, float]], limit: int = MAX_TEAMS
+) -> tuple[list[str], dict[str, list[float]]]:
+    """The team share plot's bars: the teams by name, each policy's share for each; past ``limit`` teams,
+    the ``limit`` with the largest share under any policy, and the others summed in a last bar that says
+    how many they are (thousands of bars would be unreadable, and slow to draw)."""
+    every = {team for by_team in shares.values() for team in by_team}
+    if len(every) <= limit:
+        teams = sorted(every)
+        return teams, {name: [by_team.get(t, 0.0) for t in teams] for name, by_team in shares.items()}
+    largest = {team: max(by_team.get(team, 0.0) for by_team in shares.values()) for team in every}
+    teams = sorted(sorted(every, key=lambda t: (-largest[t], t))[:limit])
+    drawn = set(teams)
+    bars = {
+        name: [*(by_team.get(t, 0.0) for t in teams), sum(v for t, v in by_team.items() if t not in drawn)]
+        for name, by_team in shares.items()
+    }
+    return [*teams, f"{len(every) - limit:,} other teams"], bars
 
 
 def resample(
