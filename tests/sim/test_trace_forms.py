@@ -174,3 +174,16 @@ def test_a_column_without_a_name_is_named_once_on_stderr(tmp_path: Path) -> None
     assert "column column" not in result.stderr
     result = simulated(tmp_path, write(tmp_path, ",job_id,submit_time_s,duration_s,num_gpus,x\n0,a,0,10,1,\n"))
     assert "trace.csv: columns 1 (no name), 'x' not read;" in result.stderr
+
+
+@pytest.mark.parametrize("column", ["submit_time_s", "duration_s", "num_gpus", "job_id"])
+def test_a_long_bad_field_is_named_by_its_start_and_length(tmp_path: Path, column: str) -> None:
+    """A field the size of a file (a quote left open, a column pasted in) is not repeated in full."""
+    fields = {"job_id": "a", "submit_time_s": "0", "duration_s": "10", "num_gpus": "1"}
+    fields[column] = "x" * 5_000
+    rows = f"{fields['job_id']},{fields['submit_time_s']},{fields['duration_s']},{fields['num_gpus']},,,,\n"
+    if column == "job_id":
+        rows += rows  # the same long id twice
+    message = refused(tmp_path, HEADER + rows)
+    assert f"'{'x' * 60}'… (5,000 characters)" in message
+    assert len(message) < 400

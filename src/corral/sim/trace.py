@@ -13,6 +13,7 @@ from pathlib import Path
 
 from corral.sim import trace_fields as fields
 from corral.sim.trace_fields import MAX_SECONDS, TraceError, plain_float
+from corral.spec.wording import shown
 
 __all__ = [  # with what ``trace_fields`` holds that callers import from here
     "COLUMNS",
@@ -82,17 +83,17 @@ def parse_window(text: str) -> tuple[float, float]:
     """``START:END`` in seconds (either side may be empty) into a half-open interval."""
     start_text, sep, end_text = text.partition(":")
     if not sep:
-        raise ValueError(f"expected START:END in seconds, such as 0:43200, got {text!r}")
+        raise ValueError(f"expected START:END in seconds, such as 0:43200, got {shown(text)}")
     try:
         start = plain_float(start_text) if start_text.strip() else -math.inf
         end = plain_float(end_text) if end_text.strip() else math.inf
     except ValueError:
-        raise ValueError(f"expected START:END in seconds, such as 0:43200, got {text!r}") from None
+        raise ValueError(f"expected START:END in seconds, such as 0:43200, got {shown(text)}") from None
     for side, value in (("start", start_text), ("end", end_text)):
         if value.strip() and not math.isfinite(float(value)):
-            raise ValueError(f"the window's {side} must be a finite number of seconds or empty, got {text!r}")
+            raise ValueError(f"the window's {side} must be a finite number of seconds or empty, got {shown(text)}")
     if start >= end:
-        raise ValueError(f"window start must be below its end, got {text!r}")
+        raise ValueError(f"window start must be below its end, got {shown(text)}")
     return start, end
 
 

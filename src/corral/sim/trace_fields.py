@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping
 
 from corral.spec.resources import MIN_GPU_FRACTION
+from corral.spec.wording import shown
 
 MAX_SECONDS = 100 * 365 * 86_400
 """The largest time a trace may give (submit time after ``--scale-load``, duration, checkpoint interval,
@@ -35,7 +36,7 @@ def gpus(row: Row, line: int, source: str) -> float:
     whole = value.is_integer()
     if value < 0 or (value >= 1 and not whole) or 0 < value < MIN_GPU_FRACTION:
         text = (row.get("num_gpus") or "").strip()
-        raise TraceError(f"{source}, line {line}: num_gpus must be {GPUS_VALID}, got {text!r}")
+        raise TraceError(f"{source}, line {line}: num_gpus must be {GPUS_VALID}, got {shown(text)}")
     if (row.get("gpu_milli") or "").strip():
         return _milli(row, value, line, source)
     return int(value) if whole else value
@@ -50,7 +51,7 @@ def _milli(row: Row, num_gpus: float, line: int, source: str) -> float:
     if not (milli.is_integer() and 0 <= milli <= MILLI):
         raise TraceError(
             f"{source}, line {line}: gpu_milli must be a whole number from 0 to {MILLI} (thousandths of one GPU;"
-            f" empty = whole GPUs), got {text!r}"
+            f" empty = whole GPUs), got {shown(text)}"
         )
     if num_gpus == 0 or milli == MILLI:
         return int(num_gpus) if num_gpus.is_integer() else num_gpus
@@ -58,12 +59,12 @@ def _milli(row: Row, num_gpus: float, line: int, source: str) -> float:
         given = (row.get("num_gpus") or "").strip()
         raise TraceError(
             f"{source}, line {line}: gpu_milli {text} (below {MILLI}) shares one GPU, so num_gpus must be 1,"
-            f" got {given!r}"
+            f" got {shown(given)}"
         )
     if milli < least:
         raise TraceError(
             f"{source}, line {line}: gpu_milli must be from {least} to {MILLI} on a row with GPUs ({MILLI} = whole"
-            f" GPUs; empty = num_gpus alone), got {text!r}"
+            f" GPUs; empty = num_gpus alone), got {shown(text)}"
         )
     return milli / MILLI
 
@@ -76,7 +77,7 @@ def gpu_types(row: Row, line: int, source: str) -> tuple[str, ...]:
     names = [name.strip() for name in text.split("|")]
     if not all(names):
         raise TraceError(
-            f"{source}, line {line}: gpu_type has an empty type name in {text!r}; separate names with |, as in"
+            f"{source}, line {line}: gpu_type has an empty type name in {shown(text)}; separate names with |, as in"
             " V100|P100, or leave gpu_type empty for any type"
         )
     return tuple(dict.fromkeys(names))
@@ -89,10 +90,12 @@ def job_id(row: Row, line: int, seen: dict[str, int], source: str) -> str:
     where = f"{source}, line {line}"
     if given and given in seen:
         raise TraceError(
-            f"{where}: job_id {given!r} is already the job on line {seen[given]}; every job_id must be unique"
+            f"{where}: job_id {shown(given)} is already the job on line {seen[given]}; every job_id must be unique"
         )
     if not given and name in seen:
-        raise TraceError(f"{where}: job_id is empty, and its name {name!r} is already the job on line {seen[name]}")
+        raise TraceError(
+            f"{where}: job_id is empty, and its name {shown(name)} is already the job on line {seen[name]}"
+        )
     seen[name] = line
     return name
 
@@ -109,7 +112,9 @@ def time_limit(row: Row, line: int, source: str) -> float | None:
     limit = seconds(row, "time_limit_s", line, source)
     if not limit > 0:
         text = (row.get("time_limit_s") or "").strip()
-        raise TraceError(f"{source}, line {line}: time_limit_s must be above 0 (empty = no time limit), got {text!r}")
+        raise TraceError(
+            f"{source}, line {line}: time_limit_s must be above 0 (empty = no time limit), got {shown(text)}"
+        )
     return limit
 
 
@@ -120,9 +125,11 @@ def seconds(row: Row, column: str, line: int, source: str, *, signed: bool = Fal
     if value < 0 and not signed:
         above = " (empty = no time limit)" if column == "time_limit_s" else ""
         wanted = "above 0" if column == "time_limit_s" else "0 or more"
-        raise TraceError(f"{source}, line {line}: {column} must be {wanted}{above}, got {text!r}")
+        raise TraceError(f"{source}, line {line}: {column} must be {wanted}{above}, got {shown(text)}")
     if abs(value) > MAX_SECONDS:
-        raise TraceError(f"{source}, line {line}: {column} {text!r} is beyond the limit of {MAX_SECONDS} s (100 years)")
+        raise TraceError(
+            f"{source}, line {line}: {column} {shown(text)} is beyond the limit of {MAX_SECONDS} s (100 years)"
+        )
     return value
 
 
@@ -139,7 +146,7 @@ def number(row: Row, column: str, line: int, source: str) -> float:
     try:
         value = plain_float(text)
     except ValueError:
-        raise TraceError(f"{source}, line {line}: {column} must be a number, got {text!r}") from None
+        raise TraceError(f"{source}, line {line}: {column} must be a number, got {shown(text)}") from None
     if not math.isfinite(value):
-        raise TraceError(f"{source}, line {line}: {column} must be a finite number, got {text!r}")
+        raise TraceError(f"{source}, line {line}: {column} must be a finite number, got {shown(text)}")
     return value

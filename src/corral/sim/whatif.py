@@ -20,6 +20,7 @@ from corral.sim.catalogue import GpuDefaults, known_types, lookup
 from corral.sim.cluster import MAX_NODES
 from corral.spec import ClusterSpec, NodeGroupSpec
 from corral.spec.quantities import MAX_GPUS_PER_NODE
+from corral.spec.wording import shown
 
 NEW_NODE_GPUS = 8
 MAX_GROUP_NODES = 100_000  # as a cluster file allows (NodeGroupSpec.count)
@@ -41,7 +42,9 @@ def parse_amount(text: str, flag: str) -> tuple[int, str]:
             f" ({MAX_NODES:,} nodes of at most {MAX_GPUS_PER_NODE} GPUs)"
         )
     if match is None or not digits:
-        raise WhatIfError(f"{flag} {text!r}: expected NxTYPE, N GPUs (a whole number above 0) of TYPE, such as 8xH100")
+        raise WhatIfError(
+            f"{flag} {shown(text)}: expected NxTYPE, N GPUs (a whole number above 0) of TYPE, such as 8xH100"
+        )
     return int(digits), match[2]
 
 
