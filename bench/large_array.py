@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -25,8 +26,14 @@ LOADAVG = Path("/proc/loadavg")
 LOST_WORDS = ("lost", "fenced", "stopped answering", "declared")
 
 
-def _jobs(home: Path, limit: int) -> list[dict[str, Any]]:
-    return list(json.loads(corral(home, "jobs", "-o", "json", "--limit", str(limit))))
+def _jobs(home: Path, limit: int) -> list[dict[str, Any]] | None:
+    """The jobs, or None where the head did not answer this time (busy past the client's timeout)."""
+    try:
+        return list(json.loads(corral(home, "jobs", "-o", "json", "--limit", str(limit))))
+    except subprocess.CalledProcessError as failed:
+        if failed.returncode != 3:  # 3: the head did not answer; anything else is a real failure
+            raise
+        return None
 
 
 def run(elements: int, gpus: float, command: list[str], timeout_s: float) -> dict[str, Any]:
@@ -39,9 +46,16 @@ def run(elements: int, gpus: float, command: list[str], timeout_s: float) -> dic
             gpu_args = ["--gpus", f"{gpus:g}"] if gpus else []
             corral(home, "run", "--array", f"0-{elements - 1}", *gpu_args, "--", *command)
             submitted_s = time.monotonic() - started
+            jobs: list[dict[str, Any]] = []
+            unanswered = 0  # polls the head did not answer in time: asked again, and counted in the result
             while True:
-                jobs = _jobs(home, elements)
-                if all(j["finished_at"] for j in jobs) or time.monotonic() - started > timeout_s:
+                polled = _jobs(home, elements)
+                if polled is None:
+                    unanswered += 1
+                else:
+                    jobs = polled
+                done = polled is not None and all(j["finished_at"] for j in jobs)
+                if done or time.monotonic() - started > timeout_s:
                     break
                 time.sleep(2.0)
             drain_s = time.monotonic() - started
@@ -57,7 +71,8 @@ def run(elements: int, gpus: float, command: list[str], timeout_s: float) -> dic
             "command": command,
             "submit_s": round(submitted_s, 2),
             "drain_s": round(drain_s, 1),
-            "all_ended": all(j["finished_at"] for j in jobs),
+            "all_ended": bool(jobs) and all(j["finished_at"] for j in jobs),
+            "polls_unanswered": unanswered,
             "states": dict(states),
             "ended_by_node_loss_or_fencing": len(lost),
             "agent_no_contact_lines": no_contact[:4],
