@@ -72,6 +72,7 @@ def test_the_array_option_wins_over_the_files_with_a_note(head, tmp_path, capsys
         ("./run", "{cwd}/run"),
         ("../other", "{parent}/other"),
         ("/abs/dir", "/abs/dir"),
+        ("~/runs", "{home}/runs"),
         (None, "{cwd}"),
     ],
 )
@@ -83,7 +84,8 @@ def test_a_relative_workdir_is_resolved_against_where_submit_runs(head, tmp_path
     code, _, err = submit(tmp_path, capsys, "command: x\n" + (f"workdir: {given}\n" if given else ""))
     assert code == 0, err
     cwd = os.getcwd()  # the directory as the system names it (tmp_path may lie under a symbolic link)
-    assert head.submitted[0]["workdir"] == sent.format(cwd=cwd, parent=os.path.dirname(cwd))
+    home = os.path.expanduser("~")
+    assert head.submitted[0]["workdir"] == sent.format(cwd=cwd, parent=os.path.dirname(cwd), home=home)
 
 
 def test_a_services_relative_workdir_is_resolved_as_a_jobs(tmp_path, monkeypatch):

@@ -276,6 +276,14 @@ def test_bad_specs_name_the_field(head):
     assert "resources" in response.text
 
 
+def test_a_relative_workdir_is_refused_naming_the_field(head):
+    response = head.client.post("/v1/services", json={**SERVICE, "workdir": "app"}, headers=head.admin)
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["field"] == "workdir"
+    assert head.client.get("/v1/services", headers=head.admin).json() == []
+    create(head, {**SERVICE, "workdir": "/srv/app"})
+
+
 def test_users_see_only_their_own_services(head):
     head.register("n1")
     create(head)

@@ -130,6 +130,21 @@ def test_batch_submit_with_one_infeasible_job_stores_nothing(head):
     assert job_count(head) == 0
 
 
+def test_a_relative_workdir_is_refused_naming_the_field(head):
+    """On the node it would be taken against the agent's directory; the CLI resolves one before sending."""
+    response = head.client.post("/v1/jobs", json={"command": "x", "workdir": "data/run"}, headers=head.admin)
+    assert response.status_code == 422
+    detail = response.json()["detail"][0]
+    assert detail["field"] == "workdir"
+    assert detail["msg"].startswith("must be an absolute path, got 'data/run'")
+    jobs = [{"command": "a", "workdir": "/data"}, {"command": "b", "workdir": "./run"}]
+    response = head.client.post("/v1/jobs/batch", json={"jobs": jobs}, headers=head.admin)
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["field"] == "jobs[1].workdir"
+    assert job_count(head) == 0
+    assert head.submit({"command": "x", "workdir": "/data/run"})["state"] == "PENDING"
+
+
 def test_empty_batch_is_refused(head):
     response = head.client.post("/v1/jobs/batch", json={"jobs": []}, headers=head.admin)
     assert response.status_code == 422

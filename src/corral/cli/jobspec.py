@@ -39,12 +39,13 @@ def validated(data: Any, source: str, options: Mapping[str, str] | None = None) 
 
 
 def with_workdir(body: dict[str, Any]) -> dict[str, Any]:
-    """``body`` with its ``workdir`` on the node: the directory this command runs in when none is given, and a
+    """``body`` with its ``workdir`` on the node: the directory this command runs in when none is given, a
     relative one resolved against it, as sbatch resolves a relative ``--chdir`` (on the node, a relative
-    path would be relative to wherever its agent runs)."""
+    path would be relative to wherever its agent runs), and ``~`` or ``~user`` at its start expanded to that
+    home directory, as a shell would expand it on the command line."""
     workdir = body.get("workdir", os.curdir)
     if isinstance(workdir, str) and not os.path.isabs(workdir):
-        body["workdir"] = os.path.abspath(workdir)
+        body["workdir"] = os.path.abspath(os.path.expanduser(workdir))
     return body
 
 

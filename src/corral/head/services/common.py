@@ -10,6 +10,7 @@ from sqlalchemy import Table, update
 from sqlalchemy.orm import Session
 
 from corral.head.store.tables import EventRow, NodeRow
+from corral.spec.wording import shown
 
 
 class NotFound(LookupError):
@@ -33,6 +34,19 @@ class Infeasible(ValueError):
         self.field = field
         self.where = where
         super().__init__(message)
+
+
+def check_workdir(workdir: str | None, field: str = "workdir") -> None:
+    """A new job's or service's working directory must be an absolute path: on the node a relative one
+    would be taken against the agent's own directory, which the submitter does not know (``corral submit``
+    and ``corral serve`` resolve a relative one against where they run). What the head already holds is
+    not checked again."""
+    if workdir is not None and not workdir.startswith("/"):
+        raise Infeasible(
+            field,
+            f"must be an absolute path, got {shown(workdir)}: on the node a relative one would be taken against"
+            " the agent's directory (corral submit and corral serve resolve it against the directory they run in)",
+        )
 
 
 def bump_node(session: Session, node: str) -> int:

@@ -21,7 +21,7 @@ from corral.head.security import Principal
 from corral.head.services.accounting import job_usage
 from corral.head.services.arrays import as_submitted, check_dependencies, element_specs
 from corral.head.services.classes import resolve
-from corral.head.services.common import Conflict, Infeasible, NotFound, record_event, wake_scheduler
+from corral.head.services.common import Conflict, Infeasible, NotFound, check_workdir, record_event, wake_scheduler
 from corral.head.services.convert import request_of
 from corral.head.services.lifecycle import LIVE_TASK_STATES, end_job
 from corral.head.services.users import team_checked
@@ -190,6 +190,8 @@ def runtime_up(nodes: Sequence[Node]) -> bool:
 
 
 def _check_feasible(rt: HeadRuntime, session: Session, specs: Sequence[JobSpec]) -> None:
+    for index, spec in enumerate(specs):
+        check_workdir(spec.workdir, f"jobs[{index}].workdir" if len(specs) > 1 else "workdir")
     nodes = rt.node_models.load(session)
     if not nodes:
         return  # a cluster still starting: accept, the job waits with a reason

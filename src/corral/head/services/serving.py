@@ -31,7 +31,7 @@ from corral.api.services import (
 )
 from corral.head.runtime import HeadRuntime
 from corral.head.security import Principal
-from corral.head.services.common import Conflict, Infeasible, NotFound, record_event
+from corral.head.services.common import Conflict, Infeasible, NotFound, check_workdir, record_event
 from corral.head.services.convert import request_of
 from corral.head.services.jobs import runtime_up
 from corral.head.services.lifecycle import end_job
@@ -74,6 +74,7 @@ def stored_spec(row: ServiceRow) -> ServiceSpec:
 def apply(rt: HeadRuntime, who: Principal, spec: ServiceSpec) -> tuple[ServiceOut, bool]:
     """Create the service, or update it; answers whether it was created."""
     _check_replica_job(spec)
+    check_workdir(spec.workdir)
     now = rt.clock.now()
     with rt.write() as session:
         _check_feasible(rt, session, spec)
