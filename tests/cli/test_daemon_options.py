@@ -190,9 +190,10 @@ def test_corral_home_that_is_a_file_is_bad_usage(tmp_path, monkeypatch, capsys, 
     assert "CORRAL_HOME" in err and "not a directory" in err
 
 
-def test_options_given_while_the_head_runs_are_saved_for_its_next_start(home, monkeypatch, capsys):
+def test_options_given_while_the_head_runs_are_saved_for_its_next_start(home, monkeypatch, capsys, locks):
     home.mkdir()
-    state = {"head": {"pid": os.getpid(), "port": 18001, "url": "http://127.0.0.1:18001", "db": None}}
+    pid = locks.hold(home / "head.lock")
+    state = {"head": {"pid": pid, "port": 18001, "url": "http://127.0.0.1:18001", "db": None}}
     monkeypatch.setattr(local, "healthy", lambda url: True)
     asked = local._head_options("sqlite:///two.db", None, None, None, None)
     assert local._ensure_head(home, state, 18002, asked) == "http://127.0.0.1:18001"
@@ -200,6 +201,7 @@ def test_options_given_while_the_head_runs_are_saved_for_its_next_start(home, mo
     assert state["head"]["next"] == {"port": 18002, "db": f"sqlite:///{home / 'two.db'}"}
 
     started: list[tuple[list[str], dict[str, str]]] = []
+    locks.release(home / "head.lock")
     state["head"]["pid"] = None  # `corral down`
     monkeypatch.setattr(local, "spawn", lambda args, _log, _home, env=None: started.append((args, env)) or 4242)
     monkeypatch.setattr(local, "wait_head", lambda *a: None)

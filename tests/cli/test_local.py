@@ -8,15 +8,16 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from corral.cli import local
+from corral.cli import local, localagents
 from corral.cli.main import cli
-from corral.cli.procs import head_holding_home, log_since
+from corral.cli.procs import alive, head_holding_home, log_since
 
 
 @pytest.fixture
@@ -107,10 +108,11 @@ def test_up_passes_every_digit_of_the_gpu_prices_on(home, monkeypatch):
     )
 
 
-def test_up_notes_a_different_setting_while_the_head_runs(home, tmp_path, monkeypatch, capsys):
+def test_up_notes_a_different_setting_while_the_head_runs(home, tmp_path, monkeypatch, capsys, locks):
     other = tmp_path / "other.yaml"
     other.write_text("{}\n")
-    state = {"head": {"pid": os.getpid(), "url": "http://127.0.0.1:1", "port": 1, "config": "/etc/a.yaml"}}
+    pid = locks.hold(home / "head.lock")
+    state = {"head": {"pid": pid, "url": "http://127.0.0.1:1", "port": 1, "config": "/etc/a.yaml"}}
     monkeypatch.setattr(local, "healthy", lambda url: True)
     asked = local._head_options(None, None, other, None, 30.0)
     assert local._ensure_head(home, state, None, asked) == "http://127.0.0.1:1"
@@ -119,18 +121,19 @@ def test_up_notes_a_different_setting_while_the_head_runs(home, tmp_path, monkey
     assert "--preempt-grace 30.0 applies after `corral down`" in err
 
 
-def test_up_runs_as_many_agents_as_ran_after_the_last_up_none_included():
+def test_up_runs_as_many_agents_as_ran_after_the_last_up_none_included(tmp_path, locks):
     state: dict = {"agents": [{"name": "local-1", "pid": None}, {"name": "local-2", "pid": None}]}
-    assert local._agent_count(state, None) == 2  # a state from before the count was remembered: its agents
-    assert local._agent_count(state, 0) == 0  # a head alone
-    assert local._agent_count(state, None) == 0  # and the next `up` keeps it so
-    assert local._agent_count(state, 3) == 3
-    assert local._agent_count(state, None) == 3
-    assert local._agent_count({}, None) == 1  # a new cluster
-    running: dict = {"agents": [{"name": f"local-{i}", "pid": os.getpid()} for i in (1, 2)]}
-    assert local._agent_count(running, 1) == 1  # fewer than run: none is stopped (`up` says so) ...
+    assert local._agent_count(tmp_path, state, None) == 2  # a state from before the count was remembered: its agents
+    assert local._agent_count(tmp_path, state, 0) == 0  # a head alone
+    assert local._agent_count(tmp_path, state, None) == 0  # and the next `up` keeps it so
+    assert local._agent_count(tmp_path, state, 3) == 3
+    assert local._agent_count(tmp_path, state, None) == 3
+    assert local._agent_count(tmp_path, {}, None) == 1  # a new cluster
+    names = ("local-1", "local-2")
+    running: dict = {"agents": [{"name": n, "pid": locks.hold(tmp_path / "agents" / n / "agent.lock")} for n in names]}
+    assert local._agent_count(tmp_path, running, 1) == 1  # fewer than run: none is stopped (`up` says so) ...
     running["agents"] = [{**a, "pid": None} for a in running["agents"]]  # ... and after `corral down`
-    assert local._agent_count(running, None) == 2  # the next `up` starts the two that ran
+    assert local._agent_count(tmp_path, running, None) == 2  # the next `up` starts the two that ran
 
 
 def test_a_second_up_waits_for_the_first_to_finish(tmp_path):
@@ -150,3 +153,33 @@ def test_a_second_up_waits_for_the_first_to_finish(tmp_path):
         assert not second_in.wait(0.3)  # held back while the first one runs
     assert second_in.wait(5)
     thread.join(5)
+
+
+@pytest.fixture
+def stranger() -> Iterator[int]:
+    """A process of its own session that is no head or agent: what a pid in local-cluster.json may name once
+    the daemon `up` started there has ended (after the machine restarted, say)."""
+    proc = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    yield proc.pid
+    proc.kill()
+    proc.wait()
+
+
+def test_down_leaves_a_process_alone_that_got_a_recorded_pid(home, stranger):
+    state = {"head": {"pid": stranger, "port": 1, "url": "http://127.0.0.1:1"}}
+    state["agents"] = [{"name": "local-1", "pid": stranger}]
+    (home / local.STATE_FILE).write_text(json.dumps(state))
+    result = CliRunner().invoke(cli, ["down"])
+    assert (result.exit_code, result.output) == (0, "nothing was running\n")
+    assert alive(stranger)
+
+
+def test_up_starts_an_agent_whose_recorded_pid_another_process_got(home, stranger, monkeypatch):
+    started: list[list[str]] = []
+    monkeypatch.setattr(local, "spawn", lambda args, *_a, **_k: started.append(args) or 999_999)
+    state = {"agents": [{"name": "local-1", "pid": stranger, "fake_gpus": "1xH100"}], "fake_gpus": "1xH100"}
+    assert localagents.running_agents(home, state) == []
+    localagents.check_fake_gpus(home, state, "2xL4")  # no agent runs: any GPUs may be asked for
+    names, fresh = local._ensure_agents(home, state, "http://127.0.0.1:1", "cj_x", 1, "2xL4")
+    assert (names, list(fresh), len(started)) == (["local-1"], ["local-1"], 1)
+    assert started[0][started[0].index("--fake-gpus") + 1] == "2xL4"

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,10 @@ from click.testing import CliRunner
 
 from corral.cli import local, localagents
 from corral.cli.main import cli
+
+from .conftest import Locks
+
+Running = Callable[..., dict[str, Any]]  # running(spec, *names): a state whose agents run
 
 
 @pytest.fixture
@@ -39,9 +44,16 @@ def spawned(home: Path, monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     return started
 
 
-def running(spec: str, *names: str) -> dict[str, Any]:
-    """A cluster state whose agents ``names`` run (this process stands in for them) with ``spec``."""
-    return {"agents": [{"name": n, "pid": os.getpid(), "fake_gpus": spec} for n in names], "fake_gpus": spec}
+@pytest.fixture
+def running(home: Path, locks: Locks) -> Running:
+    """A cluster state whose agents ``names`` run with ``spec``: this process stands in for them, holding
+    their work directories' locks."""
+
+    def state(spec: str, *names: str) -> dict[str, Any]:
+        agents = [{"name": n, "pid": locks.hold(home / "agents" / n / "agent.lock"), "fake_gpus": spec} for n in names]
+        return {"agents": agents, "fake_gpus": spec}
+
+    return state
 
 
 def fake_gpus_of(args: list[str]) -> str | None:
@@ -49,7 +61,9 @@ def fake_gpus_of(args: list[str]) -> str | None:
 
 
 @pytest.mark.parametrize("asked", ["4xL4", "none", "2xH100:40GB"])
-def test_up_with_other_gpus_than_the_running_agents_exits_2_and_changes_nothing(home: Path, asked: str) -> None:
+def test_up_with_other_gpus_than_the_running_agents_exits_2_and_changes_nothing(
+    home: Path, asked: str, running: Running
+) -> None:
     state = running("2xH100", "local-1")
     (home / local.STATE_FILE).write_text(json.dumps(state))
     result = CliRunner().invoke(cli, ["up", "--agents", "2", "--fake-gpus", asked])
@@ -61,7 +75,7 @@ def test_up_with_other_gpus_than_the_running_agents_exits_2_and_changes_nothing(
     assert json.loads((home / local.STATE_FILE).read_text()) == state
 
 
-def test_running_agents_without_fake_gpus_are_named_as_such(home: Path) -> None:
+def test_running_agents_without_fake_gpus_are_named_as_such(home: Path, running: Running) -> None:
     (home / local.STATE_FILE).write_text(json.dumps(running("", "local-1", "local-2")))
     result = CliRunner().invoke(cli, ["up", "--fake-gpus", "1xA100"])
     assert getattr(result.exception, "exit_code", None) == 2
@@ -69,21 +83,23 @@ def test_running_agents_without_fake_gpus_are_named_as_such(home: Path) -> None:
 
 
 @pytest.mark.parametrize("asked", [None, "2xH100", "2xH100:80GB", "1xH100,1xH100:80GB"])
-def test_agents_added_to_running_ones_get_their_gpus(home: Path, spawned: list[list[str]], asked: str | None) -> None:
+def test_agents_added_to_running_ones_get_their_gpus(
+    home: Path, spawned: list[list[str]], asked: str | None, running: Running
+) -> None:
     state = running("2xH100", "local-1")
     state["fake_gpus"] = "4xL4"  # what an older `up` recorded for agents started later
-    localagents.check_fake_gpus(state, asked)
+    localagents.check_fake_gpus(home, state, asked)
     names, started = local._ensure_agents(home, state, "http://127.0.0.1:1", "cj_x", 3, asked)
     assert (names, sorted(started)) == (["local-1", "local-2", "local-3"], ["local-2", "local-3"])
     assert [fake_gpus_of(args) for args in spawned] == ["2xH100", "2xH100"]
     assert [a["fake_gpus"] for a in state["agents"]] == ["2xH100"] * 3
 
 
-def test_after_down_a_new_spec_applies_to_every_agent(home: Path, spawned: list[list[str]]) -> None:
+def test_after_down_a_new_spec_applies_to_every_agent(home: Path, spawned: list[list[str]], running: Running) -> None:
     state = running("2xH100", "local-1", "local-2")
     for agent in state["agents"]:
         agent["pid"] = None  # `corral down`
-    localagents.check_fake_gpus(state, "4xL4")
+    localagents.check_fake_gpus(home, state, "4xL4")
     local._ensure_agents(home, state, "http://127.0.0.1:1", "cj_x", 2, "4xL4")
     assert [fake_gpus_of(args) for args in spawned] == ["4xL4", "4xL4"]
     assert state["fake_gpus"] == "4xL4"
@@ -93,7 +109,9 @@ def runtime_of(args: list[str]) -> str | None:
     return args[args.index("--runtime") + 1] if "--runtime" in args else None
 
 
-def test_up_with_another_runtime_than_the_running_agents_exits_2_and_changes_nothing(home: Path) -> None:
+def test_up_with_another_runtime_than_the_running_agents_exits_2_and_changes_nothing(
+    home: Path, running: Running
+) -> None:
     state = running("2xH100", "local-1")
     state["agents"][0]["runtime"] = "none"
     (home / local.STATE_FILE).write_text(json.dumps(state))
@@ -106,11 +124,11 @@ def test_up_with_another_runtime_than_the_running_agents_exits_2_and_changes_not
     assert json.loads((home / local.STATE_FILE).read_text()) == state
 
 
-def test_agents_added_to_running_ones_get_their_runtime(home: Path, spawned: list[list[str]]) -> None:
+def test_agents_added_to_running_ones_get_their_runtime(home: Path, spawned: list[list[str]], running: Running) -> None:
     state = running("2xH100", "local-1")
     state["agents"][0]["runtime"] = "none"
     state["runtime"] = "docker"  # what an older `up` recorded for agents started later
-    localagents.check_runtime(state, "none")
+    localagents.check_runtime(home, state, "none")
     local._ensure_agents(home, state, "http://127.0.0.1:1", "cj_x", 2, None)
     assert [runtime_of(args) for args in spawned] == ["none"]
     assert [a["runtime"] for a in state["agents"]] == ["none", "none"]

@@ -16,7 +16,20 @@ from corral.cli.downwait import AGENT_STOP_TIMEOUT_S, agents_stop_within
 from corral.cli.localagents import agent_runtime, agent_spec, check_fake_gpus, check_runtime, running_agents
 from corral.cli.localwait import Started, healthy, wait_head, wait_nodes
 from corral.cli.numbers import FiniteFloatRange
-from corral.cli.procs import alive, free_port, head_holding_home, log_size, one_at_a_time, port_free, spawn, stop
+from corral.cli.procs import (
+    HEAD_LOCK,
+    agent_runs,
+    agent_work_dir,
+    alive,
+    free_port,
+    head_holding_home,
+    holds,
+    log_size,
+    one_at_a_time,
+    port_free,
+    spawn,
+    stop,
+)
 from corral.cli.render import emit_json, output_option
 from corral.client.calls import HeadApi
 from corral.client.config import checked_home, corral_home, make_home, read_config_file
@@ -143,14 +156,14 @@ def up(
     home = make_home()
     with one_at_a_time(home, "up.lock"):
         state = _load_state(home)
-        check_fake_gpus(state, fake_gpus)
-        check_runtime(state, runtime)  # a conflict with the running agents first: installing it would not help
+        check_fake_gpus(home, state, fake_gpus)
+        check_runtime(home, state, runtime)  # a conflict with the running agents first: installing it would not help
         if runtime is not None:
             _check_runtime_works(runtime)
         url = _ensure_head(home, state, port, asked)
         config = read_config_file(home)
         api = HeadApi(LightTransport(url, config.get("token", "")))
-        count = _agent_count(state, agents)
+        count = _agent_count(home, state, agents)
         since = datetime.now(UTC)
         if runtime is not None:
             state["runtime"] = runtime  # for the agents started now and by a later `up`
@@ -165,14 +178,14 @@ def up(
         click.echo(url)
 
 
-def _agent_count(state: dict[str, Any], asked: int | None) -> int:
+def _agent_count(home: Path, state: dict[str, Any], asked: int | None) -> int:
     """How many agents to run: ``--agents`` when given, else as many as the cluster ran after the last
     `up` (none too; 1 for a new cluster). Agents already running are never stopped by `up`, so that
     number is the larger of what it asked for and what ran; it is remembered here."""
     remembered = state.get("agent_count")
     if asked is None:
         asked = remembered if isinstance(remembered, int) else max(1, len(state.get("agents", [])))
-    state["agent_count"] = max(asked, len(running_agents(state)))
+    state["agent_count"] = max(asked, len(running_agents(home, state)))
     return asked
 
 
@@ -220,7 +233,7 @@ def _head_options(
 
 def _ensure_head(home: Path, state: dict[str, Any], port: int | None, asked: dict[str, Any]) -> str:
     head = state.get("head", {})
-    if alive(head.get("pid")) and healthy(head.get("url", "")):
+    if holds(head.get("pid"), home / HEAD_LOCK) and healthy(head.get("url", "")):
         _remember_for_restart(head, port, asked)
         return str(head["url"])
     other = head_holding_home(home)
@@ -289,7 +302,7 @@ def _ensure_agents(
 ) -> tuple[list[str], dict[str, Started]]:
     """Start the agents that are not running; answers all their names and the ones just started."""
     agents: list[dict[str, Any]] = state.setdefault("agents", [])
-    running = running_agents(state)
+    running = running_agents(home, state)
     if running:  # agents started now get the running ones' GPUs and runtime (`up` refused any others)
         spec, runtime = agent_spec(state, running[0]), agent_runtime(state, running[0])
     else:
@@ -304,10 +317,10 @@ def _ensure_agents(
         name = f"local-{index + 1}"
         names.append(name)
         entry = next((a for a in agents if a["name"] == name), None)
-        if entry is not None and alive(entry.get("pid")):
+        if entry is not None and agent_runs(home, entry):
             continue
         args = ["agent", "--head", url, "--name", name]
-        args += ["--work-dir", str(home / "agents" / name)]
+        args += ["--work-dir", str(agent_work_dir(home, name))]
         if spec:
             args += ["--fake-gpus", spec]
         if runtime:
@@ -315,7 +328,7 @@ def _ensure_agents(
         log_path = home / "logs" / f"agent-{name}.log"
         log_start = log_size(log_path)
         pid = spawn(args, log_path, home, {"CORRAL_JOIN_TOKEN": join_token})
-        started[name] = Started(pid, home / "agents" / name, log_path, log_start)
+        started[name] = Started(pid, agent_work_dir(home, name), log_path, log_start)
         if entry is None:
             agents.append({"name": name, "pid": pid, "fake_gpus": spec, "runtime": runtime})
         else:
@@ -334,11 +347,11 @@ def down() -> None:
     A head (and agents) started by hand with this CORRAL_HOME are not `up`'s: they are left running."""
     home = checked_home()
     state = _load_state(home)
-    agents = [a["pid"] for a in state.get("agents", []) if alive(a.get("pid"))]
+    agents = [a["pid"] for a in state.get("agents", []) if agent_runs(home, a)]
     # SIGINT: the agents stop their tasks (their jobs queued again) and leave their nodes; SIGTERM would
     # leave the tasks running for the next agent, as a restart of the agent does.
     head = state.get("head", {})
-    head_ran = alive(head.get("pid"))
+    head_ran = holds(head.get("pid"), home / HEAD_LOCK)
     within = agents_stop_within(head["url"], read_config_file(home).get("token", "")) if agents and head_ran else 0.0
     survivors = stop(agents, within or AGENT_STOP_TIMEOUT_S, signal.SIGINT)
     if head_ran:

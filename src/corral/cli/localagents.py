@@ -4,15 +4,16 @@
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
-from corral.cli.procs import alive
+from corral.cli.procs import agent_runs
 from corral.client.errors import InvalidRequest
 
 
-def running_agents(state: dict[str, Any]) -> list[dict[str, Any]]:
+def running_agents(home: Path, state: dict[str, Any]) -> list[dict[str, Any]]:
     """The entries of the agents `up` started that still run."""
-    return [a for a in state.get("agents", []) if alive(a.get("pid"))]
+    return [a for a in state.get("agents", []) if agent_runs(home, a)]
 
 
 def agent_spec(state: dict[str, Any], agent: dict[str, Any]) -> str:
@@ -20,12 +21,12 @@ def agent_spec(state: dict[str, Any], agent: dict[str, Any]) -> str:
     return str(agent.get("fake_gpus", state.get("fake_gpus")) or "")
 
 
-def check_fake_gpus(state: dict[str, Any], fake_gpus: str | None) -> None:
+def check_fake_gpus(home: Path, state: dict[str, Any], fake_gpus: str | None) -> None:
     """Every agent of the cluster has the same GPUs: a --fake-gpus other than the running agents' exits 2,
     before anything starts."""
     if fake_gpus is None:
         return
-    running = running_agents(state)
+    running = running_agents(home, state)
     specs = sorted({agent_spec(state, a) for a in running})
     if all(same_gpus(fake_gpus, spec) for spec in specs):
         return
@@ -41,10 +42,10 @@ def agent_runtime(state: dict[str, Any], agent: dict[str, Any]) -> str:
     return str(agent.get("runtime", state.get("runtime")) or "")
 
 
-def check_runtime(state: dict[str, Any], runtime: str | None) -> None:
+def check_runtime(home: Path, state: dict[str, Any], runtime: str | None) -> None:
     """Every agent of the cluster runs images the same way: a --runtime other than the running agents'
     exits 2, before anything starts."""
-    running = running_agents(state)
+    running = running_agents(home, state)
     have = sorted({agent_runtime(state, a) for a in running})
     if runtime is None or all(runtime == each for each in have):
         return

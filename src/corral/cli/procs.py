@@ -11,10 +11,12 @@ import sys
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from corral import pidlock
 
 HEAD_LOCK = "head.lock"  # what every head of a CORRAL_HOME holds while it lives (see corral.head.main)
+AGENT_LOCK = "agent.lock"  # what an agent holds in its work directory while it lives (see corral.agent.main)
 
 
 def alive(pid: int | None) -> bool:
@@ -31,6 +33,23 @@ def alive(pid: int | None) -> bool:
             return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def holds(pid: int | None, lock: Path) -> bool:
+    """Whether process ``pid`` runs and holds ``lock``: the daemon `up` started, as a head holds its home's
+    head.lock and an agent its work directory's agent.lock, and not a process that was given the same pid
+    after that daemon ended (once the machine restarted, say), which `down` must not stop."""
+    return alive(pid) and pidlock.holder(lock) == str(pid)
+
+
+def agent_work_dir(home: Path, name: str) -> Path:
+    """The work directory `up` gives its agent ``name``."""
+    return home / "agents" / name
+
+
+def agent_runs(home: Path, agent: dict[str, Any]) -> bool:
+    """Whether the agent of a local-cluster.json entry (``name``, ``pid``) still runs."""
+    return holds(agent.get("pid"), agent_work_dir(home, str(agent.get("name"))) / AGENT_LOCK)
 
 
 def port_free(port: int) -> bool:
