@@ -183,3 +183,16 @@ def test_up_starts_an_agent_whose_recorded_pid_another_process_got(home, strange
     names, fresh = local._ensure_agents(home, state, "http://127.0.0.1:1", "cj_x", 1, "2xL4")
     assert (names, list(fresh), len(started)) == (["local-1"], ["local-1"], 1)
     assert started[0][started[0].index("--fake-gpus") + 1] == "2xL4"
+
+
+def test_up_where_its_logs_cannot_be_written_exits_2_naming_the_path(tmp_path, monkeypatch):
+    monkeypatch.setenv("CORRAL_HOME", str(tmp_path))
+    monkeypatch.delenv("CORRAL_HEAD", raising=False)
+    (tmp_path / "logs").write_text("")  # a file where the logs directory goes
+    result = CliRunner().invoke(cli, ["up", "--agents", "0"])
+    assert getattr(result.exception, "exit_code", None) == 2, result.exception
+    assert str(result.exception) == (
+        f"CORRAL_HOME: cannot write the log {tmp_path / 'logs' / 'head.log'}: {tmp_path / 'logs'} is a file, not a"
+        " directory"
+    )
+    assert head_holding_home(tmp_path) is None  # nothing started

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from corral import pidlock
+from corral.client.config import dir_problem
+from corral.client.errors import InvalidRequest
 
 HEAD_LOCK = "head.lock"  # what every head of a CORRAL_HOME holds while it lives (see corral.head.main)
 AGENT_LOCK = "agent.lock"  # what an agent holds in its work directory while it lives (see corral.agent.main)
@@ -71,11 +73,16 @@ def free_port() -> int:
 def spawn(args: list[str], log_path: Path, home: Path, secrets: Mapping[str, str] | None = None) -> int:
     """Start ``corral ARGS`` in its own session, its output appended to ``log_path``. ``secrets`` go in
     its environment (which only its user can read), never in its arguments (which anyone can, in ``ps``)."""
-    log_path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = log_path.open("ab")
+    except OSError as exc:  # such as a file named logs in CORRAL_HOME: exit 2 naming it, not a traceback
+        why = dir_problem(log_path.parent) or exc.strerror or str(exc)
+        raise InvalidRequest(f"CORRAL_HOME: cannot write the log {log_path}: {why}") from None
     env = {**os.environ, "CORRAL_HOME": str(home), **(secrets or {})}
     env.pop("CORRAL_HEAD", None)
     env.pop("CORRAL_TOKEN", None)
-    with log_path.open("ab") as log:
+    with log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "corral", *args],
             stdin=subprocess.DEVNULL,
