@@ -309,3 +309,23 @@ def test_a_database_the_head_cannot_set_up_is_one_line_not_a_traceback(tmp_path)
     assert result.returncode == 1, result.stderr
     assert "cannot create or update its tables in the --db database (file is not a database)" in result.stderr
     assert "Traceback" not in result.stderr and "listening" not in result.stderr
+
+
+def test_a_saved_port_in_use_at_the_next_start_is_named_on_stderr(home, monkeypatch, capsys):
+    import socket
+
+    home.mkdir()
+    started: list[list[str]] = []
+    monkeypatch.setattr(local, "spawn", lambda args, *_a: started.append(args) or 4242)
+    monkeypatch.setattr(local, "wait_head", lambda *a: None)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        saved = taken.getsockname()[1]
+        previous = local.free_port()
+        state = {"head": {"pid": None, "port": previous, "next": {"port": saved}}}
+        local._ensure_head(home, state, None, local._head_options(None, None, None, None, None))
+    assert started[0][started[0].index("--port") + 1] == str(previous)
+    assert f"port {saved}, saved by an earlier --port for this start, is in use; the head takes {previous}" in (
+        capsys.readouterr().err
+    )

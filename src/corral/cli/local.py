@@ -252,6 +252,8 @@ def _ensure_head(home: Path, state: dict[str, Any], port: int | None, asked: dic
         raise InvalidRequest(f"--port: port {port} is in use; pick another or leave --port out")
     candidates = [p for p in (port, pending.get("port"), head.get("port"), DEFAULT_PORT) if p]
     chosen = next((p for p in candidates if port_free(p)), None) or free_port()
+    if pending.get("port") and chosen != pending["port"] and not port:
+        _note(f"port {pending['port']}, saved by an earlier --port for this start, is in use; the head takes {chosen}")
     url = f"http://127.0.0.1:{chosen}"
     args = ["head", "--host", "127.0.0.1", "--port", str(chosen)]
     remembered: dict[str, Any] = {}
