@@ -22,6 +22,7 @@ from corral.cli.render import (
     styled_state,
     table,
 )
+from corral.client.errors import NotFoundError
 
 TERMINAL = ("SUCCEEDED", "FAILED", "CANCELLED", "TIMEOUT")
 STATES = ("PENDING", "RUNNING", *TERMINAL)
@@ -204,11 +205,20 @@ def wait(ctx: click.Context, job_ids: tuple[str, ...], timeout: float | None) ->
     final: dict[str, str] = {}
     delay = 0.05
     while remaining:
+        unknown: list[str] = []
         for job_id in list(remaining):
-            state = client.job(job_id)["state"]
+            try:
+                state = client.job(job_id)["state"]
+            except NotFoundError:
+                unknown.append(job_id)  # every unknown id is named, not only the first
+                continue
             if state in TERMINAL:
                 final[job_id] = state
                 remaining.remove(job_id)
+        if unknown:
+            raise NotFoundError(
+                f"no job {unknown[0]!r}" if len(unknown) == 1 else "no jobs " + ", ".join(repr(j) for j in unknown)
+            )
         if not remaining:
             break
         if deadline is not None and time.monotonic() >= deadline:
