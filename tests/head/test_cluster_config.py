@@ -113,7 +113,8 @@ def test_a_team_past_its_borrowing_limit_waits_with_a_quota_reason(configured):
     job = submit_as(head, "bob", {"command": "x", "nodes": 3, "resources": {"gpus": 8}})
     assert head.cycle().placed == 0
     assert head.job(job["id"])["reason"].startswith(
-        "over quota: team nlp uses 0 of its 8 H100; 24 more would borrow beyond its borrowing limit of 8"
+        "over quota: team nlp uses 0 of its 8 H100; the job asks 24, more than the team may ever hold (16: its"
+        " quota of 8 and borrowing limit of 8): ask for fewer GPUs or a larger quota"
     )
 
 

@@ -39,8 +39,21 @@ def test_a_borrowing_limit_caps_how_far_a_team_goes_past_its_quota():
     assert plan.placements == ()
     reason = plan.reasons["a1"]
     assert reason.code == QUOTA
-    assert reason.message == (
-        "over quota: team a uses 0 of its 8 H100; 16 more would borrow beyond its borrowing limit of 4"
+    assert reason.message == (  # 16 > 8 + 4 whatever the team runs: waiting would not help
+        "over quota: team a uses 0 of its 8 H100; the job asks 16, more than the team may ever hold (12: its"
+        " quota of 8 and borrowing limit of 4): ask for fewer GPUs or a larger quota"
+    )
+
+
+def test_a_job_past_the_borrowing_limit_with_what_its_team_runs_waits_for_the_team():
+    running = [running_job("a0", NOW, team="a")]
+    live = [live_alloc("a0", "n0", range(8))]
+    job = make_job("a1").gpus(8).team("a")
+    snap = snapshot(nodes(), pending=[job], live=live, running=running, quotas=quotas(a=(8, 4, None), b=8))
+    plan = schedule(snap, DEFAULT, NOW)
+    assert plan.placements == ()
+    assert plan.reasons["a1"].message == (
+        "over quota: team a uses 8 of its 8 H100; 8 more would borrow beyond its borrowing limit of 4"
     )
 
 

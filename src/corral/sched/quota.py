@@ -99,7 +99,14 @@ class QuotaLedger:
         held = f"team {team or '(none)'} uses {used} of its {nominal} {gpu_type}"
         more = describe.number(gpus)
         if block.level == team:
-            return f"{held}; {more} more would borrow beyond its borrowing limit of {describe.number(block.amount)}"
+            limit = describe.number(block.amount)
+            most = levels.nominal[team] + block.amount
+            if gpus > most + EPSILON:  # not a matter of waiting: the job alone asks more than the team may hold
+                return (
+                    f"{held}; the job asks {more}, more than the team may ever hold ({describe.number(most)}: its"
+                    f" quota of {nominal} and borrowing limit of {limit}): ask for fewer GPUs or a larger quota"
+                )
+            return f"{held}; {more} more would borrow beyond its borrowing limit of {limit}"
         if block.level is not None:
             limit = describe.number(block.amount)
             return f"{held}; {more} more would borrow beyond team {block.level}'s borrowing limit of {limit}"
