@@ -88,9 +88,11 @@ def pristine_view(snapshot: Snapshot, gpu_ranker: NodeRanker, cpu_ranker: NodeRa
                 released = (a.allocation for a in sorted(gone, key=_order))
                 kept.view.exchange(released, (a.allocation for a in sorted(new, key=_order)))
                 # The kept set changes in place rather than being replaced by ``live``: it then stays in the
-                # collector's old generation, and the young collection after a cycle does not walk it.
-                before -= gone
-                before |= new
+                # collector's old generation, and the young collection after a cycle does not walk it. It takes
+                # the snapshot's own objects (copied with their hashes): the next diff finds those that stay by
+                # identity, where equal copies (such as those made of a cycle's placements) would each be compared.
+                before.clear()
+                before |= live
                 kept.live, kept.count = snapshot.live, len(snapshot.live)
                 return kept.view.copy()
         view = _assembled(snapshot, gpu_ranker, cpu_ranker)
