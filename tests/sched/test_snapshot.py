@@ -1,6 +1,12 @@
+import os
+import pickle
+import subprocess
+import sys
+from dataclasses import replace
+
 import pytest
 
-from corral.model import Job, NodeState
+from corral.model import Allocation, Job, LiveAllocation, NodeState
 from corral.sched import CapacityView, Snapshot, get_policy
 from corral.sched.placement import find_placement
 from corral.testing import live_alloc, make_job, make_node, snapshot
@@ -89,3 +95,19 @@ def test_snapshot_rejects_duplicates(snap_args: dict[str, list[object]], message
 def test_snapshot_is_a_value() -> None:
     snap = snapshot(nodes=[make_node("a").gpus(1)], pending=[make_job("j").gpus(1)])
     assert snap == snapshot(nodes=[make_node("a").gpus(1)], pending=[make_job("j").gpus(1)])
+
+
+def test_a_live_allocation_hashes_as_its_value_and_a_copy_from_another_process_matches():
+    """Its hash is kept from when it was made; a copy made in a process with another string hash seed must
+    not bring that process's hash along, or a set would not find it."""
+    here = LiveAllocation("j1", Allocation("n1", (0, 1), 0.5))
+    assert hash(here) == hash(LiveAllocation("j1", Allocation("n1", (0, 1), 0.5)))
+    assert here == LiveAllocation("j1", Allocation("n1", (0, 1), 0.5))
+    assert replace(here, job_id="j2") != here and replace(here, job_id="j2") in {LiveAllocation("j2", here.allocation)}
+    script = (
+        "import pickle, sys; from corral.model import Allocation, LiveAllocation;"
+        "sys.stdout.buffer.write(pickle.dumps(LiveAllocation('j1', Allocation('n1', (0, 1), 0.5))))"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    made = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, check=True).stdout
+    assert pickle.loads(made) in {here}

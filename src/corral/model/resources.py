@@ -175,3 +175,17 @@ class LiveAllocation:
 
     job_id: str
     allocation: Allocation
+    # Computed on first use, then kept: the scheduler puts every snapshot's allocations in a set, and most of
+    # them are the same objects from one snapshot to the next. 0: not computed yet.
+    _hash: int = field(init=False, repr=False, compare=False, default=0)
+
+    def __hash__(self) -> int:
+        found = self._hash
+        if found == 0:
+            found = hash((self.job_id, self.allocation))
+            object.__setattr__(self, "_hash", found)
+        return found
+
+    def __reduce__(self) -> tuple[type[LiveAllocation], tuple[str, Allocation]]:
+        # A string's hash differs between processes: a copy elsewhere computes its own.
+        return (LiveAllocation, (self.job_id, self.allocation))
