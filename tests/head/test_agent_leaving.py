@@ -102,6 +102,19 @@ def test_a_drained_node_whose_agent_leaves_says_it_comes_back_drained(head):
     assert head.nodes()["n1"]["state"] == "DRAINED"
 
 
+def test_draining_or_undraining_a_node_whose_agent_left_says_how_it_comes_back_now(head):
+    n1 = head.register("n1")
+    head.client.post("/v1/nodes/n1/drain", json={"reason": "maintenance"}, headers=head.admin)
+    farewell(head, n1, [])
+    undrained = head.client.post("/v1/nodes/n1/undrain", headers=head.admin).json()
+    assert undrained["state"] == "NOT_READY"
+    assert undrained["reason"] == "its agent shut down; the node takes work again once an agent registers"
+    drained = head.client.post("/v1/nodes/n1/drain", json={"reason": "new fan"}, headers=head.admin).json()
+    assert drained["state"] == "NOT_READY"
+    assert "comes back drained when an agent registers" in drained["reason"]
+    assert drained["reason"].endswith(": new fan)")
+
+
 def test_an_agent_that_falls_silent_while_leaving_has_its_tasks_declared_lost(head):
     n1 = head.register("n1")
     job_id, task = running_on(head, "n1", max_restarts=1)

@@ -30,6 +30,7 @@ from corral.head.services.lifecycle import (
     task_lost,
     task_running,
 )
+from corral.head.services.nodes import agent_left_reason
 from corral.head.store.tables import JobRow, NodeRow, TaskRow
 from corral.model import NodeState, TaskState
 
@@ -274,10 +275,7 @@ def _apply_report(
 def _leave(session: Session, row: NodeRow, now: datetime, reported: Collection[str]) -> None:
     """The node's agent is shutting down: the node takes no work until an agent registers again, and the
     jobs of tasks it will not run (handed out, not started) are queued again, as its stopped ones are."""
-    if row.drained:
-        why = f"its agent shut down; the node comes back drained when an agent registers ({row.drain_reason})"
-    else:
-        why = "its agent shut down; the node takes work again once an agent registers"
+    why = agent_left_reason(row)
     if row.state != NodeState.NOT_READY.value:  # the first of a leaving agent's heartbeats
         row.state = NodeState.NOT_READY.value
         row.reason = why

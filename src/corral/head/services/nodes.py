@@ -91,6 +91,13 @@ def status(rt: HeadRuntime) -> StatusOut:
     )
 
 
+def agent_left_reason(row: NodeRow) -> str:
+    """Why a node whose agent shut down is NOT_READY, and how it comes back: drained or taking work."""
+    if row.drained:
+        return f"its agent shut down; the node comes back drained when an agent registers ({row.drain_reason})"
+    return "its agent shut down; the node takes work again once an agent registers"
+
+
 def set_drained(rt: HeadRuntime, who: Principal, name: str, drained: bool, reason: str) -> NodeOut:
     """Drain: the node takes no new work (running jobs go on); undrain: it takes work again."""
     now = rt.clock.now()
@@ -100,12 +107,15 @@ def set_drained(rt: HeadRuntime, who: Principal, name: str, drained: bool, reaso
             raise NotFound(f"no node {name!r}")
         again = drained and row.drained and not reason  # draining again without a reason keeps the first one
         before = (row.drained, row.drain_reason)
+        left = agent_left_reason(row)
         row.drained = drained
         if not again:
             row.drain_reason = f"drained by {who.user}" + (f": {reason}" if reason else "") if drained else ""
         if row.state != NodeState.NOT_READY.value:
             row.state = NodeState.DRAINED.value if drained else NodeState.READY.value
             row.reason = row.drain_reason
+        elif row.reason == left:  # its agent left: say how the node comes back now
+            row.reason = agent_left_reason(row)
         if (row.drained, row.drain_reason) != before:  # an event says what changed: not a repeat
             verb = "drained" if drained else "undrained"
             record_event(session, now, f"node.{verb}", row.drain_reason or f"{verb} by {who.user}", node=name)
