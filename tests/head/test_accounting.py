@@ -152,6 +152,18 @@ def test_a_running_job_counts_up_to_now(priced):
     assert priced.job(job)["usage"]["energy_kwh"] == round(4 * 300 * 35 / 3_600_000, 6)
 
 
+def test_a_period_after_now_has_no_rows_for_running_jobs(priced):
+    a = Node(priced, "node-a", 4, "H100", busy_w=300.0)
+    priced.submit({"command": "train", "resources": {"gpus": 4}})
+    priced.cycle()
+    a.start()
+    run_for(priced, [a], 30)
+    since, until = (priced.clock.now() + timedelta(days=d) for d in (1, 2))
+    report = usage(priced, priced.admin_token, by="user", since=since.isoformat(), until=until.isoformat())
+    assert report["rows"] == []
+    assert (report["total"]["jobs"], report["total"]["gpu_seconds"]) == (0, 0.0)
+
+
 def test_energy_is_stored_and_usage_survives_a_restart(tmp_path, clock, start_head):
     home = tmp_path / "home"
     with start_head(home, clock, gpu_prices=PRICES) as head:

@@ -58,7 +58,8 @@ def usage_report(
             add(sums[key], part)
             if part.gpu_seconds > 0:
                 jobs[key].add(hold.job_id)
-    rows = [_row(key, usage, len(jobs[key])) for key, usage in sums.items()]
+    # A key whose jobs held no GPU in the period (a running job, a period after now) gets no row.
+    rows = [_row(key, usage, len(jobs[key])) for key, usage in sums.items() if jobs[key]]
     rows.sort(key=lambda r: (-r.gpu_seconds, r.key))
     total = UsageOut()
     for usage in sums.values():
