@@ -96,6 +96,21 @@ def test_acct_reads_a_period_in_several_units_as_a_time_limit_does():
         parse_when("--since", "1w9d", now)
 
 
+def test_acct_reads_weeks_then_other_units_as_far_back_as_one_unit_reaches():
+    from datetime import UTC, datetime
+
+    from corral.cli.acct import parse_when
+    from corral.client.errors import InvalidRequest
+
+    now = datetime(2026, 1, 1, 12, tzinfo=UTC)
+    assert parse_when("--since", "2w0d", now) == parse_when("--since", "2w", now)
+    assert parse_when("--since", "4000d1h", now) == "2015-01-19T11:00:00+00:00"  # as far back as 4000d goes
+    assert parse_when("--since", "600w1d", now) == "2014-07-02T12:00:00+00:00"
+    for given in ("1w1w", "1d1w", "2d1w3h"):
+        with pytest.raises(InvalidRequest, match=f"units must go from the largest down.*got '{given}'"):
+            parse_when("--since", given, now)
+
+
 @pytest.mark.parametrize(
     ("args", "says"),
     [

@@ -20,8 +20,9 @@ CSV_FIELDS = ("key", "jobs", "gpu_seconds", "gpu_hours", "cost", "energy_kwh")
 WHEN_HELP = "a duration such as 7d, 12h, 30m or 1h30m (that long ago), or a UTC date/time such as 2025-01-31T08:00"
 _AGO_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([smhdw])$")
 _UNITS_RE = re.compile(r"^(?:[0-9]+(?:\.[0-9]+)?[smhdw])+$")  # several units, as in 1h30m or 1w2d
-_WEEKS_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)w(.+)$")  # weeks first, then what a time limit reads
+_PART_RE = re.compile(r"([0-9]+(?:\.[0-9]+)?)([smhdw])")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_UNIT_NAMES = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 
 def parse_when(option: str, value: str | None, now: datetime) -> str | None:
@@ -44,20 +45,20 @@ def parse_when(option: str, value: str | None, now: datetime) -> str | None:
 
 
 def _compound_s(option: str, value: str) -> float:
-    """``1h30m``, ``2d12h``: as a job's time limit reads them; ``1w2d``: weeks, then the same."""
-    from corral.spec.quantities import parse_duration_s
-
-    text = value.strip().lower()
-    weeks = _WEEKS_RE.match(text)
-    try:
-        if weeks is None:
-            return parse_duration_s(text)
-        rest = parse_duration_s(weeks.group(2))
-    except ValueError as exc:
-        raise InvalidRequest(f"{option}: {exc}") from None
-    if rest >= _UNIT_S["w"]:
-        raise InvalidRequest(f"{option}: days must be below 7 after weeks, got {value!r}")
-    return float(weeks.group(1)) * _UNIT_S["w"] + rest
+    """``1h30m``, ``1w2d``: units from the largest down, each once, a part after the first below the unit
+    above it (days below 7, hours below 24, minutes and seconds below 60), as a time limit reads them;
+    as long a time as one unit alone may give (``4000d1h`` as ``4000d``)."""
+    seconds, previous = 0.0, ""
+    for number, unit in _PART_RE.findall(value.strip().lower()):
+        size = _UNIT_S[unit]
+        if previous and size >= _UNIT_S[previous]:
+            order = "units must go from the largest down, each once (as in 1h30m or 1w2d)"
+            raise InvalidRequest(f"{option}: {order}, got {value!r}")
+        if previous and float(number) * size >= _UNIT_S[previous]:
+            below = f"{_UNIT_NAMES[unit]} must be below {_UNIT_S[previous] // size} after {_UNIT_NAMES[previous]}"
+            raise InvalidRequest(f"{option}: {below}, got {value!r}")
+        seconds, previous = seconds + float(number) * size, unit
+    return seconds
 
 
 def check_period(since: str | None, until: str | None, given: tuple[str | None, str | None], now: datetime) -> None:
