@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -109,6 +110,20 @@ def test_acct_reads_weeks_then_other_units_as_far_back_as_one_unit_reaches():
     for given in ("1w1w", "1d1w", "2d1w3h"):
         with pytest.raises(InvalidRequest, match=f"units must go from the largest down.*got '{given}'"):
             parse_when("--since", given, now)
+
+
+def test_acct_reads_a_time_with_a_zone_in_utc_and_refuses_one_it_takes_out_of_range():
+    from datetime import UTC, datetime
+
+    from corral.cli.acct import parse_when
+    from corral.client.errors import InvalidRequest
+
+    now = datetime(2026, 1, 1, 12, tzinfo=UTC)
+    assert parse_when("--since", "2025-01-31T08:00+02:00", now) == "2025-01-31T06:00:00+00:00"
+    with pytest.raises(InvalidRequest, match=re.escape("--since: '0001-01-01T00:00+05:00' is not between")):
+        parse_when("--since", "0001-01-01T00:00+05:00", now)
+    with pytest.raises(InvalidRequest, match="--until: '9999-12-31T23:00-02:00' is not between"):
+        parse_when("--until", "9999-12-31T23:00-02:00", now)
 
 
 @pytest.mark.parametrize(

@@ -41,7 +41,10 @@ def parse_when(option: str, value: str | None, now: datetime) -> str | None:
         when = datetime.fromisoformat(value.strip())
     except ValueError:
         raise InvalidRequest(f"{option}: expected {WHEN_HELP}, got {value!r}") from None
-    return (when if when.tzinfo else when.replace(tzinfo=UTC)).isoformat()
+    try:
+        return (when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)).isoformat()
+    except OverflowError:  # a zone's offset takes it past year 1 or 9999
+        raise InvalidRequest(f"{option}: {value!r} is not between 0001-01-01 and 9999-12-31 in UTC") from None
 
 
 def _compound_s(option: str, value: str) -> float:
