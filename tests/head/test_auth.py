@@ -119,6 +119,21 @@ def test_bad_user_names_and_teams_are_422_with_the_field(head):
     assert "twice" in response.json()["detail"][0]["msg"]
 
 
+def test_a_bad_user_name_or_token_label_is_refused_with_the_rule_in_words(head):
+    refusals = [
+        add_user(head, "no spaces"),
+        new_token(head, head.admin_token, user="no spaces"),
+        new_token(head, head.admin_token, name="tab\there"),
+    ]
+    said = [(r.status_code, r.json()["detail"][0]["field"], r.json()["detail"][0]["msg"]) for r in refusals]
+    rule = "expected 1-64 characters: letters, digits, '_', '.', '@' and '-', starting with a letter or digit"
+    assert said == [
+        (422, "name", f"{rule}, got 'no spaces'"),
+        (422, "user", f"{rule}, got 'no spaces'"),
+        (422, "name", "expected text without control characters (such as a newline or a tab), got 'tab\\there'"),
+    ]
+
+
 def test_tokens_are_stored_only_as_hashes_and_work_at_once(head):
     token = token_for(head, "alice", teams=["vision"])
     with head.rt.read() as session:

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from corral.spec.names import USER_NAME_PATTERN, USER_NAME_RULE
+from corral.spec.names import LABEL_PATTERN, USER_NAME_PATTERN, USER_NAME_RULE
 
 NAME_PATTERN = USER_NAME_PATTERN
 NAME_RULE = USER_NAME_RULE
@@ -70,7 +70,7 @@ class TokenIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     user: str | None = Field(default=None, pattern=NAME_PATTERN, description="whose token; yourself when omitted")
-    name: str = Field(default="", max_length=64, pattern=r"^[^\x00-\x1f]*$", description="a label to recognise it by")
+    name: str = Field(default="", max_length=64, pattern=LABEL_PATTERN, description="a label to recognise it by")
 
 
 class TokenOut(BaseModel):

@@ -12,6 +12,8 @@ import re
 
 USER_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$"
 USER_NAME_RULE = "1-64 characters: letters, digits, '_', '.', '@' and '-', starting with a letter or digit"
+LABEL_PATTERN = r"^[^\x00-\x1f]*$"
+LABEL_RULE = "text without control characters (such as a newline or a tab)"
 GPU_TYPE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
 GPU_TYPE_RULE = "a type name is letters, digits, '_', '.' and '-', starting with a letter or digit, such as H100"
 

@@ -15,6 +15,8 @@ import annotated_types
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from corral.spec.names import LABEL_PATTERN, LABEL_RULE, USER_NAME_PATTERN, USER_NAME_RULE
+
 _WHOLE = {"int_type", "int_parsing", "int_from_float", "int_parsing_size"}
 _NUMBER = {"float_type", "float_parsing", "finite_number"}
 _BOUNDS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
@@ -237,7 +239,13 @@ def phrase(err: Mapping[str, Any], model: type[BaseModel] | None = None, loc: tu
     if kind == "literal_error":
         expected = (err.get("ctx") or {}).get("expected")
         return f"must be {expected}{got}" if expected else None
+    if kind == "string_pattern_mismatch":  # the rule in words, not the regular expression
+        rule = _PATTERN_RULES.get((err.get("ctx") or {}).get("pattern", ""))
+        return f"expected {rule}{got}" if rule else None
     return None
+
+
+_PATTERN_RULES = {USER_NAME_PATTERN: USER_NAME_RULE, LABEL_PATTERN: LABEL_RULE}
 
 
 def _items(count: int) -> str:
