@@ -134,6 +134,13 @@ def test_a_bad_user_name_or_token_label_is_refused_with_the_rule_in_words(head):
     ]
 
 
+def test_a_token_for_the_agents_name_is_refused_without_suggesting_to_add_that_user(head):
+    response = new_token(head, head.admin_token, user="agent")
+    assert response.status_code == 404
+    said = response.json()["detail"]
+    assert said == "no user 'agent': the name is kept for the agents' join token (`corral join-token`)"
+
+
 def test_tokens_are_stored_only_as_hashes_and_work_at_once(head):
     token = token_for(head, "alice", teams=["vision"])
     with head.rt.read() as session:

@@ -9,7 +9,7 @@ from datetime import datetime
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from corral.api.users import DEFAULT_TEAMS, TokenCreated, TokenIn, TokenOut, UserIn, UserOut, WhoAmI
+from corral.api.users import AGENT_USER, DEFAULT_TEAMS, TokenCreated, TokenIn, TokenOut, UserIn, UserOut, WhoAmI
 from corral.head.runtime import HeadRuntime
 from corral.head.security import TOKEN_ID_LENGTH, Principal, Role, hash_token, new_token, token_id
 from corral.head.services.auth import effective_role
@@ -122,6 +122,8 @@ def create_token(rt: HeadRuntime, who: Principal, spec: TokenIn) -> TokenCreated
             role = Role(record.role)
         elif user == who.user:
             role = who.role  # a user without a record (the first admin) gets their own role
+        elif user == AGENT_USER:
+            raise NotFound(f"no user {user!r}: the name is kept for the agents' join token (`corral join-token`)")
         else:
             raise NotFound(f"no user {user!r}; add them first with `corral user add {user}`")
         token = new_token(TOKEN_PREFIX.get(role, "cu"))
