@@ -186,7 +186,7 @@ def shapes_of(nodes: tuple[Node, ...]) -> ClusterShapes:
         for known, shapes in _shapes:
             if _same_nodes(known, nodes):
                 return shapes
-        counts: Counter[_Shape] = Counter(shape_of(node) for node in nodes)
+        counts: Counter[_Shape] = Counter(_shapes_of_nodes(nodes))
         shapes = ClusterShapes(shapes=counts)
         _shapes[:] = [(nodes, shapes), *_shapes[:1]]  # the registered nodes, and the last not-ready subset
         return shapes
@@ -194,15 +194,23 @@ def shapes_of(nodes: tuple[Node, ...]) -> ClusterShapes:
 
 def shape_of(node: Node) -> _Shape:
     """The node's full capacity (``_Shape.of``), reused while the node is the same value."""
+    return _shapes_of_nodes((node,))[0]
+
+
+def _shapes_of_nodes(nodes: Sequence[Node]) -> list[_Shape]:
+    """``shape_of`` of each node, under one hold of the lock (a cluster's first snapshot asks for all of them)."""
     from corral.sched.feasibility import _Shape
 
     with _lock:
-        kept = _node_shapes.get(node.name)
-        if kept is None or not (kept[0] is node or kept[0] == node):
-            if len(_node_shapes) >= _NODES_KEPT:
-                _node_shapes.clear()
-            kept = _node_shapes[node.name] = (node, _Shape.of(node))
-        return kept[1]
+        if len(_node_shapes) + len(nodes) > _NODES_KEPT:
+            _node_shapes.clear()
+        kept_shapes, shapes = _node_shapes, []
+        for node in nodes:
+            kept = kept_shapes.get(node.name)
+            if kept is None or not (kept[0] is node or kept[0] == node):
+                kept = kept_shapes[node.name] = (node, _Shape.of(node))
+            shapes.append(kept[1])
+        return shapes
 
 
 def gpu_layout(nodes: tuple[Node, ...]) -> GpuLayout:
@@ -225,7 +233,7 @@ def gpu_layout(nodes: tuple[Node, ...]) -> GpuLayout:
 
 
 def _same_nodes(a: Sequence[Node], b: Sequence[Node]) -> bool:
-    return len(a) == len(b) and all(x is y or x == y for x, y in zip(a, b, strict=True))
+    return a is b or (len(a) == len(b) and all(x is y or x == y for x, y in zip(a, b, strict=True)))
 
 
 def _name(node: Node) -> str:
