@@ -29,8 +29,10 @@ def test_an_admin_adds_users_and_lists_them(head):
     users = head.client.get("/v1/users", headers=head.admin).json()
     first = head.client.get("/v1/whoami", headers=head.admin).json()["user"]  # the first admin: a token, no record
     assert [(u["name"], u["role"], u["teams"]) for u in users] == sorted(
-        [("alice", "user", ["vision", "nlp"]), ("bob", "user", ["default"]), (first, "admin", [])]
+        [("alice", "user", ["vision", "nlp"]), ("bob", "user", ["default"]), (first, "admin", ["default"])]
     )
+    whoami = head.client.get("/v1/whoami", headers=head.admin).json()
+    assert next(u["teams"] for u in users if u["name"] == first) == whoami["teams"]  # as whoami shows them
 
 
 def test_adding_an_existing_user_changes_their_role_and_teams(head):

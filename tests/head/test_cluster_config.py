@@ -291,8 +291,9 @@ def test_user_add_and_list_report_the_teams_whoami_shows(configured):
     registered(head, "alice", teams=["nlp"])
     registered(head, "carol")
     listed = {u["name"]: u["teams"] for u in head.client.get("/v1/users", headers=head.admin).json()}
-    first = head.client.get("/v1/whoami", headers=head.admin).json()["user"]  # the first admin, never added
-    expected = {"alice": ["nlp", "vision"], "bob": ["nlp", "default"], "carol": ["default"], first: []}
+    first = head.client.get("/v1/whoami", headers=head.admin).json()  # the first admin, never added
+    assert first["teams"] == ["default"]
+    expected = {"alice": ["nlp", "vision"], "bob": ["nlp", "default"], "carol": ["default"], first["user"]: ["default"]}
     assert listed == expected
 
 

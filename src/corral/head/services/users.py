@@ -56,7 +56,7 @@ def list_users(rt: HeadRuntime) -> list[UserOut]:
         rows = list(session.scalars(select(UserRow)))
         out = [_user_out(row, config) for row in rows]
         for name, (role, since) in _unrecorded(session).items():
-            teams = list(_with_config_team(name, (), config))
+            teams = list(_with_config_team(name, DEFAULT_TEAMS, config))  # as ``teams_of`` gives them
             out.append(UserOut(name=name, role=role, teams=teams, created_at=since))
         return sorted(out, key=lambda u: u.name)
 
