@@ -216,6 +216,9 @@ def refused(head, path, params):
         ("/v1/usage", {"since": "9999-12-31T23:59:59-01:00"}, "since"),  # past the year 9999 in UTC
         ("/v1/usage", {"until": "9999-12-31T23:59:59-01:00"}, "until"),
         ("/v1/usage/series", {"since": "2025-01-01", "until": "2025-01-02", "step": 1}, "step"),  # too many buckets
+        ("/v1/usage/series", {"since": "2025-01-01", "until": "2025-01-02", "step": "inf"}, "step"),
+        ("/v1/usage/series", {"since": "2025-01-01", "until": "2025-01-02", "step": "1e300"}, "step"),
+        ("/v1/usage/series", {"since": "2025-01-01", "until": "2025-01-02", "step": "nan"}, "step"),
         ("/v1/usage/series", {"since": "9999-12-31T20:00:00", "until": "9999-12-31T23:59:59", "step": 3600}, "until"),
         ("/v1/usage/series", {"since": "2025-02-01T00:00:00", "until": "2025-01-01T00:00:00"}, "since"),
     ],

@@ -17,6 +17,7 @@ from corral.head.services.accounting.prices import PriceBook, load_prices
 from corral.head.services.common import Infeasible
 
 MAX_BUCKETS = 2000
+MAX_STEP_S = 100 * 366 * 86400  # a bucket of a century is as long as one may be
 
 
 def _usage_of(
@@ -80,8 +81,13 @@ def usage_series(
     now = rt.clock.now()
     until = until or now
     _check_period(since, until)
-    if step_s <= 0 or (until - since).total_seconds() / step_s > MAX_BUCKETS:
-        raise Infeasible("step", f"must be positive and give at most {MAX_BUCKETS} buckets over the period", "query")
+    if not 0 < step_s <= MAX_STEP_S or (until - since).total_seconds() / step_s > MAX_BUCKETS:
+        raise Infeasible(
+            "step",
+            f"must be a number of seconds above 0, at most {MAX_STEP_S:,} (100 years), that gives at most"
+            f" {MAX_BUCKETS} buckets over the period",
+            "query",
+        )
     with rt.read() as session:
         holds = load_holds(session, since, until, user=None if who.is_admin else who.user)
         prices = load_prices(session, rt.settings.gpu_prices)
