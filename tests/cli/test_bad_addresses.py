@@ -36,6 +36,17 @@ def test_a_client_names_a_head_url_it_cannot_use(url, capsys, tmp_path, monkeypa
     assert f"bad head URL {url!r}" in err and "CORRAL_HEAD" in err
 
 
+@pytest.mark.parametrize("value", ["http://h:1,", ",http://h:1", "http://h:1,,http://h:2"])
+def test_an_empty_entry_in_a_list_of_head_urls_is_named_as_such(value, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("CORRAL_HOME", str(tmp_path))
+    monkeypatch.setenv("CORRAL_HEAD", value)
+    code, err = exit_code(["status"], capsys)
+    assert code == 2
+    assert "CORRAL_HEAD: an empty entry (a comma at the start or the end, or two in a row)" in err
+    code, err = exit_code(["agent", "--head", value, "--token", "t"], capsys)
+    assert code == 2 and "an empty entry" in err
+
+
 @pytest.mark.parametrize(
     ("args", "named"),
     [

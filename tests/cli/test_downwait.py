@@ -30,6 +30,8 @@ def test_the_wait_covers_the_longest_grace_period(monkeypatch, capsys, graces, e
     assert downwait.agents_stop_within("http://127.0.0.1:9", "t") == expected
     said = capsys.readouterr().err
     assert ("waiting up to" in said) == (expected > 60.0)
+    if expected > 60.0:  # the whole wait, as down waits it
+        assert f"waiting up to {expected:g} s" in said
 
 
 def test_without_an_answer_from_the_head_the_default(monkeypatch) -> None:

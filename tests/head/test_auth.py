@@ -271,3 +271,9 @@ def test_the_first_admin_without_a_record_is_in_the_default_team_its_jobs_go_to(
     me = head.client.get("/v1/whoami", headers=head.admin).json()
     job = head.submit({"command": "x"})
     assert me["teams"] == ["default"] == [job["team"]]
+
+
+def test_a_team_listed_twice_is_named(head):
+    response = add_user(head, "dana", teams=["vision", "nlp", "vision"])
+    assert response.status_code == 422
+    assert "team 'vision' is listed twice; list each team once" in response.text

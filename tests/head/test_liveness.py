@@ -87,7 +87,7 @@ def test_a_node_past_its_timeout_gets_no_work_even_before_the_check(head):
     head.clock.advance(11)
     job = head.submit({"command": "x", "resources": {"gpus": 1}})
     assert head.cycle().placed == 0
-    assert "none of the 1 registered node is ready" in head.job(job["id"])["reason"]
+    assert "the one registered node is not ready" in head.job(job["id"])["reason"]
     n1.beat()
     assert head.cycle().placed == 1
 

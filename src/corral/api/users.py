@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from corral.spec.names import LABEL_PATTERN, USER_NAME_PATTERN, USER_NAME_RULE
+from corral.spec.wording import first_repeat
 
 NAME_PATTERN = USER_NAME_PATTERN
 NAME_RULE = USER_NAME_RULE
@@ -52,8 +53,9 @@ class UserIn(BaseModel):
         for team in value:
             if not re.fullmatch(TEAM_PATTERN, team):
                 raise ValueError(f"bad team name {team!r}: {TEAM_RULE}")
-        if len(set(value)) != len(value):
-            raise ValueError("a team is listed twice")
+        twice = first_repeat(value)
+        if twice is not None:
+            raise ValueError(f"team {twice!r} is listed twice; list each team once")
         return value
 
 

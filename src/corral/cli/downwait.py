@@ -25,5 +25,9 @@ def agents_stop_within(url: str, token: str) -> float:
     longest = max((g if isinstance(g, int | float) else DEFAULT_GRACE_S for g in graces), default=0.0)
     if longest + MARGIN_S <= AGENT_STOP_TIMEOUT_S:
         return AGENT_STOP_TIMEOUT_S
-    click.echo(f"corral down: waiting up to {longest:g} s for running jobs to stop (their grace periods)", err=True)
+    click.echo(
+        f"corral down: waiting up to {longest + MARGIN_S:g} s for running jobs to stop (their grace periods, up to"
+        f" {longest:g} s, and {MARGIN_S:g} s for the agents to report and exit)",
+        err=True,
+    )
     return longest + MARGIN_S

@@ -84,6 +84,9 @@ def head_url_problem(url: str) -> str | None:
     when it is."""
     from urllib.parse import urlsplit
 
+    if not url:  # an entry of a comma-separated list
+        return "an empty entry (a comma at the start or the end, or two in a row); expected http://HOST:PORT[,…]"
+
     netloc = url.partition("//")[2].split("/")[0].split("?")[0].split("#")[0]
     if "@" in netloc:  # user-info: say so without repeating what may be a password
         shown = url.replace(netloc, "…@" + netloc.rpartition("@")[2], 1)

@@ -134,6 +134,8 @@ def _no_nodes(snapshot: Snapshot) -> str:
         return "waiting for a node to join: none is registered yet"
     states = Counter(n.state for n in snapshot.nodes)
     detail = ", ".join(f"{count} {state.lower().replace('_', ' ')}" for state, count in sorted(states.items()))
+    if len(snapshot.nodes) == 1:
+        return f"waiting for a node to become ready: the one registered node is not ready ({detail})"
     total = describe.plural(len(snapshot.nodes), "registered node")
     return f"waiting for a node to become ready: none of the {total} is ready ({detail})"
 
