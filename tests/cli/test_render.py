@@ -1,7 +1,7 @@
 """Tables print every value as it is, one line per row when stdout is not a terminal."""
 
 from corral.cli.jobs import _show_table
-from corral.cli.render import duration, styled_state, table
+from corral.cli.render import duration, figure, styled_state, table
 from corral.cli.why import _why_table
 
 
@@ -103,3 +103,17 @@ def test_cluster_config_says_when_the_file_does_not_validate(capsys):
 
 def test_durations_never_show_60_seconds_or_minutes() -> None:
     assert [duration(s) for s in (59.4, 59.6, 119.6, 3599.6, 7260.0)] == ["59s", "1m00s", "2m00s", "1h00m", "2h01m"]
+
+
+def test_a_small_figure_is_not_shown_as_zero():
+    """A job of a few seconds holds a few thousandths of a GPU-hour: 0.00 would read as nothing used."""
+    assert [figure(v) for v in (0.0, 2.8e-05, 0.0014, 0.004, 0.017, 1.5, 1234.567)] == [
+        "0.00",
+        "0.000028",
+        "0.0014",
+        "0.004",
+        "0.02",
+        "1.50",
+        "1234.57",
+    ]
+    assert figure(0.0004, 3) == "0.0004" and figure(0.017, 3) == "0.017"

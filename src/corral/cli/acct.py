@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from corral.cli.context import api
-from corral.cli.render import emit_json, table
+from corral.cli.render import emit_json, figure, table
 from corral.client.errors import InvalidRequest
 from corral.sched.describe import plain_decimal
 
@@ -120,5 +120,5 @@ def _table(report: dict[str, Any]) -> None:
     table(
         f"usage by {report['by']}, {period}",
         [report["by"].upper().replace("-", " "), "JOBS", "GPU-HOURS", "COST", "ENERGY (kWh)"],
-        [[r["key"], r["jobs"], f"{r['gpu_hours']:.2f}", f"{r['cost']:.2f}", f"{r['energy_kwh']:.3f}"] for r in rows],
+        [[r["key"], r["jobs"], figure(r["gpu_hours"]), figure(r["cost"]), figure(r["energy_kwh"], 3)] for r in rows],
     )

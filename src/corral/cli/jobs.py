@@ -16,6 +16,7 @@ from corral.cli.numbers import FiniteFloatRange
 from corral.cli.render import (
     ago,
     allocation_text,
+    figure,
     gpus_text,
     output_option,
     render,
@@ -133,7 +134,7 @@ def _usage_text(usage: dict[str, Any] | None) -> str | None:
     if not usage:
         return None
     hours = usage["gpu_seconds"] / 3600
-    return f"{hours:.2f} GPU-hours, cost {usage['cost']:.2f}, {usage['energy_kwh']:.3f} kWh"
+    return f"{figure(hours)} GPU-hours, cost {figure(usage['cost'])}, {figure(usage['energy_kwh'], 3)} kWh"
 
 
 def _show_table(job: dict[str, Any]) -> None:

@@ -89,6 +89,17 @@ def ago(value: str | None, now: datetime | None = None) -> str:
     return duration(seconds) + " ago"
 
 
+def figure(value: float, places: int = 2) -> str:
+    """``value`` with ``places`` decimals, except one above 0 that would show as 0 (a minute on one GPU is
+    0.017 GPU-hours, a few seconds 0.00): then its first two significant digits, ``0.0014``, ``0.000028``."""
+    text = f"{value:.{places}f}"
+    if value and not any(c in "123456789" for c in text):
+        from corral.sched.describe import plain_decimal  # the scheduler's package: only when needed
+
+        return plain_decimal(float(f"{value:.2g}"))
+    return text
+
+
 def duration(seconds: float) -> str:
     """``42s``, ``1m05s``, ``2h03m``, ``3d04h``: whole seconds (59.6 s is ``1m00s``, never ``60s``)."""
     seconds = round(seconds) if seconds < 3600 else seconds
