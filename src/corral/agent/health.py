@@ -7,16 +7,21 @@ import contextlib
 import os
 import signal
 
+from corral.agent.launch.process import spawn_waited
+
 
 async def run_health_command(command: str, timeout_s: float) -> str:
     """Run ``command`` with a shell; answer what is wrong (empty if it exited 0 in time)."""
     try:
-        process = await asyncio.create_subprocess_shell(
-            command,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,  # its own process group: what it starts is killed with it
+        # Named to the orphan reaper, which would otherwise take the exit status of a process in another session.
+        process = await spawn_waited(
+            asyncio.create_subprocess_shell(
+                command,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,  # its own process group: what it starts is killed with it
+            )
         )
     except OSError as exc:
         return f"health command could not start: {exc}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -99,7 +99,7 @@ def starts_in_flight() -> int:
 
 
 def running_pids() -> set[int]:
-    """Pids started by ``start`` whose exit has not been collected yet."""
+    """Pids started by ``start`` (or ``spawn_waited``) whose exit has not been collected yet."""
     for pid, proc in list(_RUNNING.items()):
         if proc.returncode is not None:
             _RUNNING.pop(pid, None)
@@ -116,17 +116,26 @@ async def start(spec: ProcessSpec) -> LaunchedProcess:
         log_fd = os.open(spec.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
     except OSError as exc:
         raise LaunchError(f"cannot open log file {spec.log_path}: {exc}") from exc
-    global _in_flight
-    _in_flight += 1
     try:
-        proc = await _spawn(spec.command, env, spec.cwd, log_fd)
-        _RUNNING[proc.pid] = proc  # before the count drops (see ``reap_orphans``)
+        proc = await spawn_waited(_spawn(spec.command, env, spec.cwd, log_fd))
     except OSError as exc:
         raise LaunchError(f"cannot start {_shortened(repr(spec.command))} in {spec.cwd}: {exc}") from exc
     finally:
-        _in_flight -= 1
         os.close(log_fd)
     return LaunchedProcess(proc, spec.marker, key_of(proc.pid))
+
+
+async def spawn_waited(spawn: Awaitable[asyncio.subprocess.Process]) -> asyncio.subprocess.Process:
+    """Start a child with ``spawn`` (one in a session of its own, which its caller waits for) and name it
+    in ``running_pids`` until it is waited for, so that ``reap_orphans`` leaves its exit status alone."""
+    global _in_flight
+    _in_flight += 1
+    try:
+        proc = await spawn
+        _RUNNING[proc.pid] = proc  # before the count drops (see ``reap_orphans``)
+    finally:
+        _in_flight -= 1
+    return proc
 
 
 async def _spawn(command: str | list[str], env: dict[str, str], cwd: Path, log_fd: int) -> asyncio.subprocess.Process:
