@@ -61,6 +61,7 @@ class Preemptor:
         tables = VictimTables.of(snapshot, held_by, now, self.level, borrowers)
         self.jobs, self.cost, self.on_node = tables.jobs, tables.cost, tables.on_node
         self._levels, self._borrowing, self._by_team = tables.levels, tables.borrowing, tables.by_team
+        self._by_type: dict[str, dict[str | None, dict[str, None]]] = {}  # ``_victims_by_type``, once asked
         self._scan = tables.scan
         self.searches = 0
         self.exhausted: dict[str, None] = {}  # jobs whose search scanned every node it was given (in order)
@@ -234,11 +235,32 @@ class Preemptor:
         new = [v for v in victims if v not in self._given]  # the others were given to an earlier job
         self.taken.update(victims)
         self._given.update((v, placement.job_id) for v in new)
-        if self.quota is not None:
+        quota = self.quota
+        if quota is not None:
             for v in victims:
-                self.quota.give_back(self.jobs[v])
-            for team in {t for v in victims for t in self.quota.tree.chain(self.jobs[v].team)}:
-                self._borrowing.update({r: self.quota.borrowing(r) for r in self._by_team.get(team, ())})
+                held = quota.holding.get(v)
+                quota.give_back(self.jobs[v])
+                groups = None if held is None else self._by_type.get(held[0])
+                if groups is not None and held is not None:  # it holds nothing now: it borrows nothing
+                    del groups[held[1]][v]
+                    groups.setdefault(None, {})[v] = None
+            for team in {t for v in victims for t in quota.tree.chain(self.jobs[v].team)}:
+                # ``quota.borrowing`` of each of the team's victims: one answer per GPU type they hold
+                for gpu_type, members in self._victims_by_type(team).items():
+                    borrows = gpu_type is not None and quota.borrows(team, gpu_type)
+                    self._borrowing.update(dict.fromkeys(members, borrows))
+
+    def _victims_by_type(self, team: str) -> dict[str | None, dict[str, None]]:
+        """The team's victims by the GPU type each holds (None: holds none, or gave it back this cycle)."""
+        groups = self._by_type.get(team)
+        if groups is None:
+            assert self.quota is not None
+            holding, groups = self.quota.holding, {}
+            for r in self._by_team.get(team, ()):
+                held = holding.get(r)
+                groups.setdefault(None if held is None else held[1], {})[r] = None
+            self._by_type[team] = groups
+        return groups
 
     def preemptions(self, job: Job, victims: Sequence[str], gpu_type: str | None = None) -> tuple[Preemption, ...]:
         """What stopping each victim (not already stopping) for the job is called; ``gpu_type``: where the job goes."""

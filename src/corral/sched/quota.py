@@ -155,9 +155,10 @@ class QuotaLedger:
         than its nominal, or the team's own jobs use more than its unassigned quota (its child teams' idle
         nominal, theirs to take back)."""
         held = self.holding.get(running_job_id)
-        return held is not None and self._borrows(held[0], held[1])
+        return held is not None and self.borrows(held[0], held[1])
 
-    def _borrows(self, team: str, gpu_type: str) -> bool:
+    def borrows(self, team: str, gpu_type: str) -> bool:
+        """``borrowing`` of any running job of the team that holds GPUs of the type."""
         if gpu_type not in self.governed:
             return False
         levels = self.levels(gpu_type)
@@ -172,7 +173,7 @@ class QuotaLedger:
         """The running jobs ``borrowing`` is true of, as usage stands now."""
         if self.changes == 0:  # the jobs as the snapshot holds them, by team and GPU type
             members = self._members
-            return frozenset().union(*(jobs for (team, t), jobs in members.items() if self._borrows(team, t)))
+            return frozenset().union(*(jobs for (team, t), jobs in members.items() if self.borrows(team, t)))
         borrowing: dict[tuple[str, str], bool] = {}
         out = []
         for job_id, (team, gpu_type, _) in self.holding.items():
