@@ -142,7 +142,7 @@ class Gateway:
         try:
             known = await self.pool.look_up(service, since=time.monotonic())
         except Exception as exc:  # the head restarting: answer with what the gateway knows
-            log.warning("cannot refresh the gateway's replicas: %s", exc)
+            self.pool.refresh_failures.failed(exc)
             known = service in self.pool.services
         if not known:
             await reply(send, 404, f"no service {service!r}; `corral services` lists them")

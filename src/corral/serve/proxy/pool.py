@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from corral.api.services import Endpoint, GatewayView
 from corral.serve.lb import ReplicaView, RequestView, choose_replica
+from corral.serve.proxy.repeated import RepeatedWarning
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,7 @@ class ReplicaPool:
         self._wanted = asyncio.Event()
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self.refresh_failures = RepeatedWarning(log, "cannot refresh the gateway's replicas")
 
     def start(self) -> None:
         if self._task is None:
@@ -99,7 +101,9 @@ class ReplicaPool:
             try:
                 await self.refresh()
             except Exception as exc:  # the head restarting: keep routing with what we know
-                log.warning("cannot refresh the gateway's replicas: %s", exc)
+                self.refresh_failures.failed(exc)
+            else:
+                self.refresh_failures.succeeded()
             # Requests held for a replica ask for refreshes; they get at most ten a second.
             await asyncio.sleep(MIN_REFRESH_S)
             with contextlib.suppress(TimeoutError):

@@ -16,6 +16,7 @@ from corral.serve.proxy.aioserver import serve
 from corral.serve.proxy.gateway import Gateway
 from corral.serve.proxy.load import LoadBook
 from corral.serve.proxy.pool import ReplicaPool
+from corral.serve.proxy.repeated import RepeatedWarning
 
 log = logging.getLogger(__name__)
 REPORT_INTERVAL_S = 0.5
@@ -27,6 +28,7 @@ def standalone_gateway(head_url: str, token: str, name: str | None = None) -> Ga
     report_now = asyncio.Event()
     book = LoadBook(on_waiting=report_now.set)
     gateway_name = name or f"{socket.gethostname()}-{id(book):x}"
+    report_failures = RepeatedWarning(log, "cannot report load to the head")
 
     async def view() -> GatewayView:
         response = await head.get("/v1/gateway/endpoints")
@@ -42,7 +44,9 @@ def standalone_gateway(head_url: str, token: str, name: str | None = None) -> Ga
                     response = await head.post("/v1/gateway/load", json={"gateway": gateway_name, "services": services})
                     response.raise_for_status()
                 except httpx.HTTPError as exc:
-                    log.warning("cannot report load to the head: %s", exc)
+                    report_failures.failed(exc)
+                else:
+                    report_failures.succeeded()
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(REPORT_INTERVAL_S):
                         await report_now.wait()
