@@ -133,3 +133,23 @@ def test_the_limit_note_says_the_list_stopped_at_the_limit(head, capsys):
 def test_no_limit_note_when_fewer_jobs_match(head, capsys):
     assert exit_code(["jobs", "--limit", "8", "-o", "json"]) == 0
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("state", ["running", "Succeeded", "PENDING"])
+def test_jobs_takes_a_state_in_any_case_and_sends_it_as_the_contract_writes_it(state, monkeypatch, capsys):
+    sent: list[Any] = []
+
+    class Head(FakeHead):
+        def jobs(self, include_all: bool = False, states: Any = (), limit: int | None = None) -> list[dict[str, Any]]:
+            sent.append(list(states))
+            return []
+
+    monkeypatch.setattr(corral.cli.jobs, "api", lambda: Head())
+    assert exit_code(["jobs", "--state", state, "-o", "json"]) == 0
+    assert sent == [[state.upper()]]
+
+
+def test_a_bad_state_is_refused_naming_the_states_as_the_contract_writes_them(head, capsys):
+    assert exit_code(["jobs", "--state", "done"]) == 2
+    err = capsys.readouterr().err
+    assert "'done' is not a job state; the states are PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED, TIMEOUT" in err

@@ -17,7 +17,7 @@ def test_an_image_job_is_refused_when_no_node_has_a_container_runtime(head):
     detail = body["detail"][0]
     assert (detail["field"], detail["type"]) == ("image", "infeasible")
     assert detail["msg"] == NO_CONTAINER_RUNTIME
-    assert "none of docker, podman, apptainer, enroot" in detail["msg"]
+    assert "an agent uses docker, podman, apptainer or enroot where it finds one" in detail["msg"]
     assert "--runtime" in detail["msg"]
 
 

@@ -98,14 +98,23 @@ def _jobs_table(rows: list[dict[str, Any]]) -> None:
     )
 
 
+def _states(given: tuple[str, ...]) -> tuple[str, ...]:
+    """The states asked for, in the contract's upper case; a bad one names the states as written there."""
+    for state in given:
+        if state.upper() not in STATES:
+            raise click.BadParameter(f"{state!r} is not a job state; the states are {', '.join(STATES)}")
+    return tuple(state.upper() for state in given)
+
+
 @click.command("jobs")
 @click.option("--all", "include_all", is_flag=True, help="include jobs that finished more than a day ago")
 @click.option(
     "--state",
     "states",
     multiple=True,
-    type=click.Choice(STATES, case_sensitive=False),
-    help="only jobs in this state (repeatable)",
+    metavar="[" + "|".join(STATES) + "]",
+    callback=lambda _ctx, _param, given: _states(given),
+    help="only jobs in this state (repeatable; any case)",
 )
 @click.option(
     "--limit",

@@ -72,7 +72,7 @@ def _touch_checkpoint_file(job_id: str, checkpoint_dir: str, output: str, why: E
         marker.touch()  # now, whether it was there or not
     except OSError as exc:
         raise InvalidRequest(f"CORRAL_CHECKPOINT_DIR: cannot touch {marker}: {exc.strerror or exc}") from None
-    at = datetime.fromtimestamp(marker.stat().st_mtime, UTC).isoformat()
+    at = datetime.fromtimestamp(marker.stat().st_mtime, UTC).isoformat().replace("+00:00", "Z")  # as the API writes it
     if output == "json":
         emit_json({"id": job_id, "last_checkpoint_at": at, "recorded_by": str(marker)})
         return

@@ -30,7 +30,7 @@ class HeadMetrics:
         self.registry = CollectorRegistry(auto_describe=False)
         self.queue_wait = Histogram(
             names.QUEUE_WAIT,
-            "Seconds from submit to start, per start of a job",
+            "Seconds from submit to the start of each job's first attempt",
             buckets=WAIT_BUCKETS,
             registry=self.registry,
         )

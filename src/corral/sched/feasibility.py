@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 
 _MAX_OFFERS = 6  # node groups listed in "cluster offers: ..." before "and N more"
 NO_CONTAINER_RUNTIME = (
-    "no node has a container runtime (agents found none of docker, podman, apptainer, enroot; start one with --runtime)"
+    "no node has a container runtime (an agent uses docker, podman, apptainer or enroot where it finds one, unless"
+    " started with --runtime none; start agents with --runtime NAME)"
 )
 
 
