@@ -75,3 +75,10 @@ def test_piped_every_row_stays_whole_on_one_line(monkeypatch):
     legend = [line for line in lines if "unhealthy" in line]
     assert len(legend) == 1 and "running" in legend[0] and "utilization of an allocated GPU" in legend[0]
     assert all(len(line) < 400 for line in lines)  # one line each, not padded out to an endless width
+
+
+def test_a_node_not_heard_from_shows_no_utilization_from_its_last_readings():
+    nodes = [{"name": "n2", "state": "NOT_READY", "reason": "", "gpus": [gpu(0, "j-1", 89.0), gpu(1, None, 40.0)]}]
+    text = render(nodes, [job("j-1", "RUNNING", nodes=("n2",))])
+    row = next(line for line in text.splitlines() if line.strip().startswith("n2"))
+    assert "89%" not in row and "64%" not in row and "▪·" in row

@@ -15,11 +15,12 @@ from corral.cli.render import STATE_STYLE, emit_json, output_option, output_widt
 BLOCKS = " ▁▂▃▄▅▆▇█"
 
 
-def _gpu_cell(gpu: dict[str, Any]) -> str:
-    """One character per GPU: its utilization as a bar, coloured by who holds it."""
+def _gpu_cell(gpu: dict[str, Any], stale: bool = False) -> str:
+    """One character per GPU: its utilization as a bar, coloured by who holds it; with ``stale`` (a node
+    not heard from), no bar: its last reading may be long past."""
     if not gpu.get("healthy", True):
         return "[bold red]✗[/]"
-    utilization = gpu.get("utilization") or 0.0
+    utilization = 0.0 if stale else gpu.get("utilization") or 0.0
     bar = BLOCKS[min(len(BLOCKS) - 1, round(utilization / 100 * (len(BLOCKS) - 1)))]
     if gpu.get("allocated_to"):
         return f"[green]{bar if utilization else '▪'}[/]"
@@ -40,13 +41,14 @@ def frame(nodes: list[dict[str, Any]], jobs: list[dict[str, Any]], now: str, one
     for node in nodes:
         gpus = node["gpus"]
         used = sum(1 for g in gpus if g.get("allocated_to"))
-        readings = [g["utilization"] for g in gpus if g.get("utilization") is not None]
+        stale = node["state"] == "NOT_READY"  # its agent is silent: the readings are its last ones
+        readings = [] if stale else [g["utilization"] for g in gpus if g.get("utilization") is not None]
         mean = f"{sum(readings) / len(readings):.0f}%" if readings else "-"
         style = STATE_STYLE.get(node["state"], "")
         grid.add_row(
             escape(node["name"]),
             f"[{style}]{node['state']}[/]" if style else node["state"],
-            "".join(_gpu_cell(g) for g in gpus) or "-",
+            "".join(_gpu_cell(g, stale) for g in gpus) or "-",
             mean,
             f"{used}/{len(gpus)}",
             escape(node.get("reason", "")),
