@@ -66,6 +66,14 @@ class LocalTask:
         )
 
 
+def _failed(local: LocalTask, status: int, local_rank: int) -> None:
+    """Record the first failure of the task's processes: its exit status and what it was."""
+    local.exit_code = status
+    local.detail = launch.describe_exit(status)
+    if len(local.processes) > 1:  # one process per GPU: say which one failed first
+        local.detail += f" (the process with RANK {local.desired.rank_offset + local_rank})"
+
+
 ENDED_KEPT = 4096  # ended task ids remembered; a stale desired state is seconds old, not thousands of tasks
 STARTS_AT_ONCE = 8
 """Tasks being started at one time; the others wait their turn, reported STARTING. Starting a task forks
@@ -135,7 +143,8 @@ class TaskSet:
 
     def stop(self, local: LocalTask, detail: str) -> None:
         local.stop_requested = True
-        local.detail = detail
+        if local.exit_code is None:  # a rank that failed first stays the task's reported cause
+            local.detail = detail
         local.stopper = asyncio.create_task(self._terminate(local), name=f"stop {local.key}")
 
     async def _terminate(self, local: LocalTask) -> None:
@@ -205,11 +214,9 @@ class TaskSet:
         await launch.kill_leftovers(local.processes, local.marker, tracker=self.tracker)
         await self._remove_containers(local)
         self.tracker.forget(local.marker)
-        local.exit_code = first_failure or 0
         if not local.stop_requested and first_failure:
-            local.detail = launch.describe_exit(first_failure)
-            if len(local.processes) > 1:  # one process per GPU: say which one failed first
-                local.detail += f" (the process with RANK {local.desired.rank_offset + failed_at})"
+            _failed(local, first_failure, failed_at)
+        local.exit_code = first_failure or 0
         local.state = "EXITED"
         self.changed.set()
 
@@ -284,6 +291,10 @@ class TaskSet:
             if failures and first_failure is None:
                 first_failure = failures[0]
                 if pending and not local.stop_requested:
+                    # Report the failure now, while the others take their grace period: the head stops
+                    # the gang's other nodes at once rather than once this node's processes are gone.
+                    _failed(local, *first_failure)
+                    self.changed.set()
                     await launch.terminate_tree(
                         [waits[t][1] for t in pending], local.marker, local.desired.grace_s, tracker=self.tracker
                     )

@@ -27,6 +27,7 @@ from corral.head.services.lifecycle import (
     record_checkpoint,
     release,
     task_exited,
+    task_failing,
     task_lost,
     task_running,
 )
@@ -268,6 +269,8 @@ def _apply_report(
         return  # known to the agent; RUNNING follows
     if report.state == "RUNNING":
         task_running(session, task, job, now)
+        if report.exit_code:  # one of its processes failed; the agent stops the others
+            task_failing(session, task, job, now, report.exit_code, report.detail)
     else:
         task_exited(session, task, job, now, report.exit_code, report.detail, report.interrupted)
 

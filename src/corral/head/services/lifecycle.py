@@ -235,6 +235,20 @@ def task_exited(
             job.exit_code = 0
             set_job_state(session, job, JobState.SUCCEEDED, now, "all tasks exited 0")
         return
+    fail_or_requeue(session, job, now, _failure(task, job, exit_code, detail), exit_code)
+
+
+def task_failing(session: Session, task: TaskRow, job: JobRow, now: datetime, exit_code: int, detail: str) -> None:
+    """A process of a running task failed while the task's other processes still stop (one per GPU): the
+    gang is torn down now, as when the whole task has exited; the task stays live until its agent reports
+    it gone."""
+    if task.state != TaskState.RUNNING.value or job.generation != task.generation or JobState(job.state).terminal:
+        return
+    fail_or_requeue(session, job, now, _failure(task, job, exit_code, detail), exit_code)
+
+
+def _failure(task: TaskRow, job: JobRow, exit_code: int | None, detail: str) -> str:
+    """Why a job's attempt failed, when ``task`` failed with ``exit_code`` (and its agent's ``detail``)."""
     plain = "no exit code" if exit_code is None else describe_exit(exit_code)  # as the agent's detail says it
     said = plain if exit_code is None or plain.startswith("exit code") else f"{plain} (exit code {exit_code})"
     why = f"node rank {task.node_rank} on node {task.node} failed: {said}"
@@ -246,7 +260,7 @@ def task_exited(
         why += f"; {_RUNTIME_CODES[exit_code]}: `corral logs {job.id}` says which"
     elif exit_code in _SHELL_CODES and not detail.startswith("could not start"):  # the agent's own failure
         why += f"; {_SHELL_CODES[exit_code]}: check the command, and `corral logs {job.id}`"
-    fail_or_requeue(session, job, now, why, exit_code)
+    return why
 
 
 # What a shell's own exit codes mean: the job's command never ran.
