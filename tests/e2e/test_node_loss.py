@@ -108,3 +108,23 @@ def test_an_agent_that_dies_and_stays_away_has_its_tasks_killed_when_its_lease_e
     assert second["allocation"][0]["node"] != lost_node
     assert not _markers(cluster, first_attempt), "two attempts must never run at once"
     cluster.ok("cancel", job_id)
+
+
+@pytest.mark.timeout(120)
+def test_a_gang_that_fails_for_good_with_a_lost_node_ends_failed_only_once_its_tasks_there_are_stopped(lossy_cluster):
+    cluster, daemons = lossy_cluster
+    job_id = cluster.run("--nodes", "2", "--gpus", "1", command="sleep 60")
+    cluster.wait_for(lambda: cluster.api_job(job_id)["state"] == "RUNNING", 30, "the gang to run")
+    lost_attempt = f"n2:{job_id}/0/"
+    assert _markers(cluster, lost_attempt)
+
+    daemons["n2"].kill()  # the agent alone: its task runs on until its watchdog fences it at the lease's end
+    daemons["n2"].wait(10)
+    while _markers(cluster, lost_attempt):
+        job = cluster.api_job(job_id)
+        assert job["state"] != "FAILED", f"FAILED while its processes on the lost node still run: {job['reason']}"
+        time.sleep(0.05)
+    cluster.wait(job_id, timeout=30)
+    job = cluster.show(job_id)
+    assert job["state"] == "FAILED" and "node rank 1 lost" in job["reason"], job
+    assert "it ends FAILED" not in job["reason"], job

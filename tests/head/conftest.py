@@ -29,7 +29,7 @@ from httpx import Client, Response
 from corral.head.app import create_app
 from corral.head.runtime import HeadRuntime
 from corral.head.security import Role, hash_token
-from corral.head.services.liveness import check_nodes, check_time_limits
+from corral.head.services.liveness import check_nodes, check_time_limits, end_fenced_failures
 from corral.head.services.scheduling import CycleResult, run_cycle
 from corral.head.settings import HeadSettings
 from corral.head.store.db import Database, sqlite_url
@@ -206,6 +206,9 @@ class Head:
 
     def check_time_limits(self) -> list[str]:
         return check_time_limits(self.rt)
+
+    def end_fenced_failures(self) -> list[str]:
+        return end_fenced_failures(self.rt)
 
     def user_token(self, user: str = "alice", role: Role = Role.USER) -> str:
         """A token for a non-admin user, written straight into the token table."""

@@ -208,6 +208,8 @@ def test_a_failing_gang_whose_other_node_is_lost_while_stopping_ends_failed(head
     head.clock.advance(head.rt.settings.node_timeout_s + 1)
     failed_agent.beat()  # the failed rank's node stays; the other one falls silent while stopping
     head.check_nodes()
+    head.clock.advance(head.rt.settings.agent_lease_s)  # its agent has surely stopped it by now
+    head.end_fenced_failures()
     job = head.job(job_id)
     assert job["state"] == "FAILED" and job["exit_code"] == 3
     assert job["reason"].startswith(f"node rank 1 on node {failed_agent.name} failed: exit code 3")

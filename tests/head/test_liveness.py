@@ -40,9 +40,14 @@ def test_a_silent_node_fails_jobs_without_restarts_left(head):
     head.clock.advance(11)
     n2.beat()
     head.check_nodes()
+    job = head.job(job_id)  # its task may still run on n1 until n1's agent fences it (its lease ends)
+    assert job["state"] == "RUNNING" and "it ends FAILED once" in job["reason"]
+    assert head.end_fenced_failures() == []
+    head.clock.advance(head.rt.settings.agent_lease_s - 11)
+    assert head.end_fenced_failures() == [job_id]
     job = head.job(job_id)
     assert job["state"] == "FAILED"
-    assert "node n1 stopped answering" in job["reason"]
+    assert "node n1 stopped answering" in job["reason"] and "it ends FAILED" not in job["reason"]
     assert job["tasks"][0]["state"] == "LOST"
 
 

@@ -12,7 +12,7 @@ from corral.head.runtime import HeadRuntime
 from corral.head.services.accounting import meter
 from corral.head.services.agents import write_heard
 from corral.head.services.idle import check_idle
-from corral.head.services.liveness import check_nodes, check_time_limits
+from corral.head.services.liveness import check_nodes, check_time_limits, end_fenced_failures
 from corral.head.services.scheduling import run_cycle
 from corral.head.services.serving_loop import run_round
 from corral.sched import Policy
@@ -68,6 +68,7 @@ async def liveness_loop(rt: HeadRuntime, interval_s: float = 1.0) -> None:
             try:
                 await asyncio.to_thread(check_nodes, rt, watching_since)
                 await asyncio.to_thread(check_time_limits, rt)
+                await asyncio.to_thread(end_fenced_failures, rt)
             except Exception:
                 log.exception("liveness check failed")
             last = time.monotonic()

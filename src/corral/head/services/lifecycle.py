@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Table, delete, select
+from sqlalchemy import Table, and_, delete, or_, select
 from sqlalchemy.orm import Session
 
 from corral.head.services.common import bump_node, record_event, wake_scheduler
@@ -171,7 +171,7 @@ def fail_or_requeue(session: Session, job: JobRow, now: datetime, why: str, exit
         stop_tasks(session, job, now)
         job.exit_code = exit_code
         suffix = f"; no restarts left (max_restarts={spec_restarts})" if spec_restarts else ""
-        if _live_tasks(session, job):  # its other ranks take their grace period first
+        if _live_tasks(session, job, now):  # its other ranks take their grace period first
             job.reason = why + suffix + FAILING
         else:
             set_job_state(session, job, JobState.FAILED, now, why + suffix)
@@ -179,20 +179,23 @@ def fail_or_requeue(session: Session, job: JobRow, now: datetime, why: str, exit
 
 FAILING = "; it ends FAILED once its other ranks have stopped"
 """Ends the reason of a job that failed while other ranks of its attempt still stop: it stays as it was
-(RUNNING, or PENDING with tasks) until the last of them is gone, then ends ``FAILED`` (``_end_failing``)."""
+(RUNNING, or PENDING with tasks) until the last of them is gone, then ends ``FAILED`` (``end_failing``)."""
 
 
-def _live_tasks(session: Session, job: JobRow) -> bool:
+def _live_tasks(session: Session, job: JobRow, now: datetime) -> bool:
+    """Whether processes of the job's current attempt may still run: a task is live, or was lost with its
+    node, whose agent has not surely stopped it yet (its lease runs until ``fenced_after``)."""
     live = [s.value for s in LIVE_TASK_STATES]
+    fencing = and_(TaskRow.state == TaskState.LOST.value, TaskRow.fenced_after > now)
     query = select(TaskRow.id).where(
-        TaskRow.job_id == job.id, TaskRow.generation == job.generation, TaskRow.state.in_(live)
+        TaskRow.job_id == job.id, TaskRow.generation == job.generation, or_(TaskRow.state.in_(live), fencing)
     )
     return session.scalar(query.limit(1)) is not None
 
 
-def _end_failing(session: Session, job: JobRow, now: datetime) -> None:
+def end_failing(session: Session, job: JobRow, now: datetime) -> None:
     """A failing job (``FAILING``) whose other ranks have all stopped ends FAILED."""
-    if FAILING in job.reason and not JobState(job.state).terminal and not _live_tasks(session, job):
+    if FAILING in job.reason and not JobState(job.state).terminal and not _live_tasks(session, job, now):
         set_job_state(session, job, JobState.FAILED, now, job.reason.replace(FAILING, ""))
 
 
@@ -221,7 +224,7 @@ def task_exited(
     says nothing of the job, so the job is queued again whatever its restart budget."""
     was_wanted = task.state in (TaskState.ASSIGNED.value, TaskState.RUNNING.value)
     release(session, task, TaskState.EXITED, now, exit_code, detail)
-    _end_failing(session, job, now)
+    end_failing(session, job, now)
     if not was_wanted or job.generation != task.generation or JobState(job.state).terminal:
         return
     if interrupted:
@@ -277,7 +280,7 @@ def task_lost(session: Session, task: TaskRow, job: JobRow, now: datetime, why: 
     was_wanted = task.state in (TaskState.ASSIGNED.value, TaskState.RUNNING.value)
     stopping = task.state == TaskState.STOPPING.value
     release(session, task, TaskState.LOST, now, None, why)
-    _end_failing(session, job, now)
+    end_failing(session, job, now)
     if was_wanted and job.generation == task.generation:
         fail_or_requeue(session, job, now, f"node rank {task.node_rank} lost: {why}", None)
     elif stopping and _ended_by_a_sibling(job, task):

@@ -5,15 +5,15 @@ from __future__ import annotations
 import time
 from datetime import datetime, timedelta
 
-from sqlalchemy import or_, select
+from sqlalchemy import and_, or_, select
 
 from corral.head.leader import still_leading
 from corral.head.runtime import HeadRuntime
 from corral.head.services.agents import write_heard
 from corral.head.services.common import bump_node, record_event, wake_scheduler
-from corral.head.services.lifecycle import LIVE_TASK_STATES, end_job, stop_grace, task_lost
+from corral.head.services.lifecycle import FAILING, LIVE_TASK_STATES, end_failing, end_job, stop_grace, task_lost
 from corral.head.store.tables import JobRow, NodeRow, TaskRow
-from corral.model import JobState, NodeState
+from corral.model import JobState, NodeState, TaskState
 
 
 def check_nodes(rt: HeadRuntime, watching_since: datetime | None = None) -> list[str]:
@@ -80,8 +80,8 @@ def check_nodes(rt: HeadRuntime, watching_since: datetime | None = None) -> list
             for task in session.scalars(select(TaskRow).where(TaskRow.node == name, TaskRow.state.in_(live))):
                 job = session.scalar(select(JobRow).where(JobRow.id == task.job_id))
                 if job is not None:
+                    task.fenced_after = fenced_after  # first: a job failing for good waits for it too
                     task_lost(session, task, job, now, f"node {name} stopped answering: {why}")
-                    task.fenced_after = fenced_after
                     if job.state == JobState.PENDING.value and fenced_after > now:
                         job.reason += (
                             f"; starts again once {name}'s agent has surely stopped it "
@@ -89,6 +89,28 @@ def check_nodes(rt: HeadRuntime, watching_since: datetime | None = None) -> list
                         )
             wake_scheduler(session)
     return declared
+
+
+def end_fenced_failures(rt: HeadRuntime) -> list[str]:
+    """Jobs that failed for good while a task of theirs was lost with its node end FAILED once that node's
+    agent has surely stopped it (its lease ran out, or it said so), not while its processes may still run."""
+    now = rt.clock.now()
+    recent = and_(TaskRow.fenced_after <= now, TaskRow.fenced_after > now - timedelta(minutes=1))
+    fenced = select(TaskRow.job_id).where(TaskRow.state == TaskState.LOST.value, recent)
+    live = [JobState.PENDING.value, JobState.RUNNING.value]
+    with rt.read() as session:
+        failing = select(JobRow.id).where(
+            JobRow.id.in_(fenced), JobRow.state.in_(live), JobRow.reason.contains(FAILING)
+        )
+        ids = list(session.scalars(failing))
+    if not ids:
+        return []
+    with rt.write() as session:
+        if not still_leading(session, rt.db):
+            return []
+        for job in session.scalars(select(JobRow).where(JobRow.id.in_(ids))):
+            end_failing(session, job, now)
+    return ids
 
 
 def check_time_limits(rt: HeadRuntime) -> list[str]:
