@@ -1,7 +1,8 @@
 import pytest
 
 from corral.spec import SpecError
-from corral.spec.service import REPLICA_RESTARTS, load_service_yaml, parse_service_spec
+from corral.spec.resources import STORED
+from corral.spec.service import REPLICA_RESTARTS, ServiceSpec, load_service_yaml, parse_service_spec
 
 SERVICE_FILE = """\
 kind: service
@@ -76,6 +77,7 @@ def test_defaults_run_one_replica_probed_at_the_root():
             "must be a number above 0, got 0",
         ),
         ({"name": "a", "command": "x", "env": {"PORT": "80"}}, "env", "must not set PORT"),
+        ({"name": "a", "command": "x", "env": {"MASTER_PORT": "29500"}}, "env", "must not set MASTER_PORT"),
         ({"name": "a", "command": "x", "env": {"1X": "a"}}, "env", "bad variable name"),
         ({"name": "a", "command": "x", "replicas": {"most": 3}}, "replicas.most", "valid fields are min, max"),
         ({"name": "a", "command": "x", "resources": {"gpus": 1.5}}, "resources.gpus", "whole number"),
@@ -94,6 +96,12 @@ def test_a_job_file_is_not_a_service():
 def test_a_service_may_not_set_the_variables_corral_sets():
     with pytest.raises(SpecError, match="env: MASTER_ADDR is set by Corral in every job"):
         parse_service_spec({"name": "web", "command": "serve", "env": {"MASTER_ADDR": "x"}})
+
+
+def test_a_stored_service_that_set_master_port_still_loads():
+    data = {"name": "web", "command": "serve", "env": {"MASTER_PORT": "29500"}}
+    spec = ServiceSpec.model_validate(data, context={STORED: True})
+    assert spec.env == {"MASTER_PORT": "29500"}
 
 
 def test_a_number_of_replicas_is_a_fixed_count_and_other_forms_are_told_the_valid_ones():

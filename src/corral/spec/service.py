@@ -5,7 +5,16 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from corral.spec.containers import Image, VolumeText
 from corral.spec.errors import FieldError, SpecError, from_validation_error
@@ -18,7 +27,7 @@ from corral.spec.job import (
     reserved_env_problem,
 )
 from corral.spec.quantities import parse_duration_s, whole_number
-from corral.spec.resources import ResourcesSpec
+from corral.spec.resources import STORED, ResourcesSpec
 from corral.spec.strict import not_a_flag
 from corral.spec.wording import shown, written
 from corral.spec.yamldoc import SPEC_TEXT_KEYS, load_yaml_document
@@ -191,9 +200,16 @@ class ServiceSpec(BaseModel):
 
     @field_validator("env")
     @classmethod
-    def _port_is_chosen(cls, value: dict[str, str]) -> dict[str, str]:
+    def _port_is_chosen(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
         if "PORT" in value:
             raise ValueError("must not set PORT: each replica's agent chooses a free port and passes it as $PORT")
+        if "MASTER_PORT" in value and not (info.context or {}).get(STORED):
+            # A job's MASTER_PORT is its fixed port, and a replica's $PORT is its MASTER_PORT: every
+            # replica would ask for the same port, and a second one on a node could never listen.
+            raise ValueError(
+                "must not set MASTER_PORT: each replica's agent chooses a free port and passes it as $PORT "
+                "(and $MASTER_PORT), so that replicas on one node do not collide"
+            )
         for key in value:
             if (problem := reserved_env_problem(key)) is not None:
                 raise ValueError(problem)
