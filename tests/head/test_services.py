@@ -90,6 +90,24 @@ def test_replicas_become_ready_when_their_probe_passes(head):
     assert [e["replica"] for e in view["services"][0]["ready"]] == [second]
 
 
+def test_replicas_that_run_but_fail_their_probe_give_the_service_a_reason(head, clock):
+    agent = head.register("n1")
+    create(head)
+    serve_round(head)
+    start_replicas(head, agent)
+    first, second = (r["job_id"] for r in show(head)["replicas"])
+    clock.advance(40.0)
+    serve_round(head, probes={first: False, second: True})
+    out = show(head)
+    assert out["replicas_ready"] == 1
+    assert out["reason"] == (
+        f"1 replica running but not ready: {first} does not pass its readiness probe, GET /ready "
+        f"(running for 40 s; see readiness.path, and corral logs {first})"
+    )
+    serve_round(head, probes={first: True, second: True})
+    assert show(head)["reason"] is None
+
+
 def test_a_failed_replica_is_replaced(head, clock):
     agent = head.register("n1")
     create(head)

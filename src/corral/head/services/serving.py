@@ -302,7 +302,10 @@ def to_out(
             for r in infos
         ],
         reason=Backoff.from_json(row.autoscale_state.get(RESTART_KEY, {})).reason(rt.clock.now().timestamp())
-        or _waiting_reason(infos, ready, row.desired),
+        or _waiting_reason(infos, ready, row.desired)
+        or _not_ready_reason(
+            infos, ready, row.desired, str(spec.get("readiness", {}).get("path", "/")), rt.clock.now()
+        ),
     )
 
 
@@ -315,6 +318,26 @@ def _waiting_reason(replicas: Sequence[ReplicaInfo], ready: int, desired: int) -
         return None
     count = f"{len(waiting)} replica{'s' if len(waiting) != 1 else ''}"
     return f"{count} not placed yet: {waiting[0].reason}" if waiting[0].reason else f"{count} not placed yet"
+
+
+def _not_ready_reason(
+    replicas: Sequence[ReplicaInfo], ready: int, desired: int, path: str, now: datetime
+) -> str | None:
+    """Why fewer replicas are ready than desired, when some run but fail their readiness probe."""
+    running = [
+        r
+        for r in replicas
+        if r.job_state == JobState.RUNNING.value and not r.ready and r.draining_since is None and r.url is not None
+    ]
+    if ready >= desired or not running:
+        return None
+    first = running[0]
+    count = f"{len(running)} replica{'s' if len(running) != 1 else ''}"
+    age = f"running for {max(0.0, (now - first.started_at).total_seconds()):.0f} s; " if first.started_at else ""
+    return (
+        f"{count} running but not ready: {first.job_id} does not pass its readiness probe, GET {path} "
+        f"({age}see readiness.path, and corral logs {first.job_id})"
+    )
 
 
 def gateway_view(rt: HeadRuntime) -> GatewayView:
