@@ -253,6 +253,27 @@ def test_a_new_template_rolls_out_one_replica_at_a_time(head, clock):
     assert sorted(staying) == [1, 2, 2]  # the next new replica surges in its place
 
 
+def test_an_update_whose_new_replica_never_gets_ready_says_what_it_waits_for(head, clock):
+    agent = head.register("n1")
+    create(head)
+    serve_round(head)
+    start_replicas(head, agent)
+    ready = {r["job_id"]: True for r in show(head)["replicas"]}
+    serve_round(head, probes=ready)
+    create(head, {**SERVICE, "command": "python serve.py --v2"}, expect=200)
+    serve_round(head, probes=ready)
+    start_replicas(head, agent, port=9100)
+    (new,) = [r["job_id"] for r in show(head)["replicas"] if r["revision"] == 2]
+    clock.advance(30.0)
+    serve_round(head, probes={**ready, new: False})
+    out = show(head)
+    assert out["replicas_ready"] == 2 and not any(r["draining"] for r in out["replicas"])  # the old ones serve
+    assert out["reason"].startswith(
+        f"1 replica running but not ready: {new} does not pass its readiness probe, GET /ready "
+    ), out
+    assert out["reason"].endswith("; the update to revision 2 waits for it"), out["reason"]
+
+
 def test_changing_only_the_bounds_keeps_the_revision(head):
     head.register("n1")
     create(head)

@@ -303,9 +303,7 @@ def to_out(
         ],
         reason=Backoff.from_json(row.autoscale_state.get(RESTART_KEY, {})).reason(rt.clock.now().timestamp())
         or _waiting_reason(infos, ready, row.desired)
-        or _not_ready_reason(
-            infos, ready, row.desired, str(spec.get("readiness", {}).get("path", "/")), rt.clock.now()
-        ),
+        or _not_ready_reason(infos, ready, row, rt.clock.now()),
     )
 
 
@@ -320,23 +318,24 @@ def _waiting_reason(replicas: Sequence[ReplicaInfo], ready: int, desired: int) -
     return f"{count} not placed yet: {waiting[0].reason}" if waiting[0].reason else f"{count} not placed yet"
 
 
-def _not_ready_reason(
-    replicas: Sequence[ReplicaInfo], ready: int, desired: int, path: str, now: datetime
-) -> str | None:
-    """Why fewer replicas are ready than desired, when some run but fail their readiness probe."""
-    running = [
-        r
-        for r in replicas
-        if r.job_state == JobState.RUNNING.value and not r.ready and r.draining_since is None and r.url is not None
-    ]
-    if ready >= desired or not running:
+def _not_ready_reason(replicas: Sequence[ReplicaInfo], ready: int, row: ServiceRow, now: datetime) -> str | None:
+    """Why fewer replicas are ready than desired, or a rolling update does not go on, when replicas run
+    but fail their readiness probe."""
+    live = [r for r in replicas if r.job_state == JobState.RUNNING.value and r.draining_since is None]
+    running = [r for r in live if not r.ready and r.url is not None]
+    rolling = any(r.revision != row.revision for r in live)  # the update waits for a new replica
+    if not running or (ready >= row.desired and not rolling):
         return None
-    first = running[0]
+    path = str(row.spec.get("readiness", {}).get("path", "/"))
+    first = min(running, key=lambda r: r.revision != row.revision)  # the new revision's first
     count = f"{len(running)} replica{'s' if len(running) != 1 else ''}"
     age = f"running for {max(0.0, (now - first.started_at).total_seconds()):.0f} s; " if first.started_at else ""
+    waits = (
+        f"; the update to revision {row.revision} waits for it" if rolling and first.revision == row.revision else ""
+    )
     return (
         f"{count} running but not ready: {first.job_id} does not pass its readiness probe, GET {path} "
-        f"({age}see readiness.path, and corral logs {first.job_id})"
+        f"({age}see readiness.path, and corral logs {first.job_id}){waits}"
     )
 
 
