@@ -51,6 +51,18 @@ def test_a_silent_node_fails_jobs_without_restarts_left(head):
     assert job["tasks"][0]["state"] == "LOST"
 
 
+def test_a_failing_job_whose_lease_ran_out_while_no_one_looked_still_ends_failed(head):
+    """A head that did not look for a while (stalled, or down) still ends the jobs whose leases ran out."""
+    job_id, _, _, n2 = run_on_n1(head)
+    head.clock.advance(11)
+    n2.beat()
+    head.check_nodes()
+    assert head.end_fenced_failures() == []  # looked once: the lease still runs
+    head.clock.advance(head.rt.settings.agent_lease_s + 3600)  # no look for an hour past the lease
+    assert head.end_fenced_failures() == [job_id]
+    assert head.job(job_id)["state"] == "FAILED"
+
+
 def test_a_lost_node_heartbeat_answers_409_until_it_registers_again(head):
     n1 = head.register("n1")
     head.clock.advance(11)

@@ -46,6 +46,7 @@ class HeadRuntime:
     # When the scheduler expects a reserved job to start (backfill), as of the last cycle.
     expected_starts: dict[str, datetime] = field(default_factory=dict)
     fair_share_cache: tuple[datetime, FairShare] | None = None  # (computed at, usage)
+    fenced_checked_at: datetime | None = None  # when the liveness loop last ended fenced failures
     # Free GPUs per type that cannot serve the largest pending request, as of the last cycle.
     fragmented_gpus: dict[str, float] = field(default_factory=dict)
     job_cache: JobCache = field(default_factory=JobCache)

@@ -95,7 +95,12 @@ def end_fenced_failures(rt: HeadRuntime) -> list[str]:
     """Jobs that failed for good while a task of theirs was lost with its node end FAILED once that node's
     agent has surely stopped it (its lease ran out, or it said so), not while its processes may still run."""
     now = rt.clock.now()
-    recent = and_(TaskRow.fenced_after <= now, TaskRow.fenced_after > now - timedelta(minutes=1))
+    # Leases that ran out since the last look (a minute of margin); all of them the first time this head
+    # looks, and after a stall of the head too, so that none is missed.
+    since = rt.fenced_checked_at
+    recent = TaskRow.fenced_after <= now
+    if since is not None:
+        recent = and_(recent, TaskRow.fenced_after > since - timedelta(minutes=1))
     fenced = select(TaskRow.job_id).where(TaskRow.state == TaskState.LOST.value, recent)
     live = [JobState.PENDING.value, JobState.RUNNING.value]
     with rt.read() as session:
@@ -103,13 +108,13 @@ def end_fenced_failures(rt: HeadRuntime) -> list[str]:
             JobRow.id.in_(fenced), JobRow.state.in_(live), JobRow.reason.contains(FAILING)
         )
         ids = list(session.scalars(failing))
-    if not ids:
-        return []
-    with rt.write() as session:
-        if not still_leading(session, rt.db):
-            return []
-        for job in session.scalars(select(JobRow).where(JobRow.id.in_(ids))):
-            end_failing(session, job, now)
+    if ids:
+        with rt.write() as session:
+            if not still_leading(session, rt.db):
+                return []
+            for job in session.scalars(select(JobRow).where(JobRow.id.in_(ids))):
+                end_failing(session, job, now)
+    rt.fenced_checked_at = now
     return ids
 
 
