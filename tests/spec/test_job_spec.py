@@ -506,3 +506,9 @@ def test_zero_memory_accepted_before_still_loads_from_storage():
 def test_a_dependency_listed_twice_is_named():
     with pytest.raises(SpecError, match=r"after_ok: lists j-a1 twice: give each job once"):
         load_job_yaml("command: x\nafter_ok: [j-a1, j-b2, j-a1]\n")
+
+
+@pytest.mark.parametrize("text", ["\x1f", "command: x\x07\n", "env: {A: \x00}\n"])
+def test_a_character_yaml_does_not_read_is_a_spec_error(text):
+    with pytest.raises(SpecError, match="job file is not valid YAML"):
+        load_job_yaml(text)

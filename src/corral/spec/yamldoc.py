@@ -70,8 +70,9 @@ def load_yaml_document(text: str, source: str = "job file", as_written: tuple[st
     ``as_written`` names top-level keys whose list items or mapping values are text, whatever they look
     like: an unquoted ``010``, ``yes`` or ``1.50`` there is kept as those characters, not read as 8, true
     or 1.5 and written back differently (a command's arguments, environment variables)."""
-    loader = _NoDuplicateKeysLoader(text)
+    loader: _NoDuplicateKeysLoader | None = None
     try:
+        loader = _NoDuplicateKeysLoader(text)  # reads the text: a character YAML refuses is an error here
         node = loader.get_single_node()
         if node is None:
             return None
@@ -86,7 +87,8 @@ def load_yaml_document(text: str, source: str = "job file", as_written: tuple[st
     except RecursionError:
         raise SpecError([FieldError("", f"{source} nests lists or mappings too deeply to read")]) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def _keep_as_written(loader: _NoDuplicateKeysLoader, document: yaml.Node, keys: tuple[str, ...]) -> None:
