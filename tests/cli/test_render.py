@@ -74,6 +74,14 @@ def test_show_prints_a_jobs_array_and_dependencies(capsys):
     assert any(line.split() == ["after_any", "j-c"] for line in lines)
 
 
+def test_shows_task_table_names_its_rank_column_the_node_rank(capsys):
+    """Under one process per GPU a task's processes have ranks of their own: the column is the node's."""
+    task = {"node_rank": 1, "generation": 2, "node": "n2", "state": "RUNNING", "exit_code": None, "detail": ""}
+    _show_table(show_job(tasks=[task]))
+    header = next(line for line in capsys.readouterr().out.splitlines() if "ATTEMPT" in line)
+    assert header.split()[:3] == ["NODE", "RANK", "ATTEMPT"]
+
+
 def test_show_leaves_out_array_and_dependency_rows_a_job_does_not_have(capsys):
     _show_table(show_job(array_id=None, array_index=None, after_ok=[], after_any=[]))
     out = capsys.readouterr().out

@@ -176,7 +176,7 @@ def _show_table(job: dict[str, Any]) -> None:
     if job.get("tasks"):
         table(
             "tasks",
-            ["RANK", "ATTEMPT", "NODE", "STATE", "EXIT", "DETAIL"],
+            ["NODE RANK", "ATTEMPT", "NODE", "STATE", "EXIT", "DETAIL"],
             [
                 [t["node_rank"], t.get("generation"), t["node"], t["state"], t.get("exit_code"), t.get("detail", "")]
                 for t in job["tasks"]
