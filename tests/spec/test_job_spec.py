@@ -231,6 +231,11 @@ def test_env_values_from_yaml_are_strings_as_written():
     assert spec.env == {"EPOCHS": "3", "VERBOSE": "yes", "RUN": "010", "LR": "1.50", "DAY": "2026-01-01"}
 
 
+def test_env_values_merged_in_with_yaml_merge_keys_are_strings_as_written_too():
+    spec = load_job_yaml("command: x\nenv:\n  <<: [{RUN: 010}, {DEBUG: yes}]\n  LR: 1.50\n")
+    assert spec.env == {"RUN": "010", "DEBUG": "yes", "LR": "1.50"}
+
+
 def test_an_env_variable_without_a_value_in_yaml_is_still_refused():
     with pytest.raises(SpecError, match='env: E has no value; write E: "" for an empty string'):
         load_job_yaml("command: x\nenv: {E: }\n")

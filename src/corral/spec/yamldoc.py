@@ -20,7 +20,7 @@ class _NoDuplicateKeysLoader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         first_line: dict[Any, int] = {}
         for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
+            if key_node.tag == _MERGE:
                 continue  # keys merged in with `<<` may be overridden: that is what merging is for
             key = self.construct_object(key_node, deep=True)
             try:
@@ -61,6 +61,7 @@ _NoDuplicateKeysLoader.add_constructor("tag:yaml.org,2002:int", _NoDuplicateKeys
 SPEC_TEXT_KEYS = ("command", "env")
 """The keys of a job or service file whose items are text as written (``load_yaml_document``'s ``as_written``)."""
 _STR = "tag:yaml.org,2002:str"
+_MERGE = "tag:yaml.org,2002:merge"
 _VALUES = frozenset(f"tag:yaml.org,2002:{kind}" for kind in ("bool", "int", "float", "timestamp"))  # not text
 
 
@@ -103,10 +104,28 @@ def _keep_as_written(loader: _NoDuplicateKeysLoader, document: yaml.Node, keys: 
         if isinstance(value_node, yaml.SequenceNode):
             scalars = value_node.value
         elif isinstance(value_node, yaml.MappingNode):
-            scalars = [scalar for pair in value_node.value for scalar in pair]  # keys too: YAML reads ON as true
+            scalars = _mapping_scalars(value_node)
         else:
             continue
         for scalar in scalars:
             plain = isinstance(scalar, yaml.ScalarNode) and scalar.style is None and id(scalar) not in loader.tagged
             if plain and scalar.tag in _VALUES:
                 scalar.tag = _STR
+
+
+def _mapping_scalars(mapping: yaml.MappingNode) -> list[yaml.Node]:
+    """A mapping's keys and values (YAML reads a key ON as true), and those of mappings merged in with ``<<``."""
+    out: list[yaml.Node] = []
+    for key, value in mapping.value:
+        if key.tag != _MERGE:
+            out += (key, value)
+        elif isinstance(value, yaml.MappingNode):
+            out += _mapping_scalars(value)
+        elif isinstance(value, yaml.SequenceNode):
+            out += [
+                scalar
+                for item in value.value
+                if isinstance(item, yaml.MappingNode)
+                for scalar in _mapping_scalars(item)
+            ]
+    return out
