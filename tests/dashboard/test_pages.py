@@ -144,3 +144,15 @@ def test_a_user_sees_only_their_own_jobs(served, page):
     page.wait_for_selector("#queue tbody tr")
     assert page.locator("#queue tbody tr").count() == 1
     assert jobs["busy"] in page.locator("#queue").inner_text()
+
+
+def test_a_malformed_escape_in_the_address_is_read_as_written(served, page):
+    jobs = busy_cluster(served)
+    page.goto(served.link(jobs["alice"] + "%"))  # a token link mangled in a copy: the page asks for a token
+    page.wait_for_selector("text=That token was not accepted.")
+    assert "token=" not in page.url  # it left the address bar all the same
+    page.goto(served.link())
+    page.wait_for_selector("#grid .node")
+    page.evaluate("location.hash = '#/jobs/j-%E0%A4%A'")  # a job page, not the last page left standing
+    page.wait_for_selector("h1:has-text('j-%E0%A4%A')")
+    assert "404" in page.locator("#problem").inner_text()

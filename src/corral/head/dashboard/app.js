@@ -11,11 +11,12 @@ let generation = 0; // bumped on every navigation, so a slow answer for an old p
 
 const esc = (v) => String(v ?? "").replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
 const token = () => localStorage.getItem(TOKEN_KEY) || "";
+const decode = (text) => { try { return decodeURIComponent(text); } catch (e) { return text; } }; // "%" alone is not an escape: keep it
 
 function takeTokenFromUrl() {
   const match = location.hash.match(/token=([^&]+)/);
   if (match) {
-    localStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
+    localStorage.setItem(TOKEN_KEY, decode(match[1]));
     history.replaceState(null, "", location.pathname + "#/");
   }
 }
@@ -229,7 +230,7 @@ function route() {
   const [name, arg] = location.hash.replace(/^#\/?/, "").split("/");
   document.querySelectorAll("header nav a").forEach((a) => a.classList.toggle("active", (a.dataset.page === "overview" ? "" : a.dataset.page) === name));
   const page = name === "jobs" && arg ? jobPage : PAGES[name] ?? overview;
-  show(page, decodeURIComponent(arg ?? ""), my);
+  show(page, decode(arg ?? ""), my);
 }
 
 view.addEventListener("click", (event) => {
