@@ -156,3 +156,18 @@ def test_a_malformed_escape_in_the_address_is_read_as_written(served, page):
     page.evaluate("location.hash = '#/jobs/j-%E0%A4%A'")  # a job page, not the last page left standing
     page.wait_for_selector("h1:has-text('j-%E0%A4%A')")
     assert "404" in page.locator("#problem").inner_text()
+
+
+def test_a_gpu_on_a_lost_node_shows_no_reading(served, page):
+    from corral.head.services.liveness import check_nodes
+
+    n1 = served.register("n1", gpus=2)
+    served.submit({"name": "train", "command": "train", "resources": {"gpus": 1}})
+    served.cycle()
+    served.beat(n1, utilization={0: 93.0})
+    served.clock.advance(60)
+    assert check_nodes(served.rt) == ["n1"]
+    page.goto(served.link())
+    page.wait_for_selector("#grid .node.NOT_READY")
+    titles = page.locator("#grid .gpu").evaluate_all("cells => cells.map(c => c.title)")
+    assert titles == ["n1 GPU 0 (H100): free, node not ready", "n1 GPU 1 (H100): free, node not ready"]

@@ -55,7 +55,8 @@ function gpuCell(node, gpu) {
   if (!gpu.healthy) cls += " bad";
   else if (node.state === "NOT_READY") cls += " down";
   else if (gpu.allocated_to) cls += ` job u${Math.min(4, Math.floor((gpu.utilization ?? 0) / 20))}`;
-  const util = gpu.utilization == null ? "no reading" : `${gpu.utilization.toFixed(0)}%`;
+  // A node that is not ready has no current reading: its last one may be long past.
+  const util = node.state === "NOT_READY" ? "node not ready" : gpu.utilization == null ? "no reading" : `${gpu.utilization.toFixed(0)}%`;
   const title = `${node.name} GPU ${gpu.index} (${gpu.type}): ${gpu.allocated_to ? gpu.allocated_to + ", " : "free, "}${util}${gpu.problem ? ", " + gpu.problem : ""}`;
   return `<span class="${cls}" title="${esc(title)}"${gpu.allocated_to ? ` data-job="${esc(gpu.allocated_to)}"` : ""}></span>`;
 }
