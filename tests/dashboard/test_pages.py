@@ -171,3 +171,14 @@ def test_a_gpu_on_a_lost_node_shows_no_reading(served, page):
     page.wait_for_selector("#grid .node.NOT_READY")
     titles = page.locator("#grid .gpu").evaluate_all("cells => cells.map(c => c.title)")
     assert titles == ["n1 GPU 0 (H100): free, node not ready", "n1 GPU 1 (H100): free, node not ready"]
+
+
+def test_a_refresh_faster_than_once_a_second_is_not_followed(served, page):
+    """``?refresh=0.05`` would have every open page ask the head twenty times a second."""
+    served.register("n1")
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url) if "/v1/status" in request.url else None)
+    page.goto(f"{served.url}/?refresh=0.05#token={served.admin}")
+    page.wait_for_selector("#grid .node")
+    page.wait_for_timeout(2500)
+    assert 1 <= len(asked) <= 5

@@ -3,7 +3,8 @@
 // server) or from the sign-in form, and is kept in this browser's localStorage.
 
 const TOKEN_KEY = "corral.token";
-const REFRESH_MS = 1000 * (Number(new URLSearchParams(location.search).get("refresh")) || 5); // ?refresh=SECONDS
+const ASKED_S = Number(new URLSearchParams(location.search).get("refresh")); // ?refresh=SECONDS, 1 to 3600
+const REFRESH_MS = 1000 * (ASKED_S > 0 ? Math.min(3600, Math.max(1, ASKED_S)) : 5); // never faster than once a second
 const view = document.getElementById("view");
 const COLORS = ["#1f6feb", "#2da44e", "#bf8700", "#cf222e", "#8250df", "#1b7c83", "#e16f24", "#6e7781"];
 let timer = null;
