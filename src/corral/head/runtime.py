@@ -14,6 +14,7 @@ from corral.head.config import ConfigHolder
 from corral.head.desiredcache import DesiredPieces
 from corral.head.jobcache import JobCache
 from corral.head.lateness import Lateness
+from corral.head.livecache import LiveAllocations
 from corral.head.nodecache import NodeModels
 from corral.head.notify import Notifier
 from corral.head.quiet import QuietBeats
@@ -50,6 +51,7 @@ class HeadRuntime:
     # Free GPUs per type that cannot serve the largest pending request, as of the last cycle.
     fragmented_gpus: dict[str, float] = field(default_factory=dict)
     job_cache: JobCache = field(default_factory=JobCache)
+    live_allocations: LiveAllocations = field(default_factory=LiveAllocations)  # the snapshot's, kept
     # Service received and finished jobs' sizes, for policies that read them (``default``).
     service: ServiceBook = field(default_factory=ServiceBook)
     node_models: NodeModels = field(default_factory=NodeModels)

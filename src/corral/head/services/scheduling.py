@@ -20,7 +20,7 @@ from corral.head.services.history import HeldTask, fill_pending
 from corral.head.services.lifecycle import LIVE_TASK_STATES, end_job
 from corral.head.services.running import LiveTask, running_jobs
 from corral.head.store.tables import JobRow, TaskRow
-from corral.model import Allocation, FairShare, JobState, LiveAllocation, RunningJob, TaskState
+from corral.model import FairShare, JobState, RunningJob, TaskState
 from corral.sched import DEPENDENCY, Plan, Policy, Reason, Snapshot, fragmentation, get_policy, schedule
 
 
@@ -100,15 +100,7 @@ def load_cycle(rt: HeadRuntime, policy: Policy | None = None) -> CycleInput:
             live_tasks = (LiveTask(t.job_id, t.generation, t.state, t.assigned_at) for t in tasks)
             running = running_jobs(session, live_tasks, service)
         fair = _fair_share(rt, session, now) if pending and policy.fair_share and config.teams else None
-    live = tuple(
-        LiveAllocation(
-            t.job_id,
-            Allocation(
-                node=t.node, gpus=tuple(t.gpus), gpu_fraction=t.gpu_fraction, cpus=t.cpus, memory_mb=t.memory_mb
-            ),
-        )
-        for t in tasks
-    )
+    live = rt.live_allocations.of(tasks)
     snapshot = Snapshot(
         nodes=nodes,
         live=live,
