@@ -1,12 +1,10 @@
 """The node health command."""
 
 import asyncio
-import threading
 import time
 
 import psutil
 
-from corral.agent import launch
 from corral.agent.health import run_health_command
 
 
@@ -28,25 +26,13 @@ def test_a_hanging_command_is_killed_with_what_it_started_and_reported():
     assert left == []
 
 
-def test_a_passing_command_is_not_reported_failed_while_orphans_are_reaped():
+def test_a_passing_command_is_not_reported_failed_while_orphans_are_reaped(reaping_meanwhile):
     """The command runs in a session of its own, as tasks do; the agent's orphan reaper, which runs in a
     thread every half second, must leave its exit status to the check (asyncio then reports 255, and a
     healthy node would go NOT_READY with its jobs requeued)."""
-    stop = threading.Event()
-
-    def reap_all_the_time() -> None:
-        while not stop.is_set():
-            launch.reap_orphans()
-            time.sleep(0.0005)
 
     async def checks() -> list[str]:
         return [await run_health_command("true", 5) for _ in range(100)]
 
-    reaper = threading.Thread(target=reap_all_the_time, daemon=True)
-    reaper.start()
-    try:
-        problems = asyncio.run(checks())
-    finally:
-        stop.set()
-        reaper.join(5)
+    problems = asyncio.run(checks())
     assert [p for p in problems if p] == []

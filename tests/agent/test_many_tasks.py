@@ -4,7 +4,6 @@ agent's event loop, which runs its heartbeat and lease check, is never held for 
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from pathlib import Path
 
@@ -102,16 +101,10 @@ def test_a_task_stopped_while_it_waits_for_its_turn_never_starts(tmp_path):
     assert set(never) == {(None, "stopped: the head no longer wants it")}
 
 
-def test_reaping_orphans_during_a_stream_of_starts_leaves_task_exits_alone(tmp_path):
+def test_reaping_orphans_during_a_stream_of_starts_leaves_task_exits_alone(tmp_path, reaping_meanwhile):
     """A task that exits at once is a zombie for a moment before its start has recorded it: the orphan
     reaper, which runs in a thread meanwhile, must not take its exit status (asyncio then reports 255)."""
     count = 300
-    stop = threading.Event()
-
-    def reap_all_the_time() -> None:
-        while not stop.is_set():
-            launch.reap_orphans()
-            time.sleep(0.0005)
 
     async def scenario() -> list[tuple[str, int | None]]:
         tasks = TaskSet("n1", tmp_path / "work", asyncio.Event(), launch.DescendantTracker())
@@ -122,11 +115,5 @@ def test_reaping_orphans_during_a_stream_of_starts_leaves_task_exits_alone(tmp_p
             await tasks.stop_all("test over")
         return [(r.state, r.exit_code) for r in tasks.reports(hold_exit=False)]
 
-    reaper = threading.Thread(target=reap_all_the_time, daemon=True)
-    reaper.start()
-    try:
-        ends = asyncio.run(scenario())
-    finally:
-        stop.set()
-        reaper.join(5)
+    ends = asyncio.run(scenario())
     assert ends == [("EXITED", 0)] * count

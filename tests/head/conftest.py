@@ -51,6 +51,26 @@ def auth(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
+def run_cli(
+    head: Head, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str
+) -> tuple[int, str, str]:
+    """``corral ARGS`` in this process against a head served over HTTP (``served_head``), as its admin: the
+    exit code, stdout and stderr."""
+    from corral.cli.main import main
+
+    monkeypatch.setenv("CORRAL_HEAD", str(head.client.base_url).rstrip("/"))
+    monkeypatch.setenv("CORRAL_TOKEN", head.admin_token)
+    monkeypatch.setenv("CORRAL_HOME", str(head.home / "client"))
+    capsys.readouterr()
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
 @dataclass
 class Agent:
     """One simulated agent: registers, heartbeats with task reports, reads its desired state."""

@@ -3,22 +3,13 @@
 import csv
 import io
 
-from corral.cli.main import main
+from .conftest import run_cli
 
 
 def acct(head, monkeypatch, capsys, *args):
-    monkeypatch.setenv("CORRAL_HEAD", str(head.client.base_url).rstrip("/"))
-    monkeypatch.setenv("CORRAL_TOKEN", head.admin_token)
-    monkeypatch.setenv("CORRAL_HOME", str(head.home / "client"))
-    capsys.readouterr()
-    try:
-        main(["acct", *args])
-        code = 0
-    except SystemExit as exc:
-        code = exc.code or 0
-    out = capsys.readouterr()
-    assert code == 0, out.err
-    return out.out
+    code, out, err = run_cli(head, monkeypatch, capsys, "acct", *args)
+    assert code == 0, err
+    return out
 
 
 def test_a_tenth_of_a_gpu_second_prints_as_plain_decimals(served_head, monkeypatch, capsys):

@@ -1,19 +1,11 @@
 """`corral wait` against a head served over HTTP: unknown jobs exit 4, naming every one of them."""
 
-from corral.cli.main import main
+from .conftest import run_cli
 
 
 def wait(head, monkeypatch, capsys, *args):
-    monkeypatch.setenv("CORRAL_HEAD", str(head.client.base_url).rstrip("/"))
-    monkeypatch.setenv("CORRAL_TOKEN", head.admin_token)
-    monkeypatch.setenv("CORRAL_HOME", str(head.home / "client"))
-    capsys.readouterr()
-    try:
-        main(["wait", *args])
-        code = 0
-    except SystemExit as exc:
-        code = exc.code or 0
-    return code, capsys.readouterr().err
+    code, _, err = run_cli(head, monkeypatch, capsys, "wait", *args)
+    return code, err
 
 
 def test_wait_names_every_unknown_job(served_head, monkeypatch, capsys):

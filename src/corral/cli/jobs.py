@@ -98,12 +98,11 @@ def _jobs_table(rows: list[dict[str, Any]]) -> None:
     )
 
 
-def _states(given: tuple[str, ...]) -> tuple[str, ...]:
-    """The states asked for, in the contract's upper case; a bad one names the states as written there."""
-    for state in given:
-        if state.upper() not in STATES:
-            raise click.BadParameter(f"{state!r} is not a job state; the states are {', '.join(STATES)}")
-    return tuple(state.upper() for state in given)
+def _state(given: str) -> str:
+    """A state asked for, in the contract's upper case; a bad one names the states as written there."""
+    if given.upper() not in STATES:
+        raise click.BadParameter(f"{given!r} is not a job state; the states are {', '.join(STATES)}")
+    return given.upper()
 
 
 @click.command("jobs")
@@ -113,7 +112,7 @@ def _states(given: tuple[str, ...]) -> tuple[str, ...]:
     "states",
     multiple=True,
     metavar="[" + "|".join(STATES) + "]",
-    callback=lambda _ctx, _param, given: _states(given),
+    callback=lambda _ctx, _param, given: tuple(map(_state, given)),
     help="only jobs in this state (repeatable; any case)",
 )
 @click.option(
@@ -126,7 +125,7 @@ def _states(given: tuple[str, ...]) -> tuple[str, ...]:
 @output_option
 def jobs(include_all: bool, states: tuple[str, ...], limit: int, output: str) -> None:
     """List jobs: pending, running, and those that finished within a day (all with --all)."""
-    rows = api().jobs(include_all=include_all, states=[s.upper() for s in states], limit=limit)
+    rows = api().jobs(include_all=include_all, states=list(states), limit=limit)
     render(output, rows, _jobs_table)
     if len(rows) == limit:
         click.echo(f"note: showing the first {limit} jobs (--limit {limit}); more may match", err=True)

@@ -39,6 +39,7 @@ from corral.head.store.serving_tables import ReplicaRow, ServiceRow
 from corral.head.store.tables import JobRow, NodeRow, TaskRow
 from corral.model import JobState
 from corral.sched import NO_CONTAINER_RUNTIME, never_fits
+from corral.sched.describe import plural
 from corral.serve.restarts import Backoff
 from corral.spec.resources import STORED
 from corral.spec.service import ServiceSpec
@@ -314,7 +315,7 @@ def _waiting_reason(replicas: Sequence[ReplicaInfo], ready: int, desired: int) -
     ]
     if ready >= desired or not waiting:
         return None
-    count = f"{len(waiting)} replica{'s' if len(waiting) != 1 else ''}"
+    count = plural(len(waiting), "replica")
     return f"{count} not placed yet: {waiting[0].reason}" if waiting[0].reason else f"{count} not placed yet"
 
 
@@ -328,7 +329,7 @@ def _not_ready_reason(replicas: Sequence[ReplicaInfo], ready: int, row: ServiceR
         return None
     path = str(row.spec.get("readiness", {}).get("path", "/"))
     first = min(running, key=lambda r: r.revision != row.revision)  # the new revision's first
-    count = f"{len(running)} replica{'s' if len(running) != 1 else ''}"
+    count = plural(len(running), "replica")
     age = f"running for {max(0.0, (now - first.started_at).total_seconds()):.0f} s; " if first.started_at else ""
     waits = (
         f"; the update to revision {row.revision} waits for it" if rolling and first.revision == row.revision else ""
