@@ -13,7 +13,6 @@ import click
 from corral.cli.context import api
 from corral.cli.render import emit_json, figure, table
 from corral.client.errors import InvalidRequest
-from corral.sched.describe import plain_decimal
 
 KEYS = ("user", "team", "gpu-type", "job")
 CSV_FIELDS = ("key", "jobs", "gpu_seconds", "gpu_hours", "cost", "energy_kwh")
@@ -111,6 +110,8 @@ def acct(by: str, since: str | None, until: str | None, output: str) -> None:
 
 def _cell(value: Any) -> Any:
     """A figure as a plain decimal (``0.000028``, never ``2.8e-05``); the key and the job count as they are."""
+    from corral.sched.describe import plain_decimal  # the scheduler's package: only when needed
+
     return plain_decimal(value) if isinstance(value, float) else value
 
 

@@ -9,7 +9,6 @@ import click
 from corral.cli import names
 from corral.cli.context import api
 from corral.cli.render import output_option, render, table
-from corral.sched.describe import plural
 
 _SHOWN_NODES = 4
 
@@ -24,6 +23,8 @@ def _why_table(out: dict[str, Any]) -> None:
     click.echo(f"{out['job_id']} {out['state']}: {out['reason']}")
     if out["state"] != "PENDING":
         click.echo("it is not waiting; below, where it would fit now if it were submitted again")
+    from corral.sched.describe import plural  # the scheduler's package: only when needed
+
     need = out["nodes_needed"]
     click.echo(f"needs {plural(need, 'node')} that {'fits' if need == 1 else 'fit'} at once")
     table(

@@ -9,11 +9,12 @@ from corral.model import Allocation, Job, Request
 from corral.sched.backfill import blocked_reason, ends_by, find_reservation, guard_view, reserved_reason, when
 from corral.sched.fairshare import share_tables
 from corral.sched.feasibility import NodesAwaited, never_runs
-from corral.sched.order import Groups, Item, merged, ordered_in_two, queue_key
+from corral.sched.order import Groups, Queue, ordered_in_two, queue_key
 from corral.sched.placement import find_placement
 from corral.sched.plan import FASTER_GPU, IN_ORDER, QUOTA, Placement, Plan, Preemption, Reason, Reservation
 from corral.sched.policy import Policy
 from corral.sched.preempt import Preemptor
+from corral.sched.queue import Objects
 from corral.sched.quota import QuotaLedger
 from corral.sched.quota_gate import QuotaGate
 from corral.sched.reason_map import Reasons
@@ -56,8 +57,7 @@ class _Cycle:
     waits_for_faster: dict[str, tuple[str, datetime]] = field(default_factory=dict)  # job → why, and when it starts
     speed_checks: int = 0
     quota_unchecked: set[str] = field(default_factory=set)  # waiting without a quota check: nothing fits them
-    rest: list[Item] = field(default_factory=list)  # the queue after ``line``: waits as a whole, preempting nothing
-    queue: list[Item] = field(default_factory=list)  # every pending job, in the policy's order
+    rest: Queue | None = None  # the queue after ``line``: waits as a whole, preempting nothing
     unfit: set[tuple[bool, Request]] = field(default_factory=set)  # (on the view, not the guard; request): no fit
     unfit_now: set[Request] = field(default_factory=set)  # the requests (True, request) in ``unfit`` holds
     no_victims: set[tuple[bool, Request, int, str]] = field(default_factory=set)  # (as ``unfit``, level, team)
@@ -86,19 +86,18 @@ class _Cycle:
         # Equal requests come as one object, so that the sets and dicts below find them by identity.
         queue, split, groups = self._queue(view.gpu_types)
         self.queued_requests, self.groups = groups.requests(), groups
-        self.queue = queue
         # Jobs that would borrow come after the others; a job of the first part that would borrow on some of
         # the types it accepts is tried there on the others only, and, if that leaves it waiting, again on all
         # its types among the jobs that would borrow (``deferred``, in queue order).
-        deferred: list[Item] = []
-        rest_at = self._pass(queue, split, view, preemptor, deferred)
-        later = merged(queue[split:], deferred) if deferred else queue[split:]
+        deferred: list[int] = []  # by place in ``queue``
+        rest_at = self._pass(queue.items, split, view, preemptor, deferred)
+        later = queue.part(split).merged(queue.picked(deferred)) if deferred else queue.part(split)
         if rest_at is not None:
-            self.rest = [*queue[rest_at:split], *later]
+            self.rest = Queue.joined(queue.part(rest_at, split), later)
         else:
-            rest_at = self._pass(later, len(later), view, preemptor, None)
+            rest_at = self._pass(later.items, len(later), view, preemptor, None)
             if rest_at is not None:
-                self.rest = later[rest_at:]
+                self.rest = later.part(rest_at)
         reasons = self._reasons(view, preemptor)
         self.snapshot.worked(view, self.applied)
         return Plan(
@@ -112,18 +111,18 @@ class _Cycle:
 
     def _pass(
         self,
-        queue: list[Item],
+        queue: Objects,
         stop: int,
         view: CapacityView,
         preemptor: Preemptor | None,
-        deferred: list[Item] | None,
+        deferred: list[int] | None,
     ) -> int | None:
         """Try ``queue[:stop]`` in order; where the rest of it waits as it is, the index it starts at.
 
         With ``deferred``, a job that would borrow on some of the GPU types it accepts (past its team's
         nominal quota, as the quota stands when it is tried) is placed, or preempts, only on the others:
         where it would go to a type it borrows, or finds no victims on the others, it is left out of
-        ``line`` and added to ``deferred``, to be tried again on all its types."""
+        ``line`` and its place added to ``deferred``, to be tried again on all its types."""
         # The views only shrink during a cycle, so a request that did not fit one never fits it later.
         unfit_now = self.unfit_now
         waiting, line_ids, line_numbers = self.line.jobs, self.line.ids.append, self.line.numbers.append
@@ -156,7 +155,7 @@ class _Cycle:
             if own is None:
                 self._try(queued, request, view, preemptor, None)
             elif not own or not self._try(queued, request, view, preemptor, own):
-                later.append(item)
+                later.append(at)
         return None
 
     def _try(
@@ -271,7 +270,7 @@ class _Cycle:
             if self.queued_unfit >= 0 and key[1] in self.queued_requests:
                 self.queued_unfit += 1
 
-    def _queue(self, gpu_types: tuple[str, ...]) -> tuple[list[Item], int, Groups]:
+    def _queue(self, gpu_types: tuple[str, ...]) -> tuple[Queue, int, Groups]:
         """The pending jobs in the policy's order; with fair share, the team's and user's share come right
         after priority. With quotas, jobs that would borrow come after all others (``QuotaGate.borrows``)."""
         policy, fair = self.policy, self.snapshot.fair_share

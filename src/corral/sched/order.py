@@ -18,32 +18,26 @@ import threading
 from bisect import bisect_left
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from itertools import compress, filterfalse
-from operator import itemgetter, not_
-from typing import Any
+from itertools import filterfalse
+
+import numpy as np
 
 from corral.model import Job, Request
+from corral.sched.queue import Item, Queue, group_of, id_of, job_of, request_of
+
+__all__ = ["Groups", "Item", "Queue", "group_of", "id_of", "job_of", "ordered", "ordered_in_two", "request_of"]
 
 Key = tuple[object, ...]
-Item = tuple[Any, ...]
-"""A job's key, then the job, its request (one object per request value), its group's number and the job's
-id: one flat tuple, so that items sort by their keys as they are (a key ends with the job's id, so two
-items never compare past it), and a queue of 100,000 jobs is 100,000 objects the collector looks at, not
-twice that. Read the fields with ``job_of``, ``request_of``, ``group_of`` and ``id_of``."""
 Group = tuple[Request, str]  # a job's request and team: all that ``borrows`` and a waiting job's reason read
 
-job_of = itemgetter(-4)
-request_of = itemgetter(-3)
-group_of = itemgetter(-2)
-id_of = itemgetter(-1)
 _SLACK = 1024  # requests and groups of jobs gone are forgotten once they outnumber twice the jobs by this
 
 
 @dataclass
 class _Kept:
     inputs: Hashable  # all the keys depend on besides each job
-    jobs: dict[int, Job]  # the jobs of ``items`` by ``id()`` (held here, so that an id stays theirs)
-    items: list[Item]  # sorted by key
+    jobs: dict[int, Job]  # the jobs of ``queue`` by ``id()`` (held here, so that an id stays theirs)
+    queue: Queue  # sorted by key
     same: dict[Request, Request]  # each request value's one object
     groups: Groups
 
@@ -58,18 +52,18 @@ def ordered(
     """The pending jobs as ``sorted(pending, key=key)`` orders them, each with its key and request
     (equal requests as one object); with ``borrows`` (a function of the job's ``Group`` only), those
     for which it is true come after all the others, each part in that order. The list may be the one
-    kept for the next call, which brings it up to date in place: leave it as it is, and copy what must
-    outlive that call.
+    kept for the next call.
 
     ``inputs`` must be equal whenever ``key`` gives every job the same key, and differ otherwise."""
-    return ordered_in_two(pending, key, inputs, borrows)[0]
+    items: list[Item] = ordered_in_two(pending, key, inputs, borrows)[0].items.tolist()
+    return items
 
 
 def ordered_in_two(
     pending: Sequence[Job], key: Callable[[Job], Key], inputs: Hashable, borrows: Callable[[Job], bool] | None
-) -> tuple[list[Item], int, Groups]:
-    """``ordered``, how many items come before those for which ``borrows`` is true, and the items' groups
-    (by the numbers the items carry; like the list, kept for the next call: read it before then)."""
+) -> tuple[Queue, int, Groups]:
+    """``ordered`` as a ``Queue``, how many items come before those for which ``borrows`` is true, and the items'
+    groups (by the numbers the items carry; kept for the next call, which changes it: read it before then)."""
     now = dict(zip(map(id, pending), pending, strict=True))
     with _lock:
         kept = _kept.pop(inputs, None)
@@ -78,12 +72,12 @@ def ordered_in_two(
             groups = Groups()
             items = [_item(job, key, same, groups) for job in pending]
             items.sort()
-            kept = _Kept(inputs, now, items, same, groups)
+            kept = _Kept(inputs, now, Queue.of(items), same, groups)
         _kept[inputs] = kept
         if len(_kept) > 4:  # callers with other policies or share tables: keep the latest few
             del _kept[next(iter(_kept))]
-        items, split = (kept.items, len(kept.items)) if borrows is None else _borrowers_last(kept, borrows)
-        return items, split, kept.groups
+        queue, split = (kept.queue, len(kept.queue)) if borrows is None else _borrowers_last(kept, borrows)
+        return queue, split, kept.groups
 
 
 def queue_key(
@@ -112,68 +106,41 @@ def _update(kept: _Kept, now: dict[int, Job], key: Callable[[Job], Key]) -> bool
     gone = list(filterfalse(now.__contains__, kept.jobs)) if len(kept.jobs) != len(now) - len(new) else []
     if len(gone) + len(new) > len(now) // 2:
         return False
-    items, jobs, same = kept.items, kept.jobs, kept.same
-    if len(gone) * 32 < len(items):  # a few: find each one by its key (keys are unique: they end with the id)
-        at = sorted(bisect_left(items, key(jobs[i])) for i in gone)  # a key sorts just before its item
-        kept_items: list[Item] = []
-        start = 0
-        for i in at:
-            kept_items.extend(items[start:i])
-            start = i + 1
-        kept_items.extend(items[start:])
-    else:
+    queue, jobs, same = kept.queue, kept.jobs, kept.same
+    if len(gone) * 32 < len(queue):  # a few: find each by its key (unique: it ends with the id), just before its item
+        queue = queue.without(sorted(bisect_left(queue.items, key(jobs[i])) for i in gone))
+    elif gone:
         gone_ids = set(gone)
-        kept_items = [item for item in items if id(item[-4]) not in gone_ids]
+        kept_at = np.fromiter((id(job_of(item)) not in gone_ids for item in queue.items), dtype=bool, count=len(queue))
+        queue = queue.picked(np.flatnonzero(kept_at))
     groups = kept.groups
     groups.leave(jobs[i] for i in gone)
     fresh = [_item(job, key, same, groups) for job in (now[i] for i in new)]
     fresh.sort()
-    kept_items = merged(kept_items, fresh)
-    if len(same) > 2 * len(kept_items) + _SLACK:  # forget the requests of jobs gone
-        kept.same = {item[-3]: item[-3] for item in kept_items}
-    if len(groups.members) > 2 * len(kept_items) + _SLACK:  # forget the groups of jobs gone
+    queue = queue.merged(Queue.of(fresh))
+    if len(same) > 2 * len(queue) + _SLACK:  # forget the requests of jobs gone
+        kept.same = {item[-3]: item[-3] for item in queue.items}
+    if len(groups.members) > 2 * len(queue) + _SLACK:  # forget the groups of jobs gone
         kept.groups = groups = Groups()
-        kept_items = [(*item[:-2], groups.join(item[-4], item[-3]), item[-1]) for item in kept_items]
-    # The kept dictionary and list are brought up to date in place rather than replaced: they then stay in
-    # the collector's old generation, and the young collection after a cycle does not walk their entries.
+        queue = Queue.of([(*item[:-2], groups.join(item[-4], item[-3]), item[-1]) for item in queue.items])
+    # The kept dictionary is brought up to date in place rather than replaced: it then stays in the collector's
+    # old generation, and the young collection after a cycle does not walk its entries (nor the queue's: numpy
+    # arrays are not the collector's to walk).
     for i in gone:
         del jobs[i]
     jobs.update((i, now[i]) for i in new)
-    if kept_items is not items:
-        items[:] = kept_items
+    kept.queue = queue
     return True
 
 
-def merged(items: list[Item], fresh: list[Item]) -> list[Item]:
-    """Two lists sorted by key (no key in both) as one; ``items`` may be the list returned, so pass one
-    that is not shared. A few fresh items are put in their places, found by bisection, so the long list
-    is not compared item by item again (as a sort would, to find it sorted)."""
-    if len(fresh) * 32 >= len(items):
-        items.extend(fresh)
-        items.sort()  # two sorted runs: one merge
-        return items
-    out: list[Item] = []
-    start = 0
-    for item in fresh:
-        at = bisect_left(items, item, lo=start)
-        out += items[start:at]
-        out.append(item)
-        start = at
-    out += items[start:]
-    return out
-
-
-def _borrowers_last(kept: _Kept, borrows: Callable[[Job], bool]) -> tuple[list[Item], int]:
+def _borrowers_last(kept: _Kept, borrows: Callable[[Job], bool]) -> tuple[Queue, int]:
     """The kept order with the jobs of groups that borrow now moved after all others (a stable split),
     and how many do not borrow."""
     groups = kept.groups
     late = [count > 0 and borrows(job) for job, count in zip(groups.first, groups.members, strict=True)]
-    items = kept.items
     if not any(late):
-        return items, len(items)
-    borrowing = list(map(late.__getitem__, map(group_of, items)))
-    first = list(compress(items, map(not_, borrowing)))
-    return [*first, *compress(items, borrowing)], len(first)
+        return kept.queue, len(kept.queue)
+    return kept.queue.split(np.array(late, dtype=bool))
 
 
 def _item(job: Job, key: Callable[[Job], Key], same: dict[Request, Request], groups: Groups) -> Item:

@@ -5,12 +5,14 @@ from __future__ import annotations
 from array import array
 from collections import Counter
 from collections.abc import Callable, Container, Mapping, Sequence
-from itertools import chain, islice
+from itertools import islice
+
+import numpy as np
 
 from corral.model import Job, Request
 from corral.sched import describe
 from corral.sched.feasibility import ClusterShapes, largest_domain, never_runs, required_domain
-from corral.sched.order import Groups, Item, group_of, id_of
+from corral.sched.order import Groups, Queue
 from corral.sched.placement import candidates
 from corral.sched.plan import NEVER_FITS, NO_NODES, QUOTA, RESOURCES, Reason
 from corral.sched.reason_map import Reasons
@@ -25,7 +27,7 @@ def explain(
     unchecked: Container[str] = (),
     quota: Callable[[Job, Request], str | None] | None = None,
     groups: Groups | None = None,
-    rest: Sequence[Item] = (),
+    rest: Queue | None = None,
     behind: Reason | None = None,
 ) -> Reasons:
     """A reason per waiting job of ``line`` (in queue order, and kept in it), judged on what is left free in ``view``.
@@ -37,14 +39,14 @@ def explain(
 
     Some jobs of ``line`` may wait as members of their group of the queue (team and request, numbered by
     ``groups``); no such job has a known reason, and their reasons are found once per group. ``rest`` is the
-    rest of the queue (``order`` items, after ``line``), waiting as a whole,
+    rest of the queue (after ``line``), waiting as a whole,
     its jobs as members of their groups; with ``behind``, that is the reason of each job of ``rest`` waiting
     only for resources (a policy that starts jobs strictly in order; then no job of ``line`` is a member).
 
     Jobs with the same reason share one ``Reason`` (a queue position is the job's place in
     ``line``, see ``Plan.position``), so a cycle leaving 100,000 jobs waiting makes one per request and
     team at most (a few thousand), not one per job."""
-    if not line.ids and not rest:
+    if not line.ids and not rest:  # (None or empty)
         return Reasons.of({})
     registered, unavailable = snapshot.shapes, snapshot.unavailable_shapes
     known = known or {}
@@ -83,17 +85,18 @@ def explain(
         assert groups is not None and (behind is None or len(line.ids) == len(jobs))
         # Kept by the plan: an array of numbers (which the collector does not walk, as it walks a list's items
         # after each cycle) and the ids in one tuple.
-        numbers = all_numbers = array("l", numbers)
-        all_numbers.extend(array("l", list(map(group_of, rest))))  # (from a list: faster than from an iterator)
-        for group in dict.fromkeys(numbers):
-            if group >= 0:
-                job, request = groups.member(group)
-                base, teams = base_of(request)
-                if behind is not None and base.code == RESOURCES:  # it could start but for the job ahead
-                    said[group] = behind
-                else:
-                    said[group] = unchecked_reason(job, request, base, teams)
-    ids = chain(line.ids, map(id_of, rest)) if rest else line.ids
+        every = np.array(numbers, dtype=np.int64)
+        if rest:
+            every = np.concatenate((every, rest.numbers))
+        numbers = array("q", every.tobytes())
+        for group in np.unique(every[every >= 0]).tolist():
+            job, request = groups.member(group)
+            base, teams = base_of(request)
+            if behind is not None and base.code == RESOURCES:  # it could start but for the job ahead
+                said[group] = behind
+            else:
+                said[group] = unchecked_reason(job, request, base, teams)
+    ids = (*line.ids, *rest.ids.tolist()) if rest else line.ids
     return Reasons(ids, numbers, said, own)
 
 
