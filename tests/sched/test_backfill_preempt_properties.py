@@ -106,12 +106,17 @@ def test_preemption_happens_only_when_it_lets_the_job_start(snap: Snapshot) -> N
     stopping = {r.id for r in snap.running if r.stopping}
     placed = tuple(LiveAllocation(p.job_id, a) for p in plan.placements for a in p.allocations)
     pending = {j.id: j for j in snap.pending}
-    for job_id, victims in sorted(victims_of(plan).items()):
-        gone = stopping | set(victims)
-        live = tuple(x for x in snap.live if x.job_id not in gone) + placed
-        after = schedule(Snapshot(snap.nodes, live, (pending[job_id],)), GREEDY, NOW)
-        assert after.placements, f"{job_id} would still not fit without {victims}"
     ordered = sorted(snap.pending, key=lambda j: (-j.priority, j.seq, j.id))
+    # A job may also count on what the victims of jobs before it leave over (they stop all the same).
+    gone = set(stopping)
+    for job in ordered:
+        victims = victims_of(plan).get(job.id)
+        if victims is None:
+            continue
+        gone |= set(victims)
+        live = tuple(x for x in snap.live if x.job_id not in gone) + placed
+        after = schedule(Snapshot(snap.nodes, live, (pending[job.id],)), GREEDY, NOW)
+        assert after.placements, f"{job.id} would still not fit without {victims} and the victims before"
     first = next((j for j in ordered if j.id in victims_of(plan)), None)
     if first is not None:
         # What is free once the stopping jobs are gone, less what the jobs before it that wait for them take.

@@ -66,7 +66,8 @@ def test_the_carried_order_equals_a_fresh_sort_through_many_cycles(slack: int, m
         rng.shuffle(jobs)
         inputs = ("test", tuple(sorted(shares.items())))
         with_borrowing = step % 7 != 3  # now and then a cycle without quotas
-        items = order.ordered(jobs, key, inputs, borrows if with_borrowing else None)
+        late = order.per_job(borrows) if with_borrowing else None
+        items = order.ordered(jobs, key, inputs, late)
         got, requests = list(map(order.job_of, items)), list(map(order.request_of, items))
         expected = sorted(jobs, key=lambda job: (with_borrowing and borrows(job), *key(job)))
         assert got == expected, f"step {step}"
@@ -74,7 +75,7 @@ def test_the_carried_order_equals_a_fresh_sort_through_many_cycles(slack: int, m
         assert list(map(order.id_of, items)) == [job.id for job in got]
         assert requests == [job.request for job in got]
         assert len({id(r) for r in requests}) == len(set(requests))  # equal requests: one object
-        again = order.ordered_in_two(jobs, key, inputs, borrows if with_borrowing else None)
+        again = order.ordered_in_two(jobs, key, inputs, late)
         assert again[0].items.tolist() == items and again[2].requests() == set(requests), f"step {step}"
 
 

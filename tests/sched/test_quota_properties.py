@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from corral.model import EPSILON, Job, LiveAllocation, TeamQuota
 from corral.sched import Preemption, Snapshot, get_policy, schedule
+from corral.sched.groups import Groups
 from corral.sched.quota import QuotaLedger
 from corral.sched.quota_gate import QuotaGate
 from corral.testing import JobBuilder, make_job, make_node, running_job, snapshot
@@ -232,14 +233,19 @@ def test_whether_a_job_would_borrow_is_what_the_ledger_says_of_each_type(snap: S
     ledger = QuotaLedger(snap)
     gate = QuotaGate(ledger)
     cluster_types = tuple(sorted({g.type for n in snap.nodes for g in n.gpus}))
-    borrows = gate.borrows(cluster_types)
-    for job in snap.pending:
+    groups = Groups()
+    numbers = [groups.join(job, job.request) for job in snap.pending]
+    borrowing = gate.borrowing(cluster_types)(groups).tolist()
+    for job, number in zip(snap.pending, numbers, strict=True):
+        borrows = borrowing[number]
         if job.request.gpus_per_node <= 0:
-            assert not borrows(job)
+            assert not borrows
             continue
         types = job.request.gpu_types or cluster_types
         within = {t: ledger.within_nominal(job, t) for t in types}
-        assert borrows(job) == (bool(types) and not any(within.values()))
+        assert borrows == (bool(types) and not any(within.values()))
         accepted = [t for t in types if t in cluster_types]
         own = tuple(t for t in accepted if within[t])
-        assert gate.own_types(job) == (None if len(own) == len(accepted) else own)
+        assert gate.own_types(number) == (None if len(own) == len(accepted) else own)
+    groups.leave(snap.pending)  # a group without jobs is not asked
+    assert not gate.borrowing(cluster_types)(groups).any() and gate.own_types(0) is None

@@ -151,7 +151,7 @@ class _Cycle:
                     line_ids(item[-1])
                     line_numbers(item[-2])
                 continue
-            own = None if own_types is None else own_types(queued)
+            own = None if own_types is None else own_types(item[-2])
             if own is None:
                 self._try(queued, request, view, preemptor, None)
             elif not own or not self._try(queued, request, view, preemptor, own):
@@ -272,10 +272,10 @@ class _Cycle:
 
     def _queue(self, gpu_types: tuple[str, ...]) -> tuple[Queue, int, Groups]:
         """The pending jobs in the policy's order; with fair share, the team's and user's share come right
-        after priority. With quotas, jobs that would borrow come after all others (``QuotaGate.borrows``)."""
+        after priority. With quotas, jobs that would borrow come after all others (``QuotaGate.borrowing``)."""
         policy, fair = self.policy, self.snapshot.fair_share
         tables = share_tables(self.snapshot, fair) if policy.fair_share and fair is not None else None
-        borrows = self.gate.borrows(gpu_types) if self.gate is not None else None
+        borrows = self.gate.borrowing(gpu_types) if self.gate is not None else None
         # A policy's order is a function of the job alone, so with these inputs equal a job's key is the
         # same from cycle to cycle.
         shares = None if tables is None else tuple(tuple(sorted(table.items())) for table in tables)

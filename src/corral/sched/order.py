@@ -16,19 +16,35 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_left
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from itertools import filterfalse
 
 import numpy as np
+from numpy.typing import NDArray
 
 from corral.model import Job, Request
+from corral.sched.groups import Groups
 from corral.sched.queue import Item, Queue, group_of, id_of, job_of, request_of
 
-__all__ = ["Groups", "Item", "Queue", "group_of", "id_of", "job_of", "ordered", "ordered_in_two", "request_of"]
+__all__ = [
+    "Borrowing",
+    "Groups",
+    "Item",
+    "Queue",
+    "group_of",
+    "id_of",
+    "job_of",
+    "ordered",
+    "ordered_in_two",
+    "per_job",
+    "request_of",
+]
 
 Key = tuple[object, ...]
-Group = tuple[Request, str]  # a job's request and team: all that ``borrows`` and a waiting job's reason read
+Borrowing = Callable[[Groups], NDArray[np.bool_]]
+"""By group number, whether the group's jobs borrow (False for a group with no jobs); ``per_job`` makes one of
+a function of a job."""
 
 _SLACK = 1024  # requests and groups of jobs gone are forgotten once they outnumber twice the jobs by this
 
@@ -47,10 +63,10 @@ _kept: dict[Hashable, _Kept] = {}
 
 
 def ordered(
-    pending: Sequence[Job], key: Callable[[Job], Key], inputs: Hashable, borrows: Callable[[Job], bool] | None
+    pending: Sequence[Job], key: Callable[[Job], Key], inputs: Hashable, borrows: Borrowing | None
 ) -> list[Item]:
     """The pending jobs as ``sorted(pending, key=key)`` orders them, each with its key and request
-    (equal requests as one object); with ``borrows`` (a function of the job's ``Group`` only), those
+    (equal requests as one object); with ``borrows`` (of the jobs' ``Group`` only), those
     for which it is true come after all the others, each part in that order. The list may be the one
     kept for the next call.
 
@@ -60,7 +76,7 @@ def ordered(
 
 
 def ordered_in_two(
-    pending: Sequence[Job], key: Callable[[Job], Key], inputs: Hashable, borrows: Callable[[Job], bool] | None
+    pending: Sequence[Job], key: Callable[[Job], Key], inputs: Hashable, borrows: Borrowing | None
 ) -> tuple[Queue, int, Groups]:
     """``ordered`` as a ``Queue``, how many items come before those for which ``borrows`` is true, and the items'
     groups (by the numbers the items carry; kept for the next call, which changes it: read it before then)."""
@@ -133,49 +149,23 @@ def _update(kept: _Kept, now: dict[int, Job], key: Callable[[Job], Key]) -> bool
     return True
 
 
-def _borrowers_last(kept: _Kept, borrows: Callable[[Job], bool]) -> tuple[Queue, int]:
+def per_job(borrows: Callable[[Job], bool]) -> Borrowing:
+    """``Borrowing`` from whether a job borrows (asked of one job per group with jobs)."""
+    return lambda groups: np.array(
+        [count > 0 and borrows(job) for job, count in zip(groups.first, groups.members, strict=True)], dtype=bool
+    )
+
+
+def _borrowers_last(kept: _Kept, borrows: Borrowing) -> tuple[Queue, int]:
     """The kept order with the jobs of groups that borrow now moved after all others (a stable split),
     and how many do not borrow."""
     groups = kept.groups
-    late = [count > 0 and borrows(job) for job, count in zip(groups.first, groups.members, strict=True)]
-    if not any(late):
+    late = borrows(groups)
+    if not late.any():
         return kept.queue, len(kept.queue)
-    return kept.queue.split(np.array(late, dtype=bool))
+    return kept.queue.split(late)
 
 
 def _item(job: Job, key: Callable[[Job], Key], same: dict[Request, Request], groups: Groups) -> Item:
     request = same.setdefault(job.request, job.request)
     return key(job) + (job, request, groups.join(job, request), job.id)  # noqa: RUF005 (joining is cheaper than unpacking)
-
-
-class Groups:
-    """Numbers for the groups of the kept jobs, each with its first job and how many jobs it has now."""
-
-    def __init__(self) -> None:
-        self.number: dict[Group, int] = {}
-        self.first: list[Job] = []  # by number: a job of the group (``borrows`` reads only its group)
-        self.request: list[Request] = []  # by number: the group's request, the one object of its value
-        self.members: list[int] = []  # by number: jobs kept now
-
-    def join(self, job: Job, request: Request) -> int:
-        group = (request, job.team)
-        number = self.number.get(group)
-        if number is None:
-            number = self.number[group] = len(self.first)
-            self.first.append(job)
-            self.request.append(request)
-            self.members.append(0)
-        self.members[number] += 1
-        return number
-
-    def member(self, number: int) -> tuple[Job, Request]:
-        """A job of the group (all that a waiting job's reason reads is its group), and the group's request."""
-        return self.first[number], self.request[number]
-
-    def requests(self) -> set[Request]:
-        """The requests of the groups with jobs now."""
-        return {group[0] for group, count in zip(self.number, self.members, strict=True) if count > 0}
-
-    def leave(self, jobs: Iterable[Job]) -> None:
-        for job in jobs:
-            self.members[self.number[(job.request, job.team)]] -= 1

@@ -9,14 +9,19 @@ over is kept out.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import replace
 
+import numpy as np
+from numpy.typing import NDArray
+
 from corral.model import Job, Request
+from corral.sched.groups import Groups
 from corral.sched.quota import QuotaLedger
 from corral.sched.snapshot import CapacityView
 
-_UNKNOWN: tuple[float, float] = (0.0, 0.0)  # not yet asked (a sentinel, by identity)
+_NO_LIMIT = (0.0, math.inf)  # the room of a team on a GPU type no team has a quota for
 
 QuotaKey = tuple[str, tuple[str, ...], float]
 """A job's team, GPU types and GPUs: all that the quota's answers about it depend on, with usage."""
@@ -32,56 +37,70 @@ class QuotaGate:
 
     def __init__(self, quota: QuotaLedger) -> None:
         self.quota = quota
-        self._own_at_start: dict[QuotaKey, tuple[str, ...]] = {}  # see ``borrows``
+        self._own: dict[int, tuple[str, ...]] = {}  # by group number: see ``borrowing``
         # The request limited to the types its quota allows, or why none, while usage stays as it was when
         # ``_allowed_at`` was the quota's count of changes.
         self._allowed: dict[QuotaKey, Request | str] = {}
         self._allowed_at = -1
         self._limited: dict[tuple[Request, tuple[str, ...]], Request] = {}  # one object per value
 
-    def borrows(self, gpu_types: tuple[str, ...]) -> Callable[[Job], bool]:
-        """Whether a job would borrow (past its team's nominal quota on every type it accepts), as usage
-        stands at the start of the cycle. Such jobs go last: GPUs an owner reclaims from borrowers then go
-        to the owner, not back to the borrower whose preempted job waits again (as Kueue orders them). A
-        job that would borrow on some of the types it accepts only has its other types noted
-        (``own_types``): it is placed there, or preempts there, before the jobs that would borrow, and
-        tried on all its types only after them."""
-        quota, own_at_start = self.quota, self._own_at_start
-        known: dict[QuotaKey, bool] = {}
-        # (team, GPU type) → its usage and the most it may use within its nominal (``TypeQuotas.room``); None
-        # where no team has a quota for the type. Asked once per team and type, not per size.
-        rooms: dict[tuple[str, str], tuple[float, float] | None] = {}
+    def borrowing(self, gpu_types: tuple[str, ...]) -> Callable[[Groups], NDArray[np.bool_]]:
+        """For the groups of the queue: whether their jobs would borrow (past their team's nominal quota on every
+        type they accept), as usage stands at the start of the cycle; False for a group with no jobs. Such jobs go
+        last: GPUs an owner reclaims from borrowers then go to the owner, not back to the borrower whose preempted
+        job waits again (as Kueue orders them). A job that would borrow on some of the types it accepts only has
+        its other types noted (``own_types``): it is placed there, or preempts there, before the jobs that would
+        borrow, and tried on all its types only after them. Each team's room on each type is asked once, and the
+        sizes of all groups compared with it at once."""
+        quota = self.quota
 
-        def within_nominal(team: str, gpu_type: str, gpus: float) -> bool:  # ``QuotaLedger.within_nominal``
-            room = rooms.get((team, gpu_type), _UNKNOWN)
-            if room is _UNKNOWN:
-                governed = gpu_type in quota.governed
-                room = rooms[(team, gpu_type)] = quota.levels(gpu_type).room(team) if governed else None
-            return room is None or room[0] + gpus <= room[1]
+        def borrowing(groups: Groups) -> NDArray[np.bool_]:
+            self._own = own = {}
+            gpus = np.array(groups.gpus, dtype=float)
+            asked = (np.array(groups.members) > 0) & (gpus > 0)
+            late = np.zeros(len(gpus), dtype=bool)
+            if not asked.any():
+                return late
+            pair_of = np.array(groups.pair)
+            # Per team and listed types (``pairs``, those of groups asked), per type it accepts: the team's usage
+            # and the most it may use within its nominal (``TypeQuotas.room``), rows padded with a type that no
+            # size fits within and that no job accepts. A type no team has a quota for has room for any size.
+            pairs = list(groups.pairs)
+            types_of = [listed or gpu_types for _, listed in pairs]
+            width = max(map(len, types_of))
+            used = np.zeros((len(pairs), width))
+            most = np.full((len(pairs), width), -math.inf)
+            accepted = np.zeros((len(pairs), width), dtype=bool)
+            some_type = np.zeros(len(pairs), dtype=bool)  # (none where the cluster has no GPU type)
+            for row in np.unique(pair_of[asked]).tolist():
+                team, types = pairs[row][0], types_of[row]
+                some_type[row] = bool(types)
+                for column, gpu_type in enumerate(types):
+                    room = quota.levels(gpu_type).room(team) if gpu_type in quota.governed else _NO_LIMIT
+                    used[row, column], most[row, column] = room
+                    accepted[row, column] = gpu_type in gpu_types
+            within = used[pair_of] + gpus[:, None] <= most[pair_of]
+            late[asked & ~within.any(axis=1) & some_type[pair_of]] = True
+            # A group some accepted type of which borrows (not all): the accepted types that do not.
+            mixed = np.flatnonzero(asked & (accepted[pair_of] & ~within).any(axis=1))
+            pattern = within[mixed] @ (1 << np.arange(width))  # which of its types are within, as bits
+            said: dict[tuple[int, int], tuple[str, ...]] = {}
+            for number, row, bits in zip(mixed.tolist(), pair_of[mixed].tolist(), pattern.tolist(), strict=True):
+                found = said.get((row, bits))
+                if found is None:
+                    found = said[(row, bits)] = tuple(
+                        t for column, t in enumerate(types_of[row]) if accepted[row, column] and bits >> column & 1
+                    )
+                own[number] = found
+            return late
 
-        def borrows(job: Job) -> bool:
-            request = job.request
-            if request.gpus_per_node <= 0:
-                return False
-            team, gpus = job.team, request.gpus_per_node * request.nodes  # as the ledger counts them
-            key = (team, request.gpu_types, request.total_gpus)  # ``quota_key``
-            found = known.get(key)
-            if found is None:
-                types = request.gpu_types or gpu_types
-                within = [within_nominal(team, t, gpus) for t in types]
-                found = known[key] = bool(types) and not any(within)
-                accepted = [t in gpu_types for t in types]
-                if not all(w for w, a in zip(within, accepted, strict=True) if a):
-                    own_at_start[key] = tuple(t for t, w, a in zip(types, within, accepted, strict=True) if a and w)
-            return found
+        return borrowing
 
-        return borrows
-
-    def own_types(self, job: Job) -> tuple[str, ...] | None:
-        """For a job that uses GPUs: the GPU types it accepts (of those the cluster has) where its team stays
-        within its nominal quota with it, as usage stands at the start of the cycle, or that no team has a
-        quota for; None when that is all the types it accepts (``borrows`` found them for every job)."""
-        return self._own_at_start.get(quota_key(job))
+    def own_types(self, group: int) -> tuple[str, ...] | None:
+        """For a job of a group ``borrowing`` found: the GPU types it accepts (of those the cluster has) where its
+        team stays within its nominal quota with it, as usage stands at the start of the cycle, or that no team has
+        a quota for; None when that is all the types it accepts (or its group was not asked)."""
+        return self._own.get(group)
 
     def admit(self, job: Job, view: CapacityView) -> Job | str:
         """The job (of GPUs) limited to the GPU types its team's quota allows now, or why none does."""
