@@ -18,7 +18,6 @@ import threading
 from bisect import bisect_left
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from itertools import filterfalse
 
 import numpy as np
 from numpy.typing import NDArray
@@ -53,6 +52,7 @@ _SLACK = 1024  # requests and groups of jobs gone are forgotten once they outnum
 class _Kept:
     inputs: Hashable  # all the keys depend on besides each job
     jobs: dict[int, Job]  # the jobs of ``queue`` by ``id()`` (held here, so that an id stays theirs)
+    ids: NDArray[np.int64]  # the keys of ``jobs``, sorted
     queue: Queue  # sorted by key
     same: dict[Request, Request]  # each request value's one object
     groups: Groups
@@ -80,15 +80,16 @@ def ordered_in_two(
 ) -> tuple[Queue, int, Groups]:
     """``ordered`` as a ``Queue``, how many items come before those for which ``borrows`` is true, and the items'
     groups (by the numbers the items carry; kept for the next call, which changes it: read it before then)."""
-    now = dict(zip(map(id, pending), pending, strict=True))
+    ids = np.fromiter(map(id, pending), dtype=np.int64, count=len(pending))
     with _lock:
         kept = _kept.pop(inputs, None)
-        if kept is None or not _update(kept, now, key):
+        if kept is None or not _update(kept, pending, ids, key):
             same: dict[Request, Request] = {}
             groups = Groups()
             items = [_item(job, key, same, groups) for job in pending]
             items.sort()
-            kept = _Kept(inputs, now, Queue.of(items), same, groups)
+            jobs = dict(zip(ids.tolist(), pending, strict=True))
+            kept = _Kept(inputs, jobs, np.sort(ids), Queue.of(items), same, groups)
         _kept[inputs] = kept
         if len(_kept) > 4:  # callers with other policies or share tables: keep the latest few
             del _kept[next(iter(_kept))]
@@ -114,15 +115,22 @@ def forget() -> None:
         _kept.clear()
 
 
-def _update(kept: _Kept, now: dict[int, Job], key: Callable[[Job], Key]) -> bool:
-    """Bring ``kept`` to the jobs ``now``; False (and ``kept`` unusable) where sorting afresh is as cheap."""
-    new = list(filterfalse(kept.jobs.__contains__, now))
-    if len(new) > len(now) // 2:
+def _update(kept: _Kept, pending: Sequence[Job], ids: NDArray[np.int64], key: Callable[[Job], Key]) -> bool:
+    """Bring ``kept`` to the jobs ``pending`` (``ids``: their ``id()``s); False (and ``kept`` unusable) where
+    sorting afresh is as cheap. The jobs that came and went are found by their ids in numpy."""
+    known = kept.ids
+    at = np.searchsorted(known, ids)
+    found = known[np.minimum(at, len(known) - 1)] == ids if len(known) else np.zeros(len(ids), dtype=bool)
+    new_at = np.flatnonzero(~found)
+    if len(new_at) > len(pending) // 2:
         return False
-    gone = list(filterfalse(now.__contains__, kept.jobs)) if len(kept.jobs) != len(now) - len(new) else []
-    if len(gone) + len(new) > len(now) // 2:
+    stays = np.zeros(len(known), dtype=bool)
+    stays[at[found]] = True
+    gone = known[~stays].tolist()
+    if len(gone) + len(new_at) > len(pending) // 2:
         return False
     queue, jobs, same = kept.queue, kept.jobs, kept.same
+    new = [pending[i] for i in new_at.tolist()]
     if len(gone) * 32 < len(queue):  # a few: find each by its key (unique: it ends with the id), just before its item
         queue = queue.without(sorted(bisect_left(queue.items, key(jobs[i])) for i in gone))
     elif gone:
@@ -131,7 +139,7 @@ def _update(kept: _Kept, now: dict[int, Job], key: Callable[[Job], Key]) -> bool
         queue = queue.picked(np.flatnonzero(kept_at))
     groups = kept.groups
     groups.leave(jobs[i] for i in gone)
-    fresh = [_item(job, key, same, groups) for job in (now[i] for i in new)]
+    fresh = [_item(job, key, same, groups) for job in new]
     fresh.sort()
     queue = queue.merged(Queue.of(fresh))
     if len(same) > 2 * len(queue) + _SLACK:  # forget the requests of jobs gone
@@ -144,7 +152,10 @@ def _update(kept: _Kept, now: dict[int, Job], key: Callable[[Job], Key]) -> bool
     # arrays are not the collector's to walk).
     for i in gone:
         del jobs[i]
-    jobs.update((i, now[i]) for i in new)
+    jobs.update(zip(ids[new_at].tolist(), new, strict=True))
+    known = known[stays]
+    came = np.sort(ids[new_at])
+    kept.ids = np.insert(known, np.searchsorted(known, came), came)
     kept.queue = queue
     return True
 
