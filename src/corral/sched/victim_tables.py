@@ -46,6 +46,7 @@ class VictimTables:
         levels: dict[str, int] = {}
         borrowing_of: dict[str, bool] = {}
         by_team: dict[str, list[str]] = {}
+        on_node: dict[str, list[str]] = {}  # in the snapshot's order here; by id once ``_scan_order`` sorts them
         lowest: int | None = None
         any_stopping = reclaimable = False
         for r in snapshot.running:
@@ -58,14 +59,28 @@ class VictimTables:
             if not (r.preemptible or stopping or borrowing):
                 continue
             jobs[job_id] = r
-            if stopping:
-                costs[job_id] = _FREE
-                any_stopping = True
-            elif len(held) == 1 and (unsaved := r.unsaved_s(now)) > 0.0:  # most jobs: ``lost_gpu_seconds`` inline
+            if len(held) == 1:  # most jobs: on one node, ``lost_gpu_seconds`` inline
                 only = held[0]
-                costs[job_id] = (round(unsaved * (len(only.gpus) * only.gpu_fraction), 6), 1)
+                found = on_node.get(only.node)
+                if found is None:
+                    on_node[only.node] = [job_id]
+                else:
+                    found.append(job_id)
+                if stopping:
+                    costs[job_id] = _FREE
+                    any_stopping = True
+                elif (unsaved := r.unsaved_s(now)) > 0.0:
+                    costs[job_id] = (round(unsaved * (len(only.gpus) * only.gpu_fraction), 6), 1)
+                else:
+                    costs[job_id] = (0.0, 1)
             else:
-                costs[job_id] = (lost_gpu_seconds(r, held, now), 1)
+                for name in {a.node for a in held}:
+                    on_node.setdefault(name, []).append(job_id)
+                if stopping:
+                    costs[job_id] = _FREE
+                    any_stopping = True
+                else:
+                    costs[job_id] = (lost_gpu_seconds(r, held, now), 1)
             levels[job_id] = job_level = level(r)
             borrowing_of[job_id] = borrowing
             team = by_team.get(r.team)
@@ -77,26 +92,8 @@ class VictimTables:
                 reclaimable = True
             if r.preemptible and not stopping and (lowest is None or job_level < lowest):
                 lowest = job_level
-        on_node = _on_node(jobs, held_by)
         scan = _scan_order(on_node, jobs, costs, levels)
         return cls(jobs, costs, levels, borrowing_of, by_team, on_node, scan, any_stopping, reclaimable, lowest)
-
-
-def _on_node(jobs: Mapping[str, RunningJob], held_by: Mapping[str, tuple[Allocation, ...]]) -> dict[str, list[str]]:
-    on_node: dict[str, list[str]] = {}
-    for job_id in sorted(jobs):
-        held = held_by[job_id]
-        if len(held) == 1:
-            name = held[0].node
-            found = on_node.get(name)
-            if found is None:
-                on_node[name] = [job_id]
-            else:
-                found.append(job_id)
-        else:
-            for name in sorted({a.node for a in held}):
-                on_node.setdefault(name, []).append(job_id)
-    return on_node
 
 
 def _scan_order(
@@ -106,11 +103,20 @@ def _scan_order(
     levels: Mapping[str, int],
 ) -> ScanOrder:
     """Nodes by their cheapest victim's cost, with each node's lowest preemptible level and those with a
-    victim stopping."""
+    victim stopping; sorts each node's victims by id, in place."""
     stopping_on: set[str] = set()
     lowest_on: dict[str, float] = {}
     order: list[tuple[float, int, str, Cost]] = []  # flat: a sort compares these faster than nested tuples
     for name, victims in on_node.items():
+        if len(victims) == 1:  # most nodes
+            v = victims[0]
+            victim, cheapest = jobs[v], costs[v]
+            if victim.stopping:
+                stopping_on.add(name)
+            lowest_on[name] = levels[v] if victim.preemptible else math.inf
+            order.append((*cheapest, name, cheapest))
+            continue
+        victims.sort()
         cheapest, lowest_here = costs[victims[0]], math.inf
         for v in victims:
             victim = jobs[v]
