@@ -18,12 +18,12 @@ TIRESIAS_THRESHOLDS = (3_250.0, 7_200.0)
 QUEUES_PER_PRIORITY = 1_000
 """Room for the queue index inside a preemption level; more than any threshold list here."""
 
-_SLACK = 1e-6  # a job exactly at a threshold has crossed it
+QUEUE_SLACK = 1e-6  # a job exactly at a threshold has crossed it
 
 
 def queue_of(attained_gpu_s: float, thresholds: tuple[float, ...]) -> int:
     """How many thresholds the attained service has reached: 0 for a job with none."""
-    return bisect_right(thresholds, attained_gpu_s + _SLACK)
+    return bisect_right(thresholds, attained_gpu_s + QUEUE_SLACK)
 
 
 def tiresias_order(job: Job) -> tuple[int, ...]:

@@ -18,10 +18,11 @@ own class, so jobs alike run first come, first served, to completion or demotion
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from functools import lru_cache
 
 from corral.model import Job, RunningJob
-from corral.sched.las import queue_of
+from corral.sched.las import QUEUE_SLACK
 
 DEMOTE_AFTER_GPU_S = 7_200.0
 """Two GPU-hours received: a job past this is considered long."""
@@ -46,10 +47,14 @@ def _class_of(expected_gpu_s: float | None) -> int:
     return min(_CLASSES - 1, max(0, math.ceil(math.log2(max(1.0, expected)))))
 
 
+# The two below key every pending job and rank every victim: ``queue_of`` and ``size_class`` written inline.
+
+
 def default_order(job: Job) -> tuple[int, ...]:
-    return (-job.priority, queue_of(job.attained_gpu_s, THRESHOLDS), size_class(job), job.seq)
+    queue = bisect_right(THRESHOLDS, job.attained_gpu_s + QUEUE_SLACK)  # ``queue_of``
+    return (-job.priority, queue, _class_of(job.expected_gpu_s), job.seq)
 
 
 def default_level(job: Job | RunningJob) -> int:
-    queue = queue_of(job.attained_gpu_s, THRESHOLDS)
-    return (job.priority * _QUEUES - queue) * _CLASSES - size_class(job)
+    queue = bisect_right(THRESHOLDS, job.attained_gpu_s + QUEUE_SLACK)  # ``queue_of``
+    return (job.priority * _QUEUES - queue) * _CLASSES - _class_of(job.expected_gpu_s)
