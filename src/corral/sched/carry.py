@@ -68,8 +68,9 @@ _node_shapes: dict[str, tuple[Node, _Shape]] = {}
 _shapes: list[tuple[tuple[Node, ...], ClusterShapes]] = []
 _layouts: list[tuple[tuple[Node, ...], GpuLayout]] = []
 
-GpuLayout = tuple[Mapping[tuple[str, int], str], Mapping[str, float]]
-"""Every GPU's type by (node, index), and the GPUs of each type on READY nodes."""
+GpuLayout = tuple[Mapping[str, Mapping[int, str]], Mapping[str, float]]
+"""Each node's GPU types by GPU index (a dictionary per node: of strings and numbers only, so the collector never
+walks it, as it would walk a key per GPU), and the GPUs of each type on READY nodes."""
 
 
 def pristine_view(snapshot: Snapshot, gpu_ranker: NodeRanker, cpu_ranker: NodeRanker) -> CapacityView:
@@ -219,12 +220,12 @@ def gpu_layout(nodes: tuple[Node, ...]) -> GpuLayout:
         for known, layout in _layouts:
             if _same_nodes(known, nodes):
                 return layout
-    type_at: dict[tuple[str, int], str] = {}
+    type_at: dict[str, Mapping[int, str]] = {}
     capacity: dict[str, float] = {}
     for node in nodes:
-        for gpu in node.gpus:
-            type_at[(node.name, gpu.index)] = gpu.type
-            if node.state == NodeState.READY:
+        type_at[node.name] = {gpu.index: gpu.type for gpu in node.gpus}
+        if node.state == NodeState.READY:
+            for gpu in node.gpus:
                 capacity[gpu.type] = capacity.get(gpu.type, 0.0) + 1.0
     layout = (MappingProxyType(type_at), MappingProxyType(capacity))
     with _lock:

@@ -206,9 +206,15 @@ def _updated(
     return _Kept(grouped, layout, teams, gpus, members, holdings)
 
 
-def _gpus_held(allocations: Sequence[Allocation], type_at: Mapping[tuple[str, int], str]) -> tuple[str, float] | None:
+def _gpus_held(allocations: Sequence[Allocation], type_at: Mapping[str, Mapping[int, str]]) -> tuple[str, float] | None:
     """(GPU type, GPUs) the job holds, the type of the first of its GPUs on a known node; None when it holds none."""
     gpus = sum(len(a.gpus) * a.gpu_fraction for a in allocations)
     if gpus <= 0:
         return None
-    return next(((t, gpus) for a in allocations for i in a.gpus if (t := type_at.get((a.node, i))) is not None), None)
+    for a in allocations:
+        types = type_at.get(a.node)
+        if types is not None:
+            for i in a.gpus:
+                if (t := types.get(i)) is not None:
+                    return t, gpus
+    return None
