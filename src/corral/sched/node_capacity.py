@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
+from typing import TypeVar
 
 from corral.model import EPSILON, FULL_GPU, Allocation, Node, Request
 
@@ -46,11 +48,11 @@ class NodeCapacity:
         self._by_type: dict[str, tuple[int, ...]] = {}
         types = {g.type for g in node.gpus}
         if len(types) == 1:  # most nodes: one GPU type
-            self._by_type[types.pop()] = tuple(sorted(g.index for g in node.gpus))
+            self._by_type[types.pop()] = shared(tuple(sorted(g.index for g in node.gpus)))
         else:
             for gpu in sorted(node.gpus, key=lambda g: g.index):
                 self._by_type[gpu.type] = (*self._by_type.get(gpu.type, ()), gpu.index)
-        self.gpu_types = tuple(sorted(self._by_type))
+        self.gpu_types = shared(tuple(sorted(self._by_type)))
         self.free_gpus = len(node.gpus)  # GPUs with nothing allocated, any type
         self.partial = 0  # GPUs partly allocated (shared by fractional jobs), any type
         self.free_cpus = node.cpus
@@ -105,7 +107,7 @@ class NodeCapacity:
         """What ``CapacityView`` indexes this node under: ``(type, empty GPUs)`` for each type with an
         empty GPU, and ``(type, remaining, index)`` for each partly allocated GPU."""
         if len(self.gpu_types) == 1 and not self.partial:  # most nodes: its empty GPUs are all of its one type
-            return ((self.gpu_types[0], self.free_gpus),) if self.free_gpus else (), ()
+            return _of_one_type(self.gpu_types[0], self.free_gpus)
         empty: list[tuple[str, int]] = []
         shared: list[tuple[str, float, int]] = []
         for gpu_type in self.gpu_types:
@@ -131,6 +133,28 @@ class NodeCapacity:
             self.free_gpus += (now <= EPSILON) - (was <= EPSILON)
         self.free_cpus = rounded(self.free_cpus - sign * alloc.cpus)
         self.free_memory_mb -= sign * alloc.memory_mb
+
+
+_T = TypeVar("_T", bound=tuple[object, ...])
+_SHARED: dict[tuple[object, ...], tuple[object, ...]] = {}
+_SHARED_AT_MOST = 4096
+
+
+def shared(value: _T) -> _T:
+    """One object for equal small tuples that many nodes hold (their GPU indices, types, ranks): a cluster of
+    10,000 nodes then keeps a few of them, not tens of thousands that the collector walks after a cycle."""
+    found = _SHARED.get(value)
+    if found is None:
+        if len(_SHARED) >= _SHARED_AT_MOST:
+            _SHARED.clear()
+        found = _SHARED[value] = value
+    return found  # type: ignore[return-value]
+
+
+@cache
+def _of_one_type(gpu_type: str, empty: int) -> IndexEntries:
+    """``index_entries()`` of a node of one GPU type with no GPU partly allocated."""
+    return ((gpu_type, empty),) if empty else (), ()
 
 
 def rounded(value: float) -> float:

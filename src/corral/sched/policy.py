@@ -8,7 +8,7 @@ from types import MappingProxyType
 
 from corral.model import Job, RunningJob
 from corral.sched.las import TIRESIAS_THRESHOLDS, tiresias_level, tiresias_order
-from corral.sched.node_capacity import NodeCapacity, NodeRanker, Rank
+from corral.sched.node_capacity import NodeCapacity, NodeRanker, Rank, shared
 from corral.sched.oracle import srpt_level, srpt_order
 from corral.sched.service_rank import THRESHOLDS, default_level, default_order
 
@@ -61,12 +61,12 @@ def submit_order(job: Job) -> tuple[int, ...]:
 
 def fewest_empty_gpus(node: NodeCapacity) -> Rank:
     """Best fit: the node left with the fewest empty GPUs after placement."""
-    return (node.free_gpus,)
+    return shared((node.free_gpus,))
 
 
 def gpu_free_first(node: NodeCapacity) -> Rank:
     """For CPU-only work: nodes without GPUs, then the node with the fewest empty GPUs."""
-    return (1 if node.node.gpus else 0, node.free_gpus)
+    return shared((1 if node.node.gpus else 0, node.free_gpus))
 
 
 def by_name(node: NodeCapacity) -> Rank:
