@@ -113,7 +113,7 @@ class QuotaGate:
         if found is None:
             types = [t for t in dict.fromkeys(request.gpu_types or view.gpu_types) if t in view.gpu_types]
             allowed = tuple(t for t in types if quota.allows(job, t))
-            if types and not allowed:  # why, in the words of its first type (as ``_over_quota`` says)
+            if types and not allowed:  # why, in the words of its first type (as ``reasons`` says)
                 found = self._allowed[key] = f"over quota: {quota.admits(job, types[0])}"
             elif len(allowed) == len(types):
                 found = self._allowed[key] = request
@@ -139,37 +139,30 @@ class QuotaGate:
 
     def reasons(self, view: CapacityView) -> Callable[[Job, Request], str | None]:
         """Why its team's quota keeps out a job passed over because nothing free fits it, as the cycle leaves
-        the quota (None where it does not)."""
-        quota = self.quota
+        the quota (None where it does not): where no type it accepts (of those the cluster has) admits it, what
+        the first one says (``QuotaLedger.admits``). Asked of thousands of groups of the queue per cycle."""
+        quota, cluster_types = self.quota, view.gpu_types
         said: dict[tuple[str, float, str], str | None] = {}  # the quota's answer depends on these alone
         known: dict[QuotaKey, str | None] = {}
-
-        def admits(job: Job, gpu_type: str) -> str | None:
-            key = (job.team, job.request.total_gpus, gpu_type)
-            if key not in said:
-                said[key] = quota.admits(job, gpu_type)
-            return said[key]
 
         def reason(job: Job, request: Request) -> str | None:
             if request.gpus_per_node <= 0:
                 return None
-            key = (job.team, request.gpu_types, request.total_gpus)
-            if key not in known:
-                problems = _problems(admits, job, view)
-                blocked = bool(problems) and all(problem is not None for problem in problems.values())
-                known[key] = _over_quota(problems) if blocked else None
-            return known[key]
+            team, gpus = job.team, request.total_gpus
+            key = (team, request.gpu_types, gpus)
+            if key in known:
+                return known[key]
+            first = None
+            for gpu_type in request.gpu_types or cluster_types:
+                if gpu_type not in cluster_types:
+                    continue
+                asked = (team, gpus, gpu_type)
+                problem = said[asked] if asked in said else said.setdefault(asked, quota.admits(job, gpu_type))
+                if problem is None:  # a type admits it: not kept out
+                    first = None
+                    break
+                first = first or problem
+            found = known[key] = None if first is None else f"over quota: {first}"
+            return found
 
         return reason
-
-
-def _problems(admits: Callable[[Job, str], str | None], job: Job, view: CapacityView) -> dict[str, str | None]:
-    """Per GPU type the job accepts (of those the cluster has, in its order): None where its team's
-    quota admits it now (``QuotaLedger.admits``), else why not."""
-    request = job.request
-    return {t: admits(job, t) for t in (request.gpu_types or view.gpu_types) if t in view.gpu_types}
-
-
-def _over_quota(problems: dict[str, str | None]) -> str:
-    """The reason of a job no accepted type admits: what its first type says."""
-    return f"over quota: {next(iter(problems.values()))}"
