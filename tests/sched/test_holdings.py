@@ -42,14 +42,22 @@ def holdings_from_scratch(snapshot: Snapshot) -> holdings.Holdings:
     return holdings.Holdings(holding, used)
 
 
-def running(job_ids: list[str], rng: random.Random, team_of: dict[str, str]) -> tuple[RunningJob, ...]:
+def running(
+    job_ids: list[str], rng: random.Random, team_of: dict[str, str], made: dict[str, RunningJob] | None = None
+) -> tuple[RunningJob, ...]:
+    """Running jobs; with ``made``, most of them the same objects as the last time they were listed."""
     out = []
     for job_id in sorted(job_ids):
         if rng.random() < 0.05:
             continue  # held but not listed as running: no team, left out of the quota's count
         if job_id not in team_of or rng.random() < 0.03:  # now and then a job's team changes
             team_of[job_id] = rng.choice(TEAMS)
-        out.append(running_job(job_id, NOW, team=team_of[job_id]))
+        job = None if made is None else made.get(job_id)
+        if job is None or job.team != team_of[job_id] or rng.random() < 0.1:  # a new object, equal or not
+            job = running_job(job_id, NOW, team=team_of[job_id])
+            if made is not None:
+                made[job_id] = job
+        out.append(job)
     return tuple(out)
 
 
@@ -57,12 +65,13 @@ def test_groupings_and_holdings_equal_a_count_from_scratch_through_many_snapshot
     """Through jobs that come and go, gangs over several nodes, shares of a GPU that do not add up exactly
     in binary (0.3), the same allocation listed twice, values rebuilt rather than reused (as the head reads
     them from its database), nodes that change GPU type, jobs whose team changes and held jobs that are
-    not running."""
+    not running; running jobs mostly the same objects from one snapshot to the next, now and then all new."""
     rng = random.Random(41)
     nodes = cluster(rng)
     live: dict[str, LiveAllocation] = {}
     used: dict[tuple[str, int], float] = {}
     team_of: dict[str, str] = {}
+    made: dict[str, RunningJob] = {}
     for step in range(300):
         if rng.random() < 0.05:  # a node is replaced by one with GPUs of the other type
             i = rng.randrange(len(nodes))
@@ -85,7 +94,9 @@ def test_groupings_and_holdings_equal_a_count_from_scratch_through_many_snapshot
             held = [LiveAllocation(a.job_id, replace(a.allocation)) for a in held]
         rng.shuffle(held)
         snapshot = Snapshot(
-            nodes=nodes, live=tuple(held), running=running(sorted({a.job_id for a in held}), rng, team_of)
+            nodes=nodes,
+            live=tuple(held),
+            running=running(sorted({a.job_id for a in held}), rng, team_of, None if step % 10 == 9 else made),
         )
         assert dict(snapshot.allocations_of()) == grouped_from_scratch(snapshot.live), f"step {step}"
         found, expected = holdings.team_holdings(snapshot), holdings_from_scratch(snapshot)
