@@ -51,8 +51,8 @@ _SLACK = 1024  # requests and groups of jobs gone are forgotten once they outnum
 @dataclass
 class _Kept:
     inputs: Hashable  # all the keys depend on besides each job
-    jobs: dict[int, Job]  # the jobs of ``queue`` by ``id()`` (held here, so that an id stays theirs)
-    ids: NDArray[np.int64]  # the keys of ``jobs``, sorted
+    ids: NDArray[np.int64]  # the ``id()`` of each job of ``queue``, sorted
+    jobs: NDArray[np.object_]  # those jobs, in the same order (held here, so that an id stays theirs)
     queue: Queue  # sorted by key
     same: dict[Request, Request]  # each request value's one object
     groups: Groups
@@ -88,8 +88,7 @@ def ordered_in_two(
             groups = Groups()
             items = [_item(job, key, same, groups) for job in pending]
             items.sort()
-            jobs = dict(zip(ids.tolist(), pending, strict=True))
-            kept = _Kept(inputs, jobs, np.sort(ids), Queue.of(items), same, groups)
+            kept = _Kept(inputs, *_by_id(pending, ids), Queue.of(items), same, groups)
         _kept[inputs] = kept
         if len(_kept) > 4:  # callers with other policies or share tables: keep the latest few
             del _kept[next(iter(_kept))]
@@ -126,19 +125,19 @@ def _update(kept: _Kept, pending: Sequence[Job], ids: NDArray[np.int64], key: Ca
         return False
     stays = np.zeros(len(known), dtype=bool)
     stays[at[found]] = True
-    gone = known[~stays].tolist()
+    gone: list[Job] = kept.jobs[~stays].tolist()
     if len(gone) + len(new_at) > len(pending) // 2:
         return False
-    queue, jobs, same = kept.queue, kept.jobs, kept.same
+    queue, same = kept.queue, kept.same
     new = [pending[i] for i in new_at.tolist()]
     if len(gone) * 32 < len(queue):  # a few: find each by its key (unique: it ends with the id), just before its item
-        queue = queue.without(sorted(bisect_left(queue.items, key(jobs[i])) for i in gone))
-    elif gone:
-        gone_ids = set(gone)
-        kept_at = np.fromiter((id(job_of(item)) not in gone_ids for item in queue.items), dtype=bool, count=len(queue))
-        queue = queue.picked(np.flatnonzero(kept_at))
+        queue = queue.without(sorted(bisect_left(queue.items, key(job)) for job in gone))
+    elif gone:  # by their ids (a snapshot's are unique)
+        names = {job.id for job in gone}
+        leaving = np.fromiter(map(names.__contains__, queue.ids.tolist()), dtype=bool, count=len(queue))
+        queue = queue.picked(np.flatnonzero(~leaving))
     groups = kept.groups
-    groups.leave(jobs[i] for i in gone)
+    groups.leave(gone)
     fresh = [_item(job, key, same, groups) for job in new]
     fresh.sort()
     queue = queue.merged(Queue.of(fresh))
@@ -147,17 +146,18 @@ def _update(kept: _Kept, pending: Sequence[Job], ids: NDArray[np.int64], key: Ca
     if len(groups.members) > 2 * len(queue) + _SLACK:  # forget the groups of jobs gone
         kept.groups = groups = Groups()
         queue = Queue.of([(*item[:-2], groups.join(item[-4], item[-3]), item[-1]) for item in queue.items])
-    # The kept dictionary is brought up to date in place rather than replaced: it then stays in the collector's
-    # old generation, and the young collection after a cycle does not walk its entries (nor the queue's: numpy
-    # arrays are not the collector's to walk).
-    for i in gone:
-        del jobs[i]
-    jobs.update(zip(ids[new_at].tolist(), new, strict=True))
-    known = known[stays]
-    came = np.sort(ids[new_at])
-    kept.ids = np.insert(known, np.searchsorted(known, came), came)
+    came_ids, came = _by_id(new, ids[new_at])
+    known, jobs = known[stays], kept.jobs[stays]
+    at = np.searchsorted(known, came_ids)
+    kept.ids, kept.jobs = np.insert(known, at, came_ids), np.insert(jobs, at, came)
     kept.queue = queue
     return True
+
+
+def _by_id(jobs: Sequence[Job], ids: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.object_]]:
+    """``ids`` (the jobs' ``id()``s) sorted, and the jobs in that order."""
+    order = np.argsort(ids)
+    return ids[order], np.fromiter(jobs, dtype=object, count=len(jobs))[order]
 
 
 def per_job(borrows: Callable[[Job], bool]) -> Borrowing:
