@@ -17,9 +17,16 @@ def gpus_short(node: NodeCapacity, request: Request, gpu_type: str | None) -> in
 
 def emptied(node: NodeCapacity, gpu_type: str | None, freed: Mapping[str, list[Allocation]]) -> dict[str, int]:
     """Per victim, at most how many GPUs of the type its release could empty: the busy ones it holds."""
-    indices = set(node.indices(gpu_type)) if gpu_type is not None else set()
-    busy = {i for i in indices if node.used[i] > EPSILON}
-    return {v: len({i for a in allocs for i in a.gpus} & busy) for v, allocs in freed.items()}
+    if gpu_type is None:
+        return dict.fromkeys(freed, 0)
+    used = node.used
+    busy = {i for i in node.indices(gpu_type) if used[i] > EPSILON}
+    return {
+        v: len(busy.intersection(allocs[0].gpus))
+        if len(allocs) == 1
+        else len({i for a in allocs for i in a.gpus} & busy)
+        for v, allocs in freed.items()
+    }
 
 
 def fits_without(node: NodeCapacity, request: Request, gpu_type: str | None, freed: Sequence[Allocation]) -> bool:

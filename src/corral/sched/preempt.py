@@ -20,6 +20,7 @@ lower bound (``LossBounds``), is passed over unsearched, and a node's sets are t
 
 from __future__ import annotations
 
+import math
 from bisect import insort
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -28,14 +29,13 @@ from itertools import islice
 from corral.model import Job, Request, RunningJob
 from corral.sched import describe
 from corral.sched.node_capacity import NodeCapacity
-from corral.sched.node_room import gpus_short
 from corral.sched.placement import candidates, find_placement
 from corral.sched.plan import PREEMPTING, Placement, Preemption, Reason
 from corral.sched.policy import by_priority
 from corral.sched.quota import QuotaLedger
 from corral.sched.reclaim_limit import BorrowedOnly
 from corral.sched.snapshot import CapacityView, Snapshot
-from corral.sched.victim_scan import Beat, Cost, LossBounds, NodeAnswers, VictimSets
+from corral.sched.victim_scan import SLACK_S, Beat, Cost, LossBounds, NodeAnswers, VictimSets
 from corral.sched.victim_tables import VictimTables
 
 _NEAREST = 1 << 30  # the reach of a search open to any victim: after every narrower reach
@@ -127,6 +127,26 @@ class Preemptor:
             if not self._borrowing[victim_id] and self.quota.governs(victim_id):
                 return False  # a team within its quota is never preempted for another team
         return victim.preemptible and self._levels[victim_id] < level
+
+    def _eligible_among(self, victims: list[str], team: str, level: int, within_nominal: bool) -> list[str]:
+        """The victims ``_eligible`` admits, in order: inline where no team or reach limits the search."""
+        if self._own_team is not None or self._reach is not None:
+            return [v for v in victims if self._eligible(v, team, level, within_nominal)]
+        jobs, taken, levels, borrowing, quota = self.jobs, self.taken, self._levels, self._borrowing, self.quota
+        out = []
+        for v in victims:
+            if v in taken:
+                continue
+            victim = jobs[v]
+            if not victim.stopping and victim.team != team and quota is not None:
+                if within_nominal and borrowing[v] and self._reclaims(v, team):
+                    out.append(v)
+                    continue
+                if not borrowing[v] and quota.governs(v):
+                    continue
+            if victim.stopping or (victim.preemptible and levels[v] < level):
+                out.append(v)
+        return out
 
     def _reclaims(self, victim_id: str, team: str) -> bool:
         """Whether a job of ``team`` within its nominal may reclaim the victim's GPUs (within scope and reach)."""
@@ -325,7 +345,10 @@ class Preemptor:
         if self._own_team is not None and self.quota is not None:
             self._scope = self.quota.blocking_level(job, gpu_type)
         nodes, need, last, bounds, team = view.nodes, request.nodes, -1, self._bounds, job.team
+        tables, table, on_node, eligible_among = bounds.by_node, bounds.table, self.on_node, self._eligible_among
+        whole = gpu_type if request.gpus_per_node > 0 and not request.fractional else None  # as ``gpus_short``
         beat = ranked[need - 1] if len(ranked) >= need else None  # the option to beat, once ``need`` are found
+        cut = math.inf if beat is None else beat[0][0] + SLACK_S  # ``LossBounds.beyond_short`` against ``beat``
         scan = self._scan.every(view, gpu_type) if within else self._scan.below(view, gpu_type, level)
         for bound, name, of_type, at in scan:
             if beat is not None and (bound, name) > beat:
@@ -333,10 +356,12 @@ class Preemptor:
             last = at
             if of_type < slots or name in free or (node := nodes.get(name)) is None:
                 continue
-            short = gpus_short(node, request, gpu_type)
-            if beat is not None and bounds.beyond_short(name, short, beat[0]):
-                continue
-            eligible = [v for v in self.on_node[name] if self._eligible(v, team, level, within)]
+            short = 0 if whole is None else slots if node.free_gpus == 0 else slots - len(node.empty_gpus(whole))
+            if short > 1 and beat is not None:
+                least = tables.get(name) or table(name)
+                if short >= len(least) or least[short] > cut:
+                    continue
+            eligible = eligible_among(on_node[name], team, level, within)
             if not eligible or bounds.too_few(name, short, eligible):
                 continue
             found = self._cheapest_on_node_kept(node, request, gpu_type, eligible, team, beat)
@@ -345,6 +370,7 @@ class Preemptor:
                 options.append((total, name, found))
                 insort(ranked, (total, name))
                 beat = ranked[need - 1] if len(ranked) >= need else None
+                cut = math.inf if beat is None else beat[0][0] + SLACK_S
         else:
             # Reaching the end of the nodes passed over some (``below``) only: the scan stopped short
             # when the last of those left could not beat the options found (the order rises by cost).

@@ -16,7 +16,7 @@ from corral.sched.snapshot import CapacityView
 
 EXHAUSTIVE = 8  # victims on one node up to which every subset is tried
 Cost = tuple[float, int]  # (GPU-seconds lost, jobs newly preempted)
-_SLACK_S = 1e-3  # GPU-seconds: lost work is rounded to 6 decimals, so compare with room to spare
+SLACK_S = 1e-3  # GPU-seconds: lost work is rounded to 6 decimals, so compare with room to spare
 Scan = tuple[Cost, str, int, int]  # (its cheapest victim's cost, node, GPUs of the type there, place in the scan)
 Beat = tuple[Cost, str] | None  # the (cost, node) of the option a node's victims must beat, if any
 
@@ -43,6 +43,7 @@ class ScanOrder:
         self._by_cost = by_cost  # (cheapest victim's cost, node), sorted
         self._lowest_on = lowest_on
         self._stopping_on = stopping_on
+        self._least = min(lowest_on.values(), default=math.inf)  # at or below it, ``below`` lists no node
         self._every: dict[str | None, list[Scan]] = {}
         self._below: dict[tuple[str | None, int], list[Scan]] = {}
 
@@ -72,6 +73,9 @@ class ScanOrder:
         order = self._below.get(key)
         if order is None:
             lowest_on, stopping_on = self._lowest_on, self._stopping_on
+            if not stopping_on and level <= self._least:  # no node passes: no need to build ``every``
+                order = self._below[key] = []
+                return order
             order = self._below[key] = [
                 entry for entry in self.every(view, gpu_type) if entry[1] in stopping_on or lowest_on[entry[1]] < level
             ]
@@ -88,7 +92,9 @@ class LossBounds:
         self, on_node: Mapping[str, list[str]], cost: Mapping[str, Cost], held: Mapping[str, Sequence[Allocation]]
     ) -> None:
         self._on_node, self._cost, self._held = on_node, cost, held
-        self._by_node: dict[str, list[float]] = {}  # the bound by GPUs short, up to all the victims hold
+        # Per node, the bound by GPUs short, up to all the victims hold: read it through ``table``, or
+        # ``by_node`` first in a loop over many nodes.
+        self.by_node: dict[str, list[float]] = {}
         self._gpus: dict[str, dict[str, int]] = {}  # per node, the GPUs each victim holds there
 
     def beyond(self, node: NodeCapacity, request: Request, gpu_type: str | None, best: Cost) -> bool:
@@ -100,15 +106,15 @@ class LossBounds:
         """``beyond`` for a share ``short`` empty GPUs short on the node (``gpus_short``)."""
         if short <= 1:
             return False
-        bounds = self._by_node.get(name) or self._bounds(name)
-        return short >= len(bounds) or bounds[short] > best[0] + _SLACK_S
+        bounds = self.by_node.get(name) or self.table(name)
+        return short >= len(bounds) or bounds[short] > best[0] + SLACK_S
 
     def least_lost(self, node: NodeCapacity, request: Request, gpu_type: str | None) -> float:
         """0 where one victim may do; infinite where the node's victims together cannot empty enough."""
         short = gpus_short(node, request, gpu_type)
         if short <= 1:
             return 0.0
-        bounds = self._by_node.get(node.name) or self._bounds(node.name)
+        bounds = self.by_node.get(node.name) or self.table(node.name)
         return bounds[short] if short < len(bounds) else math.inf
 
     def too_few(self, name: str, short: int, eligible: Sequence[str]) -> bool:
@@ -119,17 +125,29 @@ class LossBounds:
         gpus = self._gpus.get(name) or self._held_on(name)
         return sum(map(gpus.__getitem__, eligible)) < short
 
+    def table(self, name: str) -> list[float]:
+        """The node's bound by GPUs short (past its end: the victims together cannot empty that many)."""
+        bounds = self.by_node.get(name)
+        if bounds is not None:
+            return bounds
+        gpus = self._gpus.get(name) or self._held_on(name)
+        cost = self._cost
+        if len(gpus) == 1:  # one victim: it alone, whatever it empties
+            ((only, held),) = gpus.items()
+            bounds = self.by_node[name] = [cost[only][0]] * (held + 1)
+            return bounds
+        lost = list(accumulate(sorted([cost[v][0] for v in gpus])))
+        emptied = list(accumulate(sorted(gpus.values(), reverse=True)))
+        bounds = self.by_node[name] = [lost[bisect_left(emptied, held)] for held in range(emptied[-1] + 1)]
+        return bounds
+
     def _held_on(self, name: str) -> dict[str, int]:
         held = self._held
-        gpus = self._gpus[name] = {v: _gpus_on(held[v], name) for v in self._on_node[name]}
+        gpus = self._gpus[name] = {
+            v: len(allocations[0].gpus) if len(allocations := held[v]) == 1 else _gpus_on(allocations, name)
+            for v in self._on_node[name]
+        }
         return gpus
-
-    def _bounds(self, name: str) -> list[float]:
-        gpus = self._gpus.get(name) or self._held_on(name)
-        lost = list(accumulate(sorted(self._cost[v][0] for v in gpus)))
-        emptied = list(accumulate(sorted(gpus.values(), reverse=True)))
-        bounds = self._by_node[name] = [lost[bisect_left(emptied, held)] for held in range(emptied[-1] + 1)]
-        return bounds
 
 
 def _gpus_on(allocations: Sequence[Allocation], node: str) -> int:
@@ -151,7 +169,10 @@ class VictimSets:
 
     def total(self, victims: Sequence[str]) -> Cost:
         cost = self._cost
-        return (round(sum(cost[v][0] for v in victims), 6), sum(cost[v][1] for v in victims))
+        if len(victims) == 1:  # most sets: ``sum`` of one float is 0.0 plus it
+            only = cost[victims[0]]
+            return (round(0.0 + only[0], 6), only[1])
+        return (round(sum([cost[v][0] for v in victims]), 6), sum([cost[v][1] for v in victims]))
 
     def cheapest_first(
         self, eligible: tuple[str, ...], frees: Mapping[str, int], short: int, smallest: int, cap: float
@@ -162,7 +183,7 @@ class VictimSets:
         of the sorted ids yields it directly, one subset at a time, from ``smallest`` victims on."""
         if len({self._cost[v] for v in eligible}) <= 1 and list(eligible) == sorted(eligible):
             return self._by_size(eligible, smallest)
-        return sorted((self.total(s), s) for s in self._covering(eligible, frees, short, cap + _SLACK_S))
+        return sorted((self.total(s), s) for s in self._covering(eligible, frees, short, cap + SLACK_S))
 
     def _covering(
         self, eligible: tuple[str, ...], frees: Mapping[str, int], short: int, cap: float
@@ -213,7 +234,13 @@ def cheapest_on_node(
     to ``EXHAUSTIVE`` victims; past that, victims added cheapest first, then the costliest pruned while the
     share still fits. With ``beat`` (an option found elsewhere: its cost, node), None also where no subset
     that costs no more than it, by cost then node name, will do: the search stops there."""
-    freed = {v: [a for a in held[v] if a.node == node.name] for v in eligible}
+    name = node.name
+    freed = {  # most victims hold one allocation, on this node
+        v: list(allocations)
+        if len(allocations := held[v]) == 1 and allocations[0].node == name
+        else [a for a in allocations if a.node == name]
+        for v in eligible
+    }
     if len(eligible) <= EXHAUSTIVE:
         short, frees = gpus_short(node, request, gpu_type), emptied(node, gpu_type, freed)
         if sum(frees.values()) < short:
@@ -226,7 +253,7 @@ def cheapest_on_node(
             left -= count
             smallest += 1
         # Past ``beat``'s cost, or at it on a later name, no subset can win: they come cheapest first.
-        cap, at_cap = (None, False) if beat is None else (beat[0], node.name < beat[1])
+        cap, at_cap = (None, False) if beat is None else (beat[0], name < beat[1])
         lost_cap = math.inf if cap is None else cap[0]
         for total, subset in sets.cheapest_first(tuple(eligible), frees, short, smallest, lost_cap):
             if cap is not None and (total > cap or (total == cap and not at_cap)):
