@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from itertools import accumulate
+from itertools import accumulate, combinations
 from typing import Any
+from unittest.mock import patch
 
 from hypothesis import given, settings
 
-from corral.sched import Snapshot, schedule
+from corral.model import Allocation, Request
+from corral.sched import Snapshot, schedule, victim_scan
+from corral.sched.node_capacity import NodeCapacity
+from corral.sched.node_room import emptiable, fits_without
 from corral.sched.preempt import Preemptor
 from corral.sched.snapshot import CapacityView
 from corral.sched.victim_scan import LossBounds, Scan, ScanOrder, VictimSets
@@ -60,6 +64,26 @@ def plain_below(found: list[Scan], self: ScanOrder, view: CapacityView, gpu_type
     assert found == [e for e in every if e[1] in self._stopping_on or self._lowest_on[e[1]] < level]
 
 
+def emptiable_checked(
+    node: NodeCapacity, gpu_type: str | None, freed: Mapping[str, list[Allocation]]
+) -> dict[str, set[int]]:
+    """``emptiable``, checked: no set of the victims empties a GPU of the type that none of them lists."""
+    found = emptiable(node, gpu_type, freed)
+    if gpu_type is not None:
+        empty = len(node.empty_gpus(gpu_type))
+        victims = list(freed)[:6]
+        for size in range(1, len(victims) + 1):
+            for chosen in combinations(victims, size):
+                listed = set().union(*(found[v] for v in chosen))
+                more = Request(gpus_per_node=float(empty + len(listed) + 1))
+                assert not fits_without(node, more, gpu_type, [a for v in chosen for a in freed[v]])
+    EMPTIABLE_CALLS[0] += 1
+    return found
+
+
+EMPTIABLE_CALLS = [0]
+
+
 def plain_total(found: tuple[float, int], self: VictimSets, victims: Sequence[str]) -> None:
     assert found == (round(sum(self.cost(v)[0] for v in victims), 6), sum(self.cost(v)[1] for v in victims))
 
@@ -72,6 +96,7 @@ def test_the_victim_search_shortcuts_equal_the_plain_computations(snap: Snapshot
         checked(LossBounds, "table", plain_table),
         checked(ScanOrder, "below", plain_below),
         checked(VictimSets, "total", plain_total),
+        patch.object(victim_scan, "emptiable", emptiable_checked),
     ):
         schedule(snap, DEFAULT, NOW)
 
@@ -95,10 +120,12 @@ def test_the_loss_bounds_and_victim_lists_are_checked_on_a_cluster_where_the_sea
         checked(Preemptor, "_eligible_among", plain_eligible) as eligible,
         checked(LossBounds, "table", plain_table) as tables,
         checked(VictimSets, "total", plain_total) as totals,
+        patch.object(victim_scan, "emptiable", emptiable_checked),
     ):
+        before = EMPTIABLE_CALLS[0]
         plan = schedule(snap, DEFAULT, NOW)
     assert len({p.for_job_id for p in plan.preemptions}) == 3
-    assert min(eligible[0], tables[0], totals[0]) > 0
+    assert min(eligible[0], tables[0], totals[0], EMPTIABLE_CALLS[0] - before) > 0
 
 
 def test_the_nodes_below_a_level_are_those_of_every_node_with_a_victim_below_it_or_stopping() -> None:

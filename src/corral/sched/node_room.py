@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from corral.model import EPSILON, FULL_GPU, Allocation, Request
 from corral.sched.node_capacity import NodeCapacity
 
+_ROUNDING = 1e-6  # of a GPU
+
 
 def gpus_short(node: NodeCapacity, request: Request, gpu_type: str | None) -> int:
     """How many more empty GPUs of the type a whole-GPU share needs on the node (0 otherwise)."""
@@ -15,16 +17,24 @@ def gpus_short(node: NodeCapacity, request: Request, gpu_type: str | None) -> in
     return request.gpu_slots_per_node - len(node.empty_gpus(gpu_type))
 
 
-def emptied(node: NodeCapacity, gpu_type: str | None, freed: Mapping[str, list[Allocation]]) -> dict[str, int]:
-    """Per victim, at most how many GPUs of the type its release could empty: the busy ones it holds."""
+def emptiable(node: NodeCapacity, gpu_type: str | None, freed: Mapping[str, list[Allocation]]) -> dict[str, set[int]]:
+    """Per victim, the GPUs of the type its release might empty, with others of ``freed``: the busy ones it
+    holds, less those that stay in use even once all of ``freed`` is given back (another job holds a share).
+    A share fits only where the victims stopped hold at least ``gpus_short`` of these together."""
     if gpu_type is None:
-        return dict.fromkeys(freed, 0)
+        return {v: set() for v in freed}
     used = node.used
     busy = {i for i in node.indices(gpu_type) if used[i] > EPSILON}
+    given: dict[int, float] = {}
+    for allocations in freed.values():
+        for alloc in allocations:
+            for index in alloc.gpus:
+                if index in busy:
+                    given[index] = given.get(index, 0.0) + alloc.gpu_fraction
+    # ``fits_without`` rounds at each step; what that adds up to is far below ``_ROUNDING``.
+    can = {i for i, share in given.items() if used[i] - share <= EPSILON + _ROUNDING}
     return {
-        v: len(busy.intersection(allocs[0].gpus))
-        if len(allocs) == 1
-        else len({i for a in allocs for i in a.gpus} & busy)
+        v: can.intersection(allocs[0].gpus) if len(allocs) == 1 else {i for a in allocs for i in a.gpus if i in can}
         for v, allocs in freed.items()
     }
 

@@ -11,7 +11,7 @@ from itertools import accumulate, combinations
 
 from corral.model import Allocation, Request, RunningJob
 from corral.sched.node_capacity import NodeCapacity
-from corral.sched.node_room import emptied, fits_without, gpus_short
+from corral.sched.node_room import emptiable, fits_without, gpus_short
 from corral.sched.snapshot import CapacityView
 
 EXHAUSTIVE = 8  # victims on one node up to which every subset is tried
@@ -242,7 +242,8 @@ def cheapest_on_node(
         for v in eligible
     }
     if len(eligible) <= EXHAUSTIVE:
-        short, frees = gpus_short(node, request, gpu_type), emptied(node, gpu_type, freed)
+        short, empties = gpus_short(node, request, gpu_type), emptiable(node, gpu_type, freed)
+        frees = {v: len(gpus) for v, gpus in empties.items()}
         if sum(frees.values()) < short:
             return None
         # Fewer victims than it takes to empty ``short`` GPUs, the largest first, cannot do.
@@ -259,7 +260,7 @@ def cheapest_on_node(
             if cap is not None and (total > cap or (total == cap and not at_cap)):
                 return None
             if (
-                sum(map(frees.__getitem__, subset)) >= short
+                (frees[subset[0]] if len(subset) == 1 else len(set().union(*map(empties.__getitem__, subset)))) >= short
                 and fits_without(node, request, gpu_type, [a for v in subset for a in freed[v]])
                 and (allowed is None or allowed(subset))
             ):
