@@ -84,6 +84,15 @@ def emptiable_checked(
 EMPTIABLE_CALLS = [0]
 
 
+def plain_every(found: list[Scan], self: ScanOrder, view: CapacityView, gpu_type: str | None) -> None:
+    if gpu_type is None:
+        assert found == [(bound, name, 0, at) for at, (bound, name) in enumerate(self._by_cost)]
+        return
+    nodes = view.nodes
+    listed = [(b, n) for b, n in self._by_cost if n in nodes and gpu_type in nodes[n].gpu_types]
+    assert found == [(b, n, len(nodes[n].indices(gpu_type)), at) for at, (b, n) in enumerate(listed)]
+
+
 def plain_total(found: tuple[float, int], self: VictimSets, victims: Sequence[str]) -> None:
     assert found == (round(sum(self.cost(v)[0] for v in victims), 6), sum(self.cost(v)[1] for v in victims))
 
@@ -95,6 +104,7 @@ def test_the_victim_search_shortcuts_equal_the_plain_computations(snap: Snapshot
         checked(Preemptor, "_eligible_among", plain_eligible),
         checked(LossBounds, "table", plain_table),
         checked(ScanOrder, "below", plain_below),
+        checked(ScanOrder, "every", plain_every),
         checked(VictimSets, "total", plain_total),
         patch.object(victim_scan, "emptiable", emptiable_checked),
     ):
@@ -120,12 +130,13 @@ def test_the_loss_bounds_and_victim_lists_are_checked_on_a_cluster_where_the_sea
         checked(Preemptor, "_eligible_among", plain_eligible) as eligible,
         checked(LossBounds, "table", plain_table) as tables,
         checked(VictimSets, "total", plain_total) as totals,
+        checked(ScanOrder, "every", plain_every) as every,
         patch.object(victim_scan, "emptiable", emptiable_checked),
     ):
         before = EMPTIABLE_CALLS[0]
         plan = schedule(snap, DEFAULT, NOW)
     assert len({p.for_job_id for p in plan.preemptions}) == 3
-    assert min(eligible[0], tables[0], totals[0], EMPTIABLE_CALLS[0] - before) > 0
+    assert min(eligible[0], tables[0], totals[0], every[0], EMPTIABLE_CALLS[0] - before) > 0
 
 
 def test_the_nodes_below_a_level_are_those_of_every_node_with_a_victim_below_it_or_stopping() -> None:

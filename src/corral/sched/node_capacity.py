@@ -38,6 +38,7 @@ class NodeCapacity:
         "name",
         "node",
         "partial",
+        "type_counts",
         "used",
     )
 
@@ -53,6 +54,7 @@ class NodeCapacity:
             for gpu in sorted(node.gpus, key=lambda g: g.index):
                 self._by_type[gpu.type] = (*self._by_type.get(gpu.type, ()), gpu.index)
         self.gpu_types = shared(tuple(sorted(self._by_type)))
+        self.type_counts = shared(tuple(shared((t, len(self._by_type[t]))) for t in self.gpu_types))  # GPUs per type
         self.free_gpus = len(node.gpus)  # GPUs with nothing allocated, any type
         self.partial = 0  # GPUs partly allocated (shared by fractional jobs), any type
         self.free_cpus = node.cpus
@@ -65,6 +67,7 @@ class NodeCapacity:
         """An independent copy (the node and its GPU layout are shared: they never change)."""
         twin = NodeCapacity.__new__(NodeCapacity)
         twin.node, twin.name, twin._by_type, twin.gpu_types = self.node, self.name, self._by_type, self.gpu_types
+        twin.type_counts = self.type_counts
         twin.used = dict(self.used)
         twin.free_gpus, twin.free_cpus, twin.free_memory_mb = self.free_gpus, self.free_cpus, self.free_memory_mb
         twin.partial = self.partial

@@ -59,10 +59,10 @@ class ScanOrder:
         nodes = view.nodes
         for bound, name in self._by_cost:
             if (node := nodes.get(name)) is not None:
-                for each in node.gpu_types:
+                for each, count in node.type_counts:
                     if (listed := by_type.get(each)) is None:
                         listed = by_type[each] = []
-                    listed.append((bound, name, len(node.indices(each)), len(listed)))
+                    listed.append((bound, name, count, len(listed)))
         for each, listed in by_type.items():
             self._every.setdefault(each, listed)
         return self._every.setdefault(gpu_type, [])
