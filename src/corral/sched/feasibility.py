@@ -242,6 +242,8 @@ class NodesAwaited:
 
     def unless(self, quota: Callable[[Job, Request], str | None]) -> Callable[[Job, Request], str | None]:
         """``quota`` (why a job is kept out), silent for a job that waits for nodes to come back."""
+        if not self._snapshot.unavailable_shapes:  # no node to come back: ``quota`` itself
+            return quota
         return lambda job, request: None if self.waits(request) else quota(job, request)
 
 
