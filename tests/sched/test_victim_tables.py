@@ -61,6 +61,10 @@ def test_victims_by_node_and_the_scan_order_equal_a_plain_computation() -> None:
             name: min((victims[v].priority for v in on if victims[v].preemptible), default=math.inf)
             for name, on in on_node.items()
         }
+        assert all(tables.levels[v] == r.priority for v, r in victims.items())  # asked or worked out when read
+        assert tables.lowest == min(
+            (r.priority for r in victims.values() if r.preemptible and not r.stopping), default=None
+        )
         assert tables.scan._stopping_on == {
             name for name, on in on_node.items() if any(victims[v].stopping for v in on)
         }

@@ -43,7 +43,7 @@ class VictimTables:
         """From one pass over thousands of running jobs per cycle."""
         jobs: dict[str, RunningJob] = {}
         costs: dict[str, Cost] = {}
-        levels: dict[str, int] = {}
+        levels = _Levels(jobs, level)  # asked here of preemptible jobs only: the others' when first read
         borrowing_of: dict[str, bool] = {}
         by_team: dict[str, list[str]] = {}
         on_node: dict[str, list[str]] = {}  # in the snapshot's order here; by id once ``_scan_order`` sorts them
@@ -81,7 +81,10 @@ class VictimTables:
                     any_stopping = True
                 else:
                     costs[job_id] = (lost_gpu_seconds(r, held, now), 1)
-            levels[job_id] = job_level = level(r)
+            if r.preemptible:
+                levels[job_id] = job_level = level(r)
+                if not stopping and (lowest is None or job_level < lowest):
+                    lowest = job_level
             borrowing_of[job_id] = borrowing
             team = by_team.get(r.team)
             if team is None:
@@ -90,10 +93,21 @@ class VictimTables:
                 team.append(job_id)
             if borrowing:
                 reclaimable = True
-            if r.preemptible and not stopping and (lowest is None or job_level < lowest):
-                lowest = job_level
         scan = _scan_order(on_node, jobs, costs, levels)
         return cls(jobs, costs, levels, borrowing_of, by_team, on_node, scan, any_stopping, reclaimable, lowest)
+
+
+class _Levels(dict[str, int]):
+    """Each victim's preemption level: worked out on first reading for a job not preemptible (a borrower, read
+    only where its GPUs are reclaimed)."""
+
+    def __init__(self, jobs: Mapping[str, RunningJob], level: Callable[[Job | RunningJob], int]) -> None:
+        super().__init__()
+        self._jobs, self._level = jobs, level
+
+    def __missing__(self, job_id: str) -> int:
+        found = self[job_id] = self._level(self._jobs[job_id])
+        return found
 
 
 def _scan_order(
