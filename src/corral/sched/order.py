@@ -6,7 +6,7 @@ its team's and user's fair share (the same tables from cycle to cycle unless usa
 changed). So the last order is kept with every job's key: a job that is the same object as then
 keeps its key and its place; new ones get their key and are put in their places. Jobs that would
 borrow quota go after all others; whether a job borrows is the same for all jobs of one team and
-request (a ``Group``, which also decides why such a job waits), so each item carries its group's
+request (a group, which also decides why such a job waits), so each item carries its group's
 number, the question is asked once per group each cycle, and the kept order is split in two, each
 part in key order, with no sort; ``ordered_in_two`` also says where the second part starts.
 Like ``carry``, this is a memo: the order equals a fresh sort, whatever came before.
@@ -66,7 +66,7 @@ def ordered(
     pending: Sequence[Job], key: Callable[[Job], Key], inputs: Hashable, borrows: Borrowing | None
 ) -> list[Item]:
     """The pending jobs as ``sorted(pending, key=key)`` orders them, each with its key and request
-    (equal requests as one object); with ``borrows`` (of the jobs' ``Group`` only), those
+    (equal requests as one object); with ``borrows`` (of the jobs' group only: team and request), those
     for which it is true come after all the others, each part in that order. The list may be the one
     kept for the next call.
 
