@@ -57,7 +57,7 @@ class NodeCapacity:
         self.type_counts = shared(tuple(shared((t, len(self._by_type[t]))) for t in self.gpu_types))  # GPUs per type
         self.free_gpus = len(node.gpus)  # GPUs with nothing allocated, any type
         self.partial = 0  # GPUs partly allocated (shared by fractional jobs), any type
-        self.free_cpus = node.cpus
+        self.free_cpus = rounded(node.cpus)
         self.free_memory_mb = node.memory_mb
         self.gpu_rank: Rank = ()
         self.cpu_rank: Rank = ()
@@ -134,7 +134,8 @@ class NodeCapacity:
                 now = used[index] = max(0.0, rounded(was + sign * fraction))
                 self.partial += (EPSILON < now < _ALMOST_FULL) - (EPSILON < was < _ALMOST_FULL)
             self.free_gpus += (now <= EPSILON) - (was <= EPSILON)
-        self.free_cpus = rounded(self.free_cpus - sign * alloc.cpus)
+        if alloc.cpus:  # (``free_cpus`` is always rounded: taking nothing leaves it as it is)
+            self.free_cpus = rounded(self.free_cpus - sign * alloc.cpus)
         self.free_memory_mb -= sign * alloc.memory_mb
 
 
