@@ -122,21 +122,27 @@ class NodeCapacity:
     def _add(self, alloc: Allocation, sign: int) -> None:
         used, fraction = self.used, alloc.gpu_fraction
         whole = fraction == FULL_GPU
+        free = self.free_gpus
         for index in alloc.gpus:
             was = used.get(index)
             if was is None:
                 continue  # a stale allocation on a GPU the node no longer reports
             if whole and (was == 0.0 or was == FULL_GPU):
                 # A whole GPU on one empty or full: a whole number (which rounding would leave as it is), and
-                # the GPU is not partly allocated before or after.
-                now = used[index] = max(0.0, was + sign)
+                # the GPU is not partly allocated before or after. (Below zero: zero, as ``max`` would give.)
+                now = was + sign
+                if now < 0.0:
+                    now = 0.0
+                used[index] = now
             else:
                 now = used[index] = max(0.0, rounded(was + sign * fraction))
                 self.partial += (EPSILON < now < _ALMOST_FULL) - (EPSILON < was < _ALMOST_FULL)
-            self.free_gpus += (now <= EPSILON) - (was <= EPSILON)
+            free += (now <= EPSILON) - (was <= EPSILON)
+        self.free_gpus = free
         if alloc.cpus:  # (``free_cpus`` is always rounded: taking nothing leaves it as it is)
             self.free_cpus = rounded(self.free_cpus - sign * alloc.cpus)
-        self.free_memory_mb -= sign * alloc.memory_mb
+        if alloc.memory_mb:
+            self.free_memory_mb -= sign * alloc.memory_mb
 
 
 _T = TypeVar("_T", bound=tuple[object, ...])
