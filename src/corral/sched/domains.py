@@ -30,6 +30,12 @@ class DomainSizes:
         self._by_type: dict[str, list[tuple[str, int, dict[str | None, int]]]] = {}  # ``_sizes`` by GPU type
         self._members: dict[str, Mapping[str, tuple[str, ...]]] = {}  # label → value → node names
 
+    def without_sizes(self) -> DomainSizes:
+        """No counts kept, the domain members as they are (they depend on the nodes alone, which stay)."""
+        twin = DomainSizes()
+        twin._members = self._members
+        return twin
+
     def copy(self) -> DomainSizes:
         twin = DomainSizes.__new__(DomainSizes)
         twin._sizes, twin._by_type = {}, {}

@@ -197,9 +197,10 @@ class CapacityView:
 
     def forget_lookups(self) -> None:
         """Drop what was built on first use (the CPU-only order, domain sizes), as a view new from a snapshot
-        has none: each one kept is brought up to date at every change of a node, used or not."""
+        has none: each one kept is brought up to date at every change of a node, used or not. The domains'
+        members stay: they change with the nodes only, never with what is free on them."""
         self._hosts = None
-        self._domains = DomainSizes()
+        self._domains = self._domains.without_sizes()
 
     def nodes_with_empty(self, gpu_type: str, count: int) -> Iterator[NodeCapacity]:
         """Nodes with at least ``count`` empty GPUs of the type, preferred first."""
