@@ -51,10 +51,6 @@ class Queue:
             np.fromiter(map(id_of, items), dtype=object, count=count),
         )
 
-    @classmethod
-    def empty(cls) -> Queue:
-        return cls(np.empty(0, dtype=object), np.empty(0, dtype=np.int64), np.empty(0, dtype=object))
-
     def __len__(self) -> int:
         return len(self.items)
 
