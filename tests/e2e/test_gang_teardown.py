@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -24,8 +25,7 @@ def test_a_rank_failing_beside_one_that_takes_its_grace_period_stops_the_other_n
     job_id = cluster.run(
         "--nodes", "2", "--gpus", "2", "--launcher", "per-gpu", "--grace-period", "8s", command=command
     )  # fmt: skip
-    cluster.wait_for(lambda: (marks / "failed").exists(), 60, "rank 2 to fail", 0.05)
-    failed_at = float((marks / "failed").read_text())
+    failed_at = stamp(cluster, marks / "failed", 60, "rank 2 to fail")
     job = cluster.wait_for(
         lambda: (j := cluster.api_job(job_id))["exit_code"] == 5 and j, 20, "the head to hear of the failure", 0.1
     )
@@ -33,11 +33,17 @@ def test_a_rank_failing_beside_one_that_takes_its_grace_period_stops_the_other_n
     assert "the process with RANK 2" in job["reason"] and "it ends FAILED once" in job["reason"], job
     for rank in (0, 1):
         term = marks / f"term-{rank}"
-        cluster.wait_for(term.exists, 20, f"rank {rank} to get SIGTERM", 0.05)
-        assert float(term.read_text()) - failed_at < 5.0, f"rank {rank} was stopped a grace period late"
+        stopped_at = stamp(cluster, term, 20, f"rank {rank} to get SIGTERM")
+        assert stopped_at - failed_at < 5.0, f"rank {rank} was stopped a grace period late"
     cluster.wait(job_id, timeout=40)
     job = cluster.show(job_id)
     assert (job["state"], job["exit_code"], job["restarts"]) == ("FAILED", 5, 0), job
     assert "exit code 5 (the process with RANK 2)" in job["reason"] and "it ends FAILED" not in job["reason"], job
     tasks = {t["node_rank"]: t for t in job["tasks"]}
     assert tasks[1]["exit_code"] == 5 and "RANK 2" in tasks[1]["detail"], tasks
+
+
+def stamp(cluster, path: Path, timeout: float, what: str) -> float:
+    """The time a rank wrote to ``path``, once it has written it: the shell creates the file before ``date``
+    writes to it, so the file may be there and still empty."""
+    return float(cluster.wait_for(lambda: path.exists() and path.read_text().strip(), timeout, what, 0.05))
