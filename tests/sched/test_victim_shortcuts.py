@@ -102,7 +102,7 @@ def plain_total(found: tuple[float, int], self: VictimSets, victims: Sequence[st
 def test_the_victim_search_shortcuts_equal_the_plain_computations(snap: Snapshot) -> None:
     with (
         checked(Preemptor, "_eligible_among", plain_eligible),
-        checked(LossBounds, "table", plain_table),
+        checked(LossBounds, "_table", plain_table),
         checked(ScanOrder, "below", plain_below),
         checked(ScanOrder, "every", plain_every),
         checked(VictimSets, "total", plain_total),
@@ -128,7 +128,7 @@ def test_the_loss_bounds_and_victim_lists_are_checked_on_a_cluster_where_the_sea
     snap = snapshot(nodes, pending=pending, live=live, running=running)
     with (
         checked(Preemptor, "_eligible_among", plain_eligible) as eligible,
-        checked(LossBounds, "table", plain_table) as tables,
+        checked(LossBounds, "_table", plain_table) as tables,
         checked(VictimSets, "total", plain_total) as totals,
         checked(ScanOrder, "every", plain_every) as every,
         patch.object(victim_scan, "emptiable", emptiable_checked),

@@ -36,14 +36,12 @@ __all__ = [
     "job_of",
     "ordered",
     "ordered_in_two",
-    "per_job",
     "request_of",
 ]
 
 Key = tuple[object, ...]
 Borrowing = Callable[[Groups], NDArray[np.bool_]]
-"""By group number, whether the group's jobs borrow (False for a group with no jobs); ``per_job`` makes one of
-a function of a job."""
+"""By group number, whether the group's jobs borrow (False for a group with no jobs)."""
 
 _SLACK = 1024  # requests and groups of jobs gone are forgotten once they outnumber twice the jobs by this
 
@@ -158,13 +156,6 @@ def _by_id(jobs: Sequence[Job], ids: NDArray[np.int64]) -> tuple[NDArray[np.int6
     """``ids`` (the jobs' ``id()``s) sorted, and the jobs in that order."""
     order = np.argsort(ids)
     return ids[order], np.fromiter(jobs, dtype=object, count=len(jobs))[order]
-
-
-def per_job(borrows: Callable[[Job], bool]) -> Borrowing:
-    """``Borrowing`` from whether a job borrows (asked of one job per group with jobs)."""
-    return lambda groups: np.array(
-        [count > 0 and borrows(job) for job, count in zip(groups.first, groups.members, strict=True)], dtype=bool
-    )
 
 
 def _borrowers_last(kept: _Kept, borrows: Borrowing) -> tuple[Queue, int]:

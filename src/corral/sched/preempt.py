@@ -20,7 +20,6 @@ lower bound (``LossBounds``), is passed over unsearched, and a node's sets are t
 
 from __future__ import annotations
 
-import math
 from bisect import insort
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -35,7 +34,7 @@ from corral.sched.policy import by_priority
 from corral.sched.quota import QuotaLedger
 from corral.sched.reclaim_limit import BorrowedOnly
 from corral.sched.snapshot import CapacityView, Snapshot
-from corral.sched.victim_scan import SLACK_S, Beat, Cost, LossBounds, NodeAnswers, VictimSets
+from corral.sched.victim_scan import Beat, Cost, LossBounds, NodeAnswers, VictimSets
 from corral.sched.victim_tables import VictimTables
 
 _NEAREST = 1 << 30  # the reach of a search open to any victim: after every narrower reach
@@ -345,10 +344,9 @@ class Preemptor:
         if self._own_team is not None and self.quota is not None:
             self._scope = self.quota.blocking_level(job, gpu_type)
         nodes, need, last, bounds, team = view.nodes, request.nodes, -1, self._bounds, job.team
-        tables, table, on_node, eligible_among = bounds.by_node, bounds.table, self.on_node, self._eligible_among
+        on_node, eligible_among = self.on_node, self._eligible_among
         whole = gpu_type if request.gpus_per_node > 0 and not request.fractional else None  # as ``gpus_short``
         beat = ranked[need - 1] if len(ranked) >= need else None  # the option to beat, once ``need`` are found
-        cut = math.inf if beat is None else beat[0][0] + SLACK_S  # ``LossBounds.beyond_short`` against ``beat``
         scan = self._scan.every(view, gpu_type) if within else self._scan.below(view, gpu_type, level)
         for bound, name, of_type, at in scan:
             if beat is not None and (bound, name) > beat:
@@ -357,10 +355,8 @@ class Preemptor:
             if of_type < slots or name in free or (node := nodes.get(name)) is None:
                 continue
             short = 0 if whole is None else slots if node.free_gpus == 0 else slots - len(node.empty_gpus(whole))
-            if short > 1 and beat is not None:
-                least = tables.get(name) or table(name)
-                if short >= len(least) or least[short] > cut:
-                    continue
+            if short > 1 and beat is not None and bounds.beyond_short(name, short, beat[0]):
+                continue
             eligible = eligible_among(on_node[name], team, level, within)
             if not eligible or bounds.too_few(name, short, eligible):
                 continue
@@ -370,7 +366,6 @@ class Preemptor:
                 options.append((total, name, found))
                 insort(ranked, (total, name))
                 beat = ranked[need - 1] if len(ranked) >= need else None
-                cut = math.inf if beat is None else beat[0][0] + SLACK_S
         else:
             # Reaching the end of the nodes passed over some (``below``) only: the scan stopped short
             # when the last of those left could not beat the options found (the order rises by cost).

@@ -16,7 +16,7 @@ from corral.sched.snapshot import CapacityView
 
 EXHAUSTIVE = 8  # victims on one node up to which every subset is tried
 Cost = tuple[float, int]  # (GPU-seconds lost, jobs newly preempted)
-SLACK_S = 1e-3  # GPU-seconds: lost work is rounded to 6 decimals, so compare with room to spare
+_SLACK_S = 1e-3  # GPU-seconds: lost work is rounded to 6 decimals, so compare with room to spare
 Scan = tuple[Cost, str, int, int]  # (its cheapest victim's cost, node, GPUs of the type there, place in the scan)
 Beat = tuple[Cost, str] | None  # the (cost, node) of the option a node's victims must beat, if any
 
@@ -92,9 +92,7 @@ class LossBounds:
         self, on_node: Mapping[str, list[str]], cost: Mapping[str, Cost], held: Mapping[str, Sequence[Allocation]]
     ) -> None:
         self._on_node, self._cost, self._held = on_node, cost, held
-        # Per node, the bound by GPUs short, up to all the victims hold: read it through ``table``, or
-        # ``by_node`` first in a loop over many nodes.
-        self.by_node: dict[str, list[float]] = {}
+        self._by_node: dict[str, list[float]] = {}  # the bound by GPUs short, up to all the victims hold
         self._gpus: dict[str, dict[str, int]] = {}  # per node, the GPUs each victim holds there
 
     def beyond(self, node: NodeCapacity, request: Request, gpu_type: str | None, best: Cost) -> bool:
@@ -106,15 +104,15 @@ class LossBounds:
         """``beyond`` for a share ``short`` empty GPUs short on the node (``gpus_short``)."""
         if short <= 1:
             return False
-        bounds = self.by_node.get(name) or self.table(name)
-        return short >= len(bounds) or bounds[short] > best[0] + SLACK_S
+        bounds = self._table(name)
+        return short >= len(bounds) or bounds[short] > best[0] + _SLACK_S
 
     def least_lost(self, node: NodeCapacity, request: Request, gpu_type: str | None) -> float:
         """0 where one victim may do; infinite where the node's victims together cannot empty enough."""
         short = gpus_short(node, request, gpu_type)
         if short <= 1:
             return 0.0
-        bounds = self.by_node.get(node.name) or self.table(node.name)
+        bounds = self._table(node.name)
         return bounds[short] if short < len(bounds) else math.inf
 
     def too_few(self, name: str, short: int, eligible: Sequence[str]) -> bool:
@@ -125,20 +123,20 @@ class LossBounds:
         gpus = self._gpus.get(name) or self._held_on(name)
         return sum(map(gpus.__getitem__, eligible)) < short
 
-    def table(self, name: str) -> list[float]:
+    def _table(self, name: str) -> list[float]:
         """The node's bound by GPUs short (past its end: the victims together cannot empty that many)."""
-        bounds = self.by_node.get(name)
+        bounds = self._by_node.get(name)
         if bounds is not None:
             return bounds
         gpus = self._gpus.get(name) or self._held_on(name)
         cost = self._cost
         if len(gpus) == 1:  # one victim: it alone, whatever it empties
             ((only, held),) = gpus.items()
-            bounds = self.by_node[name] = [cost[only][0]] * (held + 1)
+            bounds = self._by_node[name] = [cost[only][0]] * (held + 1)
             return bounds
         lost = list(accumulate(sorted([cost[v][0] for v in gpus])))
         emptied = list(accumulate(sorted(gpus.values(), reverse=True)))
-        bounds = self.by_node[name] = [lost[bisect_left(emptied, held)] for held in range(emptied[-1] + 1)]
+        bounds = self._by_node[name] = [lost[bisect_left(emptied, held)] for held in range(emptied[-1] + 1)]
         return bounds
 
     def _held_on(self, name: str) -> dict[str, int]:
@@ -183,7 +181,7 @@ class VictimSets:
         of the sorted ids yields it directly, one subset at a time, from ``smallest`` victims on."""
         if len({self._cost[v] for v in eligible}) <= 1 and list(eligible) == sorted(eligible):
             return self._by_size(eligible, smallest)
-        return sorted((self.total(s), s) for s in self._covering(eligible, frees, short, cap + SLACK_S))
+        return sorted((self.total(s), s) for s in self._covering(eligible, frees, short, cap + _SLACK_S))
 
     def _covering(
         self, eligible: tuple[str, ...], frees: Mapping[str, int], short: int, cap: float
